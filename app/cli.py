@@ -1,0 +1,45 @@
+"""The ``mcpwire`` command: ``mcpwire stdio [MODULE:ATTR]`` and ``mcpwire http [MODULE:ATTR]``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from app.loader import load_server
+from app.settings import Settings
+
+
+def _logging(level: str) -> None:
+    # Logs go to stderr only: on stdio, stdout is the wire.
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = Settings.from_env()
+    parser = argparse.ArgumentParser(prog="mcpwire", description="Serve an MCP server.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    stdio = sub.add_parser("stdio", help="serve on stdin/stdout")
+    stdio.add_argument("server", nargs="?", default=settings.server, help="MODULE:ATTR (default: %(default)s)")
+    http = sub.add_parser("http", help="serve Streamable HTTP")
+    http.add_argument("server", nargs="?", default=settings.server, help="MODULE:ATTR (default: %(default)s)")
+    http.add_argument("--host", default="127.0.0.1")
+    http.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    _logging(settings.log_level)
+    server = load_server(args.server)
+    if args.command == "stdio":
+        from transports.stdio import serve_stdio
+
+        asyncio.run(serve_stdio(server, max_message_bytes=settings.max_message_bytes,
+                                drain_seconds=settings.stdio_drain_seconds))
+        return 0
+    from app.deployment import serve_http
+
+    serve_http(server, host=args.host, port=args.port, settings=settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

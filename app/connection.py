@@ -1,0 +1,118 @@
+"""The per-connection runner for message streams (stdio, in-memory): frames in, messages out.
+
+It decodes each frame, answers what is malformed, runs every request in its own
+task (so a slow tool never blocks ``ping``), routes the client's responses to the
+handlers waiting on them, and writes every outgoing message through one callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from app import jsonrpc
+from app.errors import INVALID_REQUEST
+from app.protocol import BATCH_VERSIONS
+from app.session import ServerSession
+from app.types import JSONObject
+
+log = logging.getLogger("mcpwire.connection")
+
+Write = Callable[[JSONObject | list[JSONObject]], Awaitable[None]]
+
+
+class Connection:
+    """One client on one message stream, served by one ``ServerSession``."""
+
+    def __init__(self, session: ServerSession, write: Write, *, max_concurrent: int = 1024) -> None:
+        self.session = session
+        self._write = write
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._max_concurrent = max_concurrent
+
+    async def _send(self, message: JSONObject) -> None:
+        await self._write(message)
+
+    async def feed(self, frame: bytes | str) -> None:
+        """Handle one frame (a line on stdio). Requests are started, not awaited."""
+        decoded = jsonrpc.decode(frame)
+        if isinstance(decoded, list):
+            await self._batch(decoded)
+            return
+        if isinstance(decoded, jsonrpc.Request):
+            if len(self._tasks) >= self._max_concurrent:
+                await self._write(jsonrpc.error(decoded.id, INVALID_REQUEST, "Too many requests in flight"))
+                return
+            if decoded.method == "initialize":
+                await self._run(decoded)  # the handshake is serialized with what follows it
+            else:
+                self._spawn(self._run(decoded))
+        elif isinstance(decoded, jsonrpc.Notification):
+            self.session.handle_notification(decoded)
+        elif isinstance(decoded, jsonrpc.Response):
+            self.session.handle_response(decoded)
+        elif decoded.reply is not None:
+            await self._write(decoded.reply)
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, request: jsonrpc.Request) -> None:
+        response = await self.session.handle_request(request, self._send)
+        if response is not None:
+            await self._write(response)
+
+    async def _batch(self, items: list[jsonrpc.Message]) -> None:
+        version = self.session.state.protocol_version
+        if version not in BATCH_VERSIONS:
+            await self._write(jsonrpc.error(
+                None, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are only accepted from 2025-03-26 clients"))
+            return
+        replies: list[JSONObject] = []
+        requests: list[jsonrpc.Request] = []
+        for item in items:
+            if isinstance(item, jsonrpc.Request):
+                if item.method == "initialize":
+                    replies.append(jsonrpc.error(item.id, INVALID_REQUEST, "initialize must not be batched"))
+                else:
+                    requests.append(item)
+            elif isinstance(item, jsonrpc.Notification):
+                self.session.handle_notification(item)
+            elif isinstance(item, jsonrpc.Response):
+                self.session.handle_response(item)
+            elif item.reply is not None:
+                replies.append(item.reply)
+        if requests:
+            self._spawn(self._run_batch(requests, replies))
+        elif replies:
+            await self._write(replies)
+
+    async def _run_batch(self, requests: list[jsonrpc.Request], replies: list[JSONObject]) -> None:
+        async def one(request: jsonrpc.Request) -> JSONObject | None:
+            return await self.session.handle_request(request, self._send)
+
+        results = await asyncio.gather(*(asyncio.ensure_future(one(r)) for r in requests))
+        replies.extend(r for r in results if r is not None)
+        if replies:
+            await self._write(replies)
+
+    @property
+    def busy(self) -> int:
+        return len(self._tasks)
+
+    async def drain(self, timeout: float) -> None:
+        """Give requests in flight up to ``timeout`` seconds to finish."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=timeout)
+
+    async def close(self) -> None:
+        """Cancel every request still running and wait until they are gone."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self.session.close()

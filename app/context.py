@@ -1,0 +1,232 @@
+"""The per-request context: what a handler may ask of the client and tell it while it runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from app.errors import ClientCapabilityMissing
+from app.protocol import LOG_LEVEL_RANK, at_least
+from app.types import JSONObject, RequestId, Send
+
+if TYPE_CHECKING:
+    from app.server import MCPServer
+    from app.session import ServerSession
+
+M = TypeVar("M", bound=BaseModel)
+
+ElicitAction = Literal["accept", "decline", "cancel"]
+
+
+@dataclasses.dataclass(slots=True)
+class ElicitResult(Generic[M]):
+    """The user's answer to an elicitation. ``data`` is the validated model when one was given."""
+
+    action: ElicitAction
+    content: JSONObject | None = None
+    data: M | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+
+def _inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target = dict(defs[ref.removeprefix("#/$defs/")])
+            target.pop("title", None)
+            extra = {k: v for k, v in schema.items() if k != "$ref"}
+            return _inline_refs({**target, **extra}, defs)
+        return {k: _inline_refs(v, defs) for k, v in schema.items() if k != "$defs"}
+    if isinstance(schema, list):
+        return [_inline_refs(v, defs) for v in schema]
+    return schema
+
+
+def elicitation_schema(model: type[BaseModel]) -> JSONObject:
+    """A flat ``requestedSchema`` for a pydantic model (elicitation forbids ``$ref``)."""
+    from app.schema import json_schema
+
+    raw = json_schema(TypeAdapter(model))
+    flat: JSONObject = _inline_refs(raw, raw.get("$defs", {}))
+    flat.pop("additionalProperties", None)
+    return flat
+
+
+class Context:
+    """Handed to a handler that declares a parameter annotated ``Context``."""
+
+    __slots__ = ("_last_progress", "_send", "meta", "method", "request_id", "session")
+
+    def __init__(self, session: ServerSession, request_id: RequestId, method: str, meta: JSONObject | None,
+                 send: Send) -> None:
+        self.session = session
+        self.request_id = request_id
+        self.method = method
+        self.meta = meta or {}
+        self._send = send
+        self._last_progress: float | None = None
+
+    # -- what the handler can read ----------------------------------------------------------
+    @property
+    def server(self) -> MCPServer:
+        return self.session.server
+
+    @property
+    def protocol_version(self) -> str:
+        return self.session.state.protocol_version or ""
+
+    @property
+    def client_capabilities(self) -> JSONObject:
+        return self.session.state.client_capabilities
+
+    @property
+    def client_info(self) -> JSONObject:
+        return self.session.state.client_info
+
+    @property
+    def session_id(self) -> str | None:
+        return self.session.state.id
+
+    @property
+    def principal(self) -> Any:
+        return self.session.state.principal
+
+    @property
+    def progress_token(self) -> str | int | None:
+        token = self.meta.get("progressToken")
+        return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+    # -- notifications related to this request ---------------------------------------------
+    async def send_notification(self, method: str, params: JSONObject | None = None) -> None:
+        message: JSONObject = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._send(message)
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send ``notifications/progress`` if the request asked for it; values must increase."""
+        token = self.progress_token
+        if token is None:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            return  # the spec requires progress to increase with each notification
+        self._last_progress = progress
+        params: JSONObject = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None and at_least(self.protocol_version, "2025-03-26"):
+            params["message"] = message
+        await self.send_notification("notifications/progress", params)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if the client's log level lets it through."""
+        rank = LOG_LEVEL_RANK.get(level)
+        if rank is None:
+            raise ValueError(f"unknown log level {level!r}")
+        threshold = self.session.state.log_level
+        if threshold is not None and rank < LOG_LEVEL_RANK[threshold]:
+            return
+        params: JSONObject = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self.send_notification("notifications/message", params)
+
+    async def debug(self, data: Any, logger: str | None = None) -> None:
+        await self.log("debug", data, logger)
+
+    async def info(self, data: Any, logger: str | None = None) -> None:
+        await self.log("info", data, logger)
+
+    async def warning(self, data: Any, logger: str | None = None) -> None:
+        await self.log("warning", data, logger)
+
+    async def error(self, data: Any, logger: str | None = None) -> None:
+        await self.log("error", data, logger)
+
+    # -- requests to the client ------------------------------------------------------------
+    def _require(self, capability: str, sub: str | None = None) -> JSONObject:
+        caps = self.client_capabilities.get(capability)
+        if not isinstance(caps, dict):
+            raise ClientCapabilityMissing(capability)
+        if sub is not None and not isinstance(caps.get(sub), dict):
+            raise ClientCapabilityMissing(f"{capability}.{sub}")
+        return caps
+
+    async def request(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
+        """Send a request to the client on this request's stream and wait for its result."""
+        return await self.session.request_client(method, params, self._send, timeout, self.request_id)
+
+    async def elicit(self, message: str, schema: type[M] | JSONObject, *,
+                     timeout: float | None = None) -> ElicitResult[M]:
+        """Ask the user to fill in a form (form mode). ``schema`` is a pydantic model or a flat JSON Schema."""
+        caps = self._require("elicitation")
+        if caps and "form" not in caps and "url" in caps:
+            raise ClientCapabilityMissing("elicitation.form")
+        model = schema if isinstance(schema, type) else None
+        requested = elicitation_schema(schema) if isinstance(schema, type) else schema
+        params: JSONObject = {"message": message, "requestedSchema": requested}
+        if at_least(self.protocol_version, "2025-11-25"):
+            params = {"mode": "form", **params}
+        answer = await self.request("elicitation/create", params, timeout)
+        return self._elicit_result(answer, model)
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str, *,
+                         timeout: float | None = None) -> ElicitResult[BaseModel]:
+        """Send the user to a URL (URL mode, 2025-11-25); ``accept`` only means they agreed to go."""
+        self._require("elicitation", "url")
+        params: JSONObject = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        answer = await self.request("elicitation/create", params, timeout)
+        return self._elicit_result(answer, None)
+
+    @staticmethod
+    def _elicit_result(answer: JSONObject, model: type[M] | None) -> ElicitResult[M]:
+        action = answer.get("action")
+        if action not in ("accept", "decline", "cancel"):
+            raise ValueError(f"the client answered the elicitation with an invalid action {action!r}")
+        content = answer.get("content")
+        result: ElicitResult[M] = ElicitResult(action, content if isinstance(content, dict) else None)
+        if action == "accept" and model is not None:
+            try:
+                result.data = model.model_validate(result.content or {})
+            except ValidationError as exc:
+                raise ValueError(f"the elicited content does not match the requested schema: {exc}") from exc
+        return result
+
+    async def sample(self, messages: str | Sequence[JSONObject], *, max_tokens: int = 1000,
+                     system_prompt: str | None = None, temperature: float | None = None,
+                     stop_sequences: list[str] | None = None, model_preferences: JSONObject | None = None,
+                     include_context: Literal["none", "thisServer", "allServers"] | None = None,
+                     tools: list[JSONObject] | None = None, tool_choice: JSONObject | None = None,
+                     metadata: JSONObject | None = None, timeout: float | None = None) -> JSONObject:
+        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        self._require("sampling")
+        if tools is not None or tool_choice is not None:
+            self._require("sampling", "tools")
+        if include_context not in (None, "none"):
+            self._require("sampling", "context")
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: JSONObject = {"messages": list(messages), "maxTokens": max_tokens}
+        optional = {"systemPrompt": system_prompt, "temperature": temperature, "stopSequences": stop_sequences,
+                    "modelPreferences": model_preferences, "includeContext": include_context, "tools": tools,
+                    "toolChoice": tool_choice, "metadata": metadata}
+        params.update({k: v for k, v in optional.items() if v is not None})
+        return await self.request("sampling/createMessage", params, timeout)
+
+    async def list_roots(self, *, timeout: float | None = None) -> list[JSONObject]:
+        """The client's roots (``roots/list``)."""
+        self._require("roots")
+        answer = await self.request("roots/list", None, timeout)
+        roots = answer.get("roots")
+        return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
+
+    async def read_resource(self, uri: str) -> list[JSONObject]:
+        """Read one of this server's own resources."""
+        contents: list[JSONObject] = (await self.server.resources.read(uri, self))["contents"]
+        return contents

@@ -1,0 +1,69 @@
+"""Protocol errors: exceptions that become JSON-RPC error responses, and tool errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
+URL_ELICITATION_REQUIRED = -32042
+
+
+class MCPError(Exception):
+    """Raised anywhere below the dispatcher to answer the request with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class InvalidParams(MCPError):
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(INVALID_PARAMS, message, data)
+
+
+class MethodNotFound(MCPError):
+    def __init__(self, method: str) -> None:
+        super().__init__(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+class InvalidRequest(MCPError):
+    def __init__(self, message: str) -> None:
+        super().__init__(INVALID_REQUEST, message)
+
+
+class ResourceNotFound(MCPError):
+    def __init__(self, uri: str) -> None:
+        super().__init__(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+
+
+class ToolError(Exception):
+    """Raised by a tool to report a failure to the model as a result with ``isError: true``."""
+
+
+class ClientError(MCPError):
+    """The client answered a server-to-client request with an error."""
+
+
+class ClientCapabilityMissing(Exception):
+    """A handler asked the client for something it did not declare it can do."""
+
+    def __init__(self, capability: str) -> None:
+        super().__init__(f"the client did not declare the {capability!r} capability")
+        self.capability = capability
+
+
+class ClientTimeout(TimeoutError):
+    """The client did not answer a server-to-client request in time."""

@@ -1,0 +1,143 @@
+"""Prompts: templates of messages with named string arguments."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from app.content import to_block
+from app.errors import INTERNAL_ERROR, InvalidParams, MCPError
+from app.schema import context_parameter, resolve_hints
+from app.threads import run_sync
+from app.types import JSONObject
+
+if TYPE_CHECKING:
+    from app.context import Context
+
+log = logging.getLogger("mcpwire.prompts")
+
+
+@dataclass(slots=True)
+class Message:
+    """One prompt message; ``content`` is a string, a content helper or a content block."""
+
+    role: Literal["user", "assistant"]
+    content: Any
+
+    def to_wire(self) -> JSONObject:
+        block = to_block(self.content)
+        if block is None:
+            raise TypeError(f"prompt message content must be text or a content block, not {type(self.content)}")
+        return {"role": self.role, "content": block}
+
+
+def user(content: Any) -> Message:
+    return Message("user", content)
+
+
+def assistant(content: Any) -> Message:
+    return Message("assistant", content)
+
+
+def _description(annotation: Any, default: Any) -> str | None:
+    if isinstance(default, FieldInfo):
+        return default.description
+    for extra in getattr(annotation, "__metadata__", ()):
+        if isinstance(extra, FieldInfo) and extra.description:
+            return extra.description
+    return None
+
+
+class Prompt:
+    __slots__ = ("_ctx_param", "_fn", "_is_async", "arguments", "description", "icons", "meta", "name", "scopes",
+                 "title")
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, icons: list[JSONObject] | None = None,
+                 meta: JSONObject | None = None, scopes: list[str] | None = None) -> None:
+        self._fn = fn
+        self.name = name or fn.__name__
+        self.title = title
+        self.description = description if description is not None else inspect.cleandoc(fn.__doc__ or "") or None
+        self.icons = icons
+        self.meta = meta
+        self.scopes = scopes or []
+        self._is_async = inspect.iscoroutinefunction(fn)
+        hints = resolve_hints(fn)
+        self._ctx_param = context_parameter(fn, hints)
+        self.arguments: list[JSONObject] = []
+        for param in inspect.signature(fn).parameters.values():
+            if param.name == self._ctx_param:
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"prompt {self.name}: *args and **kwargs are not supported")
+            arg: JSONObject = {"name": param.name}
+            desc = _description(hints.get(param.name), param.default)
+            if desc:
+                arg["description"] = desc
+            required = param.default is param.empty or (
+                isinstance(param.default, FieldInfo) and param.default.is_required())
+            arg["required"] = required
+            self.arguments.append(arg)
+
+    def to_wire(self) -> JSONObject:
+        out: JSONObject = {"name": self.name}
+        for key, value in (("title", self.title), ("description", self.description), ("icons", self.icons),
+                           ("_meta", self.meta)):
+            if value:
+                out[key] = value
+        if self.arguments:
+            out["arguments"] = self.arguments
+        return out
+
+    async def get(self, arguments: Any, ctx: Context) -> JSONObject:
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise InvalidParams("prompt arguments must be an object")
+        known = {a["name"] for a in self.arguments}
+        missing = [a["name"] for a in self.arguments if a["required"] and a["name"] not in arguments]
+        if missing:
+            raise InvalidParams(f"Missing required arguments for prompt {self.name}: {', '.join(missing)}")
+        kwargs: dict[str, Any] = {}
+        for key, value in arguments.items():
+            if key not in known:
+                raise InvalidParams(f"Unknown argument for prompt {self.name}: {key}")
+            if not isinstance(value, str):
+                raise InvalidParams(f"Argument {key} of prompt {self.name} must be a string")
+            kwargs[key] = value
+        if self._ctx_param is not None:
+            kwargs[self._ctx_param] = ctx
+        try:
+            value = await self._fn(**kwargs) if self._is_async else await run_sync(self._fn, **kwargs)
+            messages = self._messages(value)
+        except MCPError:
+            raise
+        except Exception:
+            log.exception("prompt %s raised", self.name)
+            raise MCPError(INTERNAL_ERROR, f"Error rendering prompt {self.name}") from None
+        result: JSONObject = {"messages": messages}
+        if self.description:
+            result["description"] = self.description
+        return result
+
+    @staticmethod
+    def _messages(value: Any) -> list[JSONObject]:
+        items = value if isinstance(value, list | tuple) else [value]
+        out: list[JSONObject] = []
+        for item in items:
+            if isinstance(item, Message):
+                out.append(item.to_wire())
+            elif isinstance(item, dict) and item.get("role") in ("user", "assistant") and "content" in item:
+                out.append(Message(item["role"], item["content"]).to_wire())
+            elif isinstance(item, BaseModel):
+                out.append(Message("user", item.model_dump_json()).to_wire())
+            else:
+                out.append(Message("user", item).to_wire())
+        return out

@@ -1,0 +1,26 @@
+"""Protocol revisions and the facts that differ between them."""
+
+from __future__ import annotations
+
+LATEST_HANDSHAKE_VERSION = "2025-11-25"
+
+HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+"""Revisions negotiated with ``initialize``, newest first."""
+
+BATCH_VERSIONS = frozenset({"2025-03-26"})
+"""Revisions whose clients may send JSON-RPC batches."""
+
+LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LOG_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+
+
+def negotiate(requested: object) -> str:
+    """The version to answer ``initialize`` with: the requested one if supported, else our latest."""
+    if isinstance(requested, str) and requested in HANDSHAKE_VERSIONS:
+        return requested
+    return LATEST_HANDSHAKE_VERSION
+
+
+def at_least(version: str, minimum: str) -> bool:
+    """Revisions are dates, so they compare as strings."""
+    return version >= minimum

@@ -1,0 +1,149 @@
+"""Resources: static URIs and RFC 6570 templates, and how a read becomes ``contents``."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+import orjson
+
+from app.content import resource_contents
+from app.errors import INTERNAL_ERROR, InvalidParams, MCPError, ResourceNotFound
+from app.schema import context_parameter, resolve_hints
+from app.threads import run_sync
+from app.types import JSONObject
+from app.uritemplate import UriTemplate
+
+if TYPE_CHECKING:
+    from app.context import Context
+
+log = logging.getLogger("mcpwire.resources")
+
+
+class Resource:
+    """A resource at a fixed URI, or (with ``template`` set) a family of them."""
+
+    __slots__ = ("_adapters", "_ctx_param", "_fn", "_is_async", "annotations", "description", "icons", "meta",
+                 "mime_type", "name", "scopes", "size", "template", "title", "uri")
+
+    def __init__(self, uri: str, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, mime_type: str | None = None, size: int | None = None,
+                 annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
+                 meta: JSONObject | None = None, scopes: list[str] | None = None) -> None:
+        self.uri = uri
+        self._fn = fn
+        self.name = name or fn.__name__
+        self.title = title
+        self.description = description if description is not None else inspect.cleandoc(fn.__doc__ or "") or None
+        self.mime_type = mime_type
+        self.size = size
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.scopes = scopes or []
+        self._is_async = inspect.iscoroutinefunction(fn)
+        template = UriTemplate(uri)
+        self.template = template if template.is_template else None
+        hints = resolve_hints(fn)
+        self._ctx_param = context_parameter(fn, hints)
+        params = [p for p in inspect.signature(fn).parameters if p != self._ctx_param]
+        expected = template.variables
+        if set(params) != set(expected):
+            raise TypeError(f"resource {uri}: function parameters {params} must be the template variables {expected}")
+        self._adapters: dict[str, TypeAdapter[Any]] = {
+            p: TypeAdapter(hints[p]) for p in params if p in hints and hints[p] is not str
+        }
+
+    def to_wire(self) -> JSONObject:
+        out: JSONObject = {"uriTemplate": self.uri} if self.template else {"uri": self.uri}
+        out["name"] = self.name
+        for key, value in (("title", self.title), ("description", self.description), ("mimeType", self.mime_type),
+                           ("annotations", self.annotations), ("icons", self.icons), ("_meta", self.meta)):
+            if value:
+                out[key] = value
+        if self.size is not None and self.template is None:
+            out["size"] = self.size
+        return out
+
+    async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[JSONObject]:
+        kwargs: dict[str, Any] = {}
+        for key, value in variables.items():
+            adapter = self._adapters.get(key)
+            try:
+                kwargs[key] = adapter.validate_strings(value) if adapter else value
+            except ValidationError:
+                raise ResourceNotFound(uri) from None
+        if self._ctx_param is not None:
+            kwargs[self._ctx_param] = ctx
+        try:
+            value = await self._fn(**kwargs) if self._is_async else await run_sync(self._fn, **kwargs)
+        except MCPError:
+            raise
+        except Exception:
+            log.exception("resource %s raised", uri)
+            raise MCPError(INTERNAL_ERROR, f"Error reading resource {uri}") from None
+        return self._contents(uri, value)
+
+    def _contents(self, uri: str, value: Any) -> list[JSONObject]:
+        items = value if isinstance(value, list) else [value]
+        out: list[JSONObject] = []
+        for item in items:
+            if isinstance(item, str):
+                out.append(resource_contents(uri, item, None, self.mime_type or "text/plain"))
+            elif isinstance(item, bytes):
+                out.append(resource_contents(uri, None, item, self.mime_type or "application/octet-stream"))
+            elif isinstance(item, dict) and "uri" in item and ("text" in item or "blob" in item):
+                out.append(item)
+            else:
+                if isinstance(item, BaseModel):
+                    item = item.model_dump(mode="json")
+                out.append(resource_contents(uri, orjson.dumps(item).decode(), None, self.mime_type or "application/json"))
+        return out
+
+
+class Resources:
+    """The server's resources and templates, in registration order."""
+
+    def __init__(self, on_change: Callable[[], None]) -> None:
+        self.static: dict[str, Resource] = {}
+        self.templates: dict[str, Resource] = {}
+        self._on_change = on_change
+
+    def add(self, resource: Resource) -> None:
+        (self.templates if resource.template else self.static)[resource.uri] = resource
+        self._on_change()
+
+    def remove(self, uri: str) -> None:
+        if self.static.pop(uri, None) is None and self.templates.pop(uri, None) is None:
+            raise KeyError(uri)
+        self._on_change()
+
+    def __bool__(self) -> bool:
+        return bool(self.static or self.templates)
+
+    def find(self, uri: str) -> tuple[Resource, dict[str, str]] | None:
+        resource = self.static.get(uri)
+        if resource is not None:
+            return resource, {}
+        for candidate in self.templates.values():
+            assert candidate.template is not None
+            variables = candidate.template.match(uri)
+            if variables is not None:
+                return candidate, variables
+        return None
+
+    async def read(self, uri: Any, ctx: Context) -> JSONObject:
+        if not isinstance(uri, str) or not uri:
+            raise InvalidParams("resources/read needs a string 'uri'")
+        found = self.find(uri)
+        if found is None:
+            raise ResourceNotFound(uri)
+        resource, variables = found
+        contents = await resource.read(uri, variables, ctx)
+        if not contents:
+            raise ResourceNotFound(uri)
+        return {"contents": contents}

@@ -1,0 +1,180 @@
+"""The server definition API: ``MCPServer`` and its decorators."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from app.completions import Completer
+from app.prompts import Prompt
+from app.resources import Resource, Resources
+from app.tools import Tool
+from app.types import JSONObject
+
+if TYPE_CHECKING:
+    from app.dispatcher import Dispatcher
+    from app.session import ServerSession
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class MCPServer:
+    """Tools, resources, prompts and completions, defined once and served over any transport.
+
+    >>> server = MCPServer("demo")
+    >>> @server.tool()
+    ... async def add(a: int, b: int) -> int:
+    ...     return a + b
+    """
+
+    def __init__(self, name: str, version: str = "0.1.0", *, title: str | None = None,
+                 description: str | None = None, instructions: str | None = None, website_url: str | None = None,
+                 icons: list[JSONObject] | None = None, page_size: int = 100,
+                 request_timeout: float = 300.0) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be positive")
+        self.name = name
+        self.version = version
+        self.title = title
+        self.description = description
+        self.instructions = instructions
+        self.website_url = website_url
+        self.icons = icons
+        self.page_size = page_size
+        self.request_timeout = request_timeout
+        """How long a handler waits for the client to answer a request (elicitation, sampling, roots)."""
+        self.tools: dict[str, Tool] = {}
+        self.prompts: dict[str, Prompt] = {}
+        self.resources = Resources(lambda: self._list_changed("resources"))
+        self.completers: dict[tuple[str, str, str], Completer] = {}
+        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._dispatcher: Dispatcher | None = None
+
+    # -- identity ---------------------------------------------------------------------------
+    def info(self) -> JSONObject:
+        out: JSONObject = {"name": self.name, "version": self.version}
+        for key, value in (("title", self.title), ("description", self.description), ("icons", self.icons),
+                           ("websiteUrl", self.website_url)):
+            if value:
+                out[key] = value
+        return out
+
+    def capabilities(self) -> JSONObject:
+        """What this server can do, as declared to clients: only what is actually there."""
+        caps: JSONObject = {"logging": {}}
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.resources:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.completers:
+            caps["completions"] = {}
+        return caps
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        if self._dispatcher is None:
+            from app.dispatcher import Dispatcher
+
+            self._dispatcher = Dispatcher(self)
+        return self._dispatcher
+
+    # -- tools --------------------------------------------------------------------------------
+    def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
+             annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
+             meta: JSONObject | None = None, input_schema: JSONObject | None = None,
+             output_schema: JSONObject | None = None, structured_output: bool | None = None,
+             scopes: list[str] | None = None) -> Callable[[F], F]:
+        """Register a function as a tool. Its signature is the input schema, its return annotation the output."""
+
+        def register(fn: F) -> F:
+            self.add_tool(Tool(fn, name=name, title=title, description=description, annotations=annotations,
+                               icons=icons, meta=meta, input_schema=input_schema, output_schema=output_schema,
+                               structured_output=structured_output, scopes=scopes))
+            return fn
+
+        return register
+
+    def add_tool(self, tool: Tool) -> None:
+        self.tools[tool.name] = tool
+        self._list_changed("tools")
+
+    def remove_tool(self, name: str) -> None:
+        del self.tools[name]
+        self._list_changed("tools")
+
+    # -- resources ----------------------------------------------------------------------------
+    def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, mime_type: str | None = None, size: int | None = None,
+                 annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
+                 meta: JSONObject | None = None, scopes: list[str] | None = None) -> Callable[[F], F]:
+        """Register a resource at ``uri``; a URI with ``{variables}`` (RFC 6570) registers a template."""
+
+        def register(fn: F) -> F:
+            self.resources.add(Resource(uri, fn, name=name, title=title, description=description,
+                                        mime_type=mime_type, size=size, annotations=annotations, icons=icons,
+                                        meta=meta, scopes=scopes))
+            return fn
+
+        return register
+
+    def remove_resource(self, uri: str) -> None:
+        self.resources.remove(uri)
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell every session subscribed to ``uri`` that it changed."""
+        message: JSONObject = {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                               "params": {"uri": uri}}
+        for session in list(self._sessions):
+            if uri in session.state.subscriptions:
+                session.post(message)
+
+    # -- prompts ------------------------------------------------------------------------------
+    def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
+               icons: list[JSONObject] | None = None, meta: JSONObject | None = None,
+               scopes: list[str] | None = None) -> Callable[[F], F]:
+        """Register a function as a prompt; its parameters are the prompt's (string) arguments."""
+
+        def register(fn: F) -> F:
+            self.add_prompt(Prompt(fn, name=name, title=title, description=description, icons=icons, meta=meta,
+                                   scopes=scopes))
+            return fn
+
+        return register
+
+    def add_prompt(self, prompt: Prompt) -> None:
+        self.prompts[prompt.name] = prompt
+        self._list_changed("prompts")
+
+    def remove_prompt(self, name: str) -> None:
+        del self.prompts[name]
+        self._list_changed("prompts")
+
+    # -- completions --------------------------------------------------------------------------
+    def completion(self, *, argument: str, prompt: str | None = None,
+                   resource_template: str | None = None) -> Callable[[F], F]:
+        """Register ``fn(value, arguments) -> list[str]`` completing one argument of a prompt or template."""
+        if (prompt is None) == (resource_template is None):
+            raise ValueError("give exactly one of prompt= or resource_template=")
+        key = ("ref/prompt", prompt, argument) if prompt is not None else ("ref/resource", resource_template, argument)
+
+        def register(fn: F) -> F:
+            self.completers[(key[0], str(key[1]), key[2])] = Completer(fn)
+            return fn
+
+        return register
+
+    # -- sessions -----------------------------------------------------------------------------
+    def attach(self, session: ServerSession) -> None:
+        self._sessions.add(session)
+
+    def detach(self, session: ServerSession) -> None:
+        self._sessions.discard(session)
+
+    def _list_changed(self, kind: str) -> None:
+        message: JSONObject = {"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}
+        for session in list(self._sessions):
+            if session.state.ready and kind in session.state.server_capabilities:
+                session.post(message)

@@ -1,0 +1,173 @@
+"""A handshake-era session: its serializable state and the live runner around the dispatcher.
+
+``SessionState`` is plain data (what a ``SessionStore`` keeps). ``ServerSession`` adds
+the live parts of one process: requests in flight (for cancellation) and requests
+sent to the client that wait for an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from app import jsonrpc
+from app.context import Context
+from app.errors import INTERNAL_ERROR, ClientError, ClientTimeout, MCPError
+from app.types import JSONObject, RequestId, Send
+
+if TYPE_CHECKING:
+    from app.server import MCPServer
+
+log = logging.getLogger("mcpwire.session")
+
+Post = Callable[[JSONObject], None]
+"""Delivers a message unrelated to any request (list_changed, resources/updated); must not block."""
+
+
+@dataclasses.dataclass(slots=True)
+class SessionState:
+    """Everything a session needs to be served by any process; JSON-serializable."""
+
+    id: str | None = None
+    protocol_version: str | None = None
+    client_capabilities: JSONObject = dataclasses.field(default_factory=dict)
+    client_info: JSONObject = dataclasses.field(default_factory=dict)
+    server_capabilities: list[str] = dataclasses.field(default_factory=list)
+    log_level: str | None = None
+    subscriptions: set[str] = dataclasses.field(default_factory=set)
+    initialized: bool = False  # initialize answered
+    ready: bool = False  # notifications/initialized received
+    principal: Any = None
+
+    def to_dict(self) -> JSONObject:
+        data = dataclasses.asdict(self)
+        data["subscriptions"] = sorted(self.subscriptions)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> SessionState:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in fields}
+        values["subscriptions"] = set(values.get("subscriptions") or ())
+        return cls(**values)
+
+
+class ServerSession:
+    """Runs requests of one session through the dispatcher; one per stdio process or HTTP session."""
+
+    def __init__(self, server: MCPServer, state: SessionState | None = None, *, post: Post | None = None) -> None:
+        self.server = server
+        self.state = state or SessionState()
+        self._post = post
+        self._inflight: dict[RequestId, tuple[asyncio.Task[Any], str]] = {}
+        self._cancelled: set[RequestId] = set()
+        self._pending: dict[RequestId, asyncio.Future[JSONObject]] = {}
+        self._ids = itertools.count(1)
+        server.attach(self)
+
+    # -- incoming ------------------------------------------------------------------------------
+    async def handle_request(self, request: jsonrpc.Request, send: Send) -> JSONObject | None:
+        """Answer one request. ``send`` carries messages related to it. None: it was cancelled."""
+        rid = request.id
+        task = asyncio.current_task()
+        if rid in self._inflight:
+            return jsonrpc.error(rid, -32600, f"Request id {rid!r} is already in use")
+        if task is not None:
+            self._inflight[rid] = (task, request.method)
+        meta = request.params.get("_meta")
+        ctx = Context(self, rid, request.method, meta if isinstance(meta, dict) else None, send)
+        try:
+            value = await self.server.dispatcher.dispatch(request.method, request.params, ctx)
+            return jsonrpc.result(rid, value)
+        except MCPError as exc:
+            return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+        except asyncio.CancelledError:
+            if rid in self._cancelled and task is not None:
+                task.uncancel()
+                return None
+            raise
+        except Exception:
+            log.exception("internal error handling %s", request.method)
+            return jsonrpc.error(rid, INTERNAL_ERROR, "Internal error")
+        finally:
+            self._inflight.pop(rid, None)
+            self._cancelled.discard(rid)
+
+    def handle_notification(self, note: jsonrpc.Notification) -> None:
+        method = note.method
+        if method == "notifications/cancelled":
+            rid = note.params.get("requestId")
+            entry = self._inflight.get(rid) if isinstance(rid, str | int) else None
+            # initialize cannot be cancelled; unknown or finished ids are ignored
+            if entry is not None and rid is not None and entry[1] != "initialize" and not entry[0].done():
+                self._cancelled.add(rid)
+                entry[0].cancel()
+        elif method == "notifications/initialized":
+            if self.state.initialized:
+                self.state.ready = True
+        else:
+            self.server.dispatcher.notify(method, note.params, self)
+
+    def handle_response(self, response: jsonrpc.Response) -> None:
+        future = self._pending.pop(response.id, None)
+        if future is None or future.done():
+            log.debug("dropping a response to unknown request %r", response.id)
+            return
+        if response.error is not None:
+            err = response.error
+            code = err.get("code")
+            future.set_exception(ClientError(code if isinstance(code, int) else INTERNAL_ERROR,
+                                             str(err.get("message", "error")), err.get("data")))
+        else:
+            future.set_result(response.result or {})
+
+    # -- outgoing -----------------------------------------------------------------------------
+    async def request_client(self, method: str, params: JSONObject | None, send: Send, timeout: float | None,
+                             related: RequestId | None = None) -> JSONObject:
+        """Send a request to the client and wait for its result (or raise ClientError/ClientTimeout)."""
+        rid = next(self._ids)
+        future: asyncio.Future[JSONObject] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = future
+        try:
+            await send(jsonrpc.request(rid, method, params))
+            return await asyncio.wait_for(future, timeout if timeout is not None else self.server.request_timeout)
+        except TimeoutError:
+            await self._cancel_client_request(rid, send, "timed out")
+            raise ClientTimeout(f"the client did not answer {method} in time") from None
+        except asyncio.CancelledError:
+            if rid in self._pending:
+                await asyncio.shield(self._cancel_client_request(rid, send, "the request was cancelled"))
+            raise
+        finally:
+            self._pending.pop(rid, None)
+
+    async def _cancel_client_request(self, rid: RequestId, send: Send, reason: str) -> None:
+        self._pending.pop(rid, None)
+        try:
+            await send(jsonrpc.notification("notifications/cancelled", {"requestId": rid, "reason": reason}))
+        except Exception:
+            log.debug("could not tell the client that request %r was cancelled", rid)
+
+    def post(self, message: JSONObject) -> None:
+        """Deliver a message unrelated to any request on the session's standalone channel, if it has one."""
+        if self._post is not None:
+            self._post(message)
+
+    # -- teardown -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Cancel everything in flight and forget this session."""
+        for task, _method in list(self._inflight.values()):
+            task.cancel()
+        for future in self._pending.values():
+            if not future.done():
+                future.cancel()
+        self._pending.clear()
+        self.server.detach(self)
+
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)

@@ -1,0 +1,202 @@
+"""Tools: definitions built from typed functions, and how a call becomes a ``CallToolResult``."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from app.content import to_block
+from app.context import Context
+from app.errors import ClientCapabilityMissing, ClientError, ClientTimeout, MCPError, ToolError
+from app.schema import (
+    OutputSpec,
+    SchemaChecker,
+    arguments_model,
+    context_parameter,
+    json_schema,
+    output_spec,
+    resolve_hints,
+    validation_message,
+)
+from app.threads import run_sync
+from app.types import JSONObject
+
+log = logging.getLogger("mcpwire.tools")
+
+
+def error_result(message: str) -> JSONObject:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def to_content(value: Any) -> list[JSONObject]:
+    """Content blocks for whatever a tool returned that is not structured output."""
+    if value is None:
+        return []
+    block = to_block(value)
+    if block is not None:
+        return [block]
+    if isinstance(value, list | tuple):
+        blocks: list[JSONObject] = []
+        for item in value:
+            blocks.extend(to_content(item))
+        return blocks
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+        return [{"type": "text", "text": value}]
+    return [{"type": "text", "text": orjson.dumps(value, default=str).decode()}]
+
+
+class ToolResult:
+    """A complete tool result, returned as is: content blocks, optional structured content, error flag."""
+
+    __slots__ = ("content", "is_error", "meta", "structured")
+
+    def __init__(self, content: list[Any] | None = None, structured: Any = None, *, is_error: bool = False,
+                 meta: JSONObject | None = None) -> None:
+        self.content = content or []
+        self.structured = structured
+        self.is_error = is_error
+        self.meta = meta
+
+    def to_wire(self) -> JSONObject:
+        out: JSONObject = {"content": to_content(self.content)}
+        if self.structured is not None:
+            out["structuredContent"] = self.structured
+        if self.is_error:
+            out["isError"] = True
+        if self.meta:
+            out["_meta"] = self.meta
+        return out
+
+
+class Tool:
+    """One registered tool."""
+
+    __slots__ = ("_checker", "_ctx_param", "_fn", "_is_async", "_model", "_output", "_output_checker",
+                 "annotations", "description", "icons", "input_schema", "meta", "name", "output_schema",
+                 "scopes", "title")
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, annotations: JSONObject | None = None,
+                 icons: list[JSONObject] | None = None, meta: JSONObject | None = None,
+                 input_schema: JSONObject | None = None, output_schema: JSONObject | None = None,
+                 structured_output: bool | None = None, scopes: list[str] | None = None) -> None:
+        self._fn = fn
+        self.name = name or fn.__name__
+        if not self.name or len(self.name) > 128:
+            raise ValueError(f"tool name must be 1 to 128 characters: {self.name!r}")
+        self.title = title
+        self.description = description if description is not None else inspect.cleandoc(fn.__doc__ or "") or None
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.scopes = scopes or []
+        self._is_async = inspect.iscoroutinefunction(fn)
+        hints = resolve_hints(fn)
+        self._ctx_param = context_parameter(fn, hints)
+        self._model: type[BaseModel] | None = None
+        self._checker: SchemaChecker | None = None
+        if input_schema is not None:
+            if input_schema.get("type") != "object":
+                raise ValueError(f"{self.name}: inputSchema must have type 'object' at its root")
+            self._checker = SchemaChecker(input_schema)
+            self.input_schema = input_schema
+        else:
+            self._model = arguments_model(fn, self.name, hints, self._ctx_param)
+            self.input_schema = _model_schema(self._model)
+        self._output: OutputSpec | None = None
+        self._output_checker: SchemaChecker | None = None
+        if output_schema is not None:
+            self._output_checker = SchemaChecker(output_schema)
+            self.output_schema: JSONObject | None = output_schema
+        elif structured_output is not False:
+            self._output = output_spec(hints.get("return", inspect.Signature.empty))
+            if structured_output and self._output is None:
+                raise ValueError(f"{self.name}: structured_output=True needs a return annotation with a schema")
+            self.output_schema = self._output.schema if self._output else None
+        else:
+            self.output_schema = None
+
+    def to_wire(self) -> JSONObject:
+        out: JSONObject = {"name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.description is not None:
+            out["description"] = self.description
+        out["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        if self.annotations:
+            out["annotations"] = self.annotations
+        if self.icons:
+            out["icons"] = self.icons
+        if self.meta:
+            out["_meta"] = self.meta
+        return out
+
+    async def call(self, arguments: JSONObject, ctx: Context) -> JSONObject:
+        """Run the tool; failures of the tool itself become ``isError`` results."""
+        if self._model is not None:
+            try:
+                parsed = self._model.model_validate(arguments)
+            except ValidationError as exc:
+                return error_result(f"Invalid arguments for tool {self.name}: {validation_message(exc)}")
+            kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+        else:
+            assert self._checker is not None
+            problem = self._checker.errors(arguments)
+            if problem is not None:
+                return error_result(f"Invalid arguments for tool {self.name}: {problem}")
+            kwargs = dict(arguments)
+        if self._ctx_param is not None:
+            kwargs[self._ctx_param] = ctx
+        try:
+            if self._is_async:
+                value = await self._fn(**kwargs)
+            else:
+                value = await run_sync(self._fn, **kwargs)
+        except ToolError as exc:
+            return error_result(str(exc) or f"Tool {self.name} failed")
+        except (MCPError, ClientError):
+            raise
+        except ClientCapabilityMissing as exc:
+            return error_result(f"Tool {self.name} cannot run: {exc}")
+        except ClientTimeout:
+            return error_result(f"Tool {self.name} failed: the client did not answer in time")
+        except Exception as exc:
+            log.exception("tool %s raised", self.name)
+            return error_result(f"Error executing tool {self.name}: {exc}")
+        return self._result(value)
+
+    def _result(self, value: Any) -> JSONObject:
+        if isinstance(value, ToolResult):
+            return value.to_wire()
+        if self._output is not None:
+            try:
+                structured = self._output.dump(value)
+            except Exception as exc:
+                log.exception("tool %s returned a value that does not match its output schema", self.name)
+                return error_result(f"Tool {self.name} returned an invalid result: {exc}")
+            return {"content": [{"type": "text", "text": orjson.dumps(structured).decode()}],
+                    "structuredContent": structured}
+        if self._output_checker is not None:
+            problem = self._output_checker.errors(value)
+            if problem is not None:
+                return error_result(f"Tool {self.name} returned an invalid result: {problem}")
+            return {"content": [{"type": "text", "text": orjson.dumps(value).decode()}], "structuredContent": value}
+        return {"content": to_content(value)}
+
+
+def _model_schema(model: type[BaseModel]) -> JSONObject:
+    from pydantic import TypeAdapter
+
+    schema = json_schema(TypeAdapter(model))
+    schema.setdefault("properties", {})
+    return schema

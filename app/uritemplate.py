@@ -1,0 +1,86 @@
+"""Matching URIs against RFC 6570 templates (the expressions resource templates use).
+
+Supported: simple ``{var}``, reserved ``{+var}``, fragment ``{#var}``, path segments
+``{/var}``, labels ``{.var}``, and query ``{?a,b}`` / ``{&a}`` expressions.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, unquote
+
+_EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*%]+)\}")
+_VARNAME = re.compile(r"^[A-Za-z0-9_.%]+$")
+
+
+class UriTemplate:
+    __slots__ = ("_pattern", "_query_vars", "template", "variables")
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+        self.variables: list[str] = []
+        self._query_vars: list[str] = []
+        parts: list[str] = []
+        pos = 0
+        query_seen = False
+        for match in _EXPR.finditer(template):
+            if query_seen:
+                raise ValueError(f"{template}: a query expression must come last")
+            parts.append(re.escape(template[pos:match.start()]))
+            op, names = match.group(1), [n.rstrip("*") for n in match.group(2).split(",")]
+            for name in names:
+                if not _VARNAME.match(name) or name in self.variables or name in self._query_vars:
+                    raise ValueError(f"{template}: bad or repeated variable {name!r}")
+            if op in ("?", "&"):
+                self._query_vars.extend(names)
+                query_seen = True
+                parts.append(r"(?:[?&](?P<__query>.*))?")
+            else:
+                if len(names) != 1:
+                    raise ValueError(f"{template}: only one variable per {{{op}...}} expression is supported")
+                name = names[0]
+                self.variables.append(name)
+                group = f"(?P<{_group(name)}>{_value_pattern(op)})"
+                prefix = {"#": "#", "/": "/", ".": r"\.", ";": ";" + re.escape(name) + "="}.get(op, "")
+                parts.append(prefix + group)
+            pos = match.end()
+        if "{" in template[pos:] or "}" in template[pos:]:
+            raise ValueError(f"{template}: unbalanced braces")
+        parts.append(re.escape(template[pos:]))
+        self._pattern = re.compile("^" + "".join(parts) + "$")
+        self.variables.extend(self._query_vars)
+
+    @property
+    def is_template(self) -> bool:
+        return bool(self.variables)
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        found = self._pattern.match(uri)
+        if found is None:
+            return None
+        values: dict[str, str] = {}
+        for name in self.variables:
+            if name in self._query_vars:
+                continue
+            raw = found.group(_group(name))
+            values[name] = unquote(raw)
+        if self._query_vars:
+            query = found.groupdict().get("__query") or ""
+            for key, value in parse_qsl(query, keep_blank_values=True):
+                if key in self._query_vars:
+                    values[key] = value
+        return values
+
+
+def _group(name: str) -> str:
+    return "v_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _value_pattern(op: str) -> str:
+    if op in ("+", "#"):
+        return r"[^?#]*?" if op == "+" else r".*"
+    return r"[^/?#&,.;]+"
+
+
+def is_template(uri: str) -> bool:
+    return bool(_EXPR.search(uri))
