@@ -7,7 +7,7 @@ Decoding never raises past :func:`decode`: every malformed input becomes an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -80,8 +80,8 @@ def notification(method: str, params: JSONObject | None) -> JSONObject:
     return msg
 
 
-def _valid_id(value: Any) -> bool:
-    return (isinstance(value, str) or isinstance(value, int)) and not isinstance(value, bool)
+def _valid_id(value: Any) -> TypeGuard[RequestId]:
+    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def classify(obj: Any) -> Message:
@@ -89,8 +89,7 @@ def classify(obj: Any) -> Message:
     if not isinstance(obj, dict):
         return Invalid(error(None, INVALID_REQUEST, "Invalid Request: a message must be a JSON object"))
     raw_id = obj.get("id")
-    id_ok = _valid_id(raw_id)
-    reply_id = raw_id if id_ok else None
+    reply_id: RequestId | None = raw_id if _valid_id(raw_id) else None
     if obj.get("jsonrpc") != "2.0":
         return Invalid(error(reply_id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"'))
     method = obj.get("method")
@@ -102,18 +101,18 @@ def classify(obj: Any) -> Message:
             params = {}
         if not isinstance(params, dict):
             # MCP params are always objects; positional params are not part of the protocol.
-            if "id" in obj and id_ok:
-                return Invalid(error(raw_id, INVALID_REQUEST, 'Invalid Request: "params" must be an object'))
+            if "id" in obj and reply_id is not None:
+                return Invalid(error(reply_id, INVALID_REQUEST, 'Invalid Request: "params" must be an object'))
             return Invalid(None if "id" not in obj else error(None, INVALID_REQUEST, "Invalid Request"))
         if "id" not in obj:
             return Notification(method, params)
-        if not id_ok:
+        if reply_id is None:
             return Invalid(
                 error(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
             )
-        return Request(raw_id, method, params)
+        return Request(reply_id, method, params)
     if "result" in obj or "error" in obj:
-        if not id_ok:
+        if reply_id is None:
             # A response we cannot match to anything; nothing to answer.
             return Invalid(None)
         res = obj.get("result")
@@ -122,7 +121,7 @@ def classify(obj: Any) -> Message:
             return Invalid(None)
         if err is not None and not isinstance(err, dict):
             return Invalid(None)
-        return Response(raw_id, res, err)
+        return Response(reply_id, res, err)
     return Invalid(error(reply_id, INVALID_REQUEST, 'Invalid Request: missing "method"'))
 
 

@@ -10,13 +10,12 @@ import typing
 from collections.abc import Callable
 from typing import Any, get_args, get_origin, get_type_hints
 
-from typing_extensions import is_typeddict
-
 import jsonschema
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema, PydanticUndefined
+from typing_extensions import is_typeddict
 
 from app.types import JSONObject
 
@@ -39,7 +38,7 @@ def typeddict_compat(annotation: Any) -> Any:
                 if key in annotation.__optional_keys__:
                     hint = typing_extensions.NotRequired[hint]
                 fields[key] = hint
-            rebuilt = typing_extensions.TypedDict(annotation.__name__, fields)  # type: ignore[operator]
+            rebuilt = typing_extensions.TypedDict(annotation.__name__, fields)  # type: ignore[misc]
             rebuilt.__doc__ = annotation.__doc__
             _COMPAT[annotation] = rebuilt
         return _COMPAT[annotation]
@@ -136,7 +135,8 @@ class OutputSpec:
     wrapped: bool  # a non-object value travels as {"result": value}
 
     def dump(self, value: Any) -> Any:
-        data = self.adapter.dump_python(value, mode="json")
+        # validate first: serializing alone passes a wrong value through, breaking the output schema
+        data = self.adapter.dump_python(self.adapter.validate_python(value), mode="json")
         return {"result": data} if self.wrapped else data
 
 

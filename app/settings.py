@@ -8,9 +8,14 @@ from dataclasses import dataclass
 DEFAULT_SERVER = "app.demo:server"
 
 
-def _int(name: str, default: int) -> int:
+def _str(name: str, default: str) -> str:
     raw = os.environ.get(name)
-    if raw is None or not raw.strip():
+    return raw.strip() if raw is not None and raw.strip() else default
+
+
+def _int(name: str, default: int) -> int:
+    raw = _str(name, "")
+    if not raw:
         return default
     try:
         return int(raw)
@@ -19,8 +24,8 @@ def _int(name: str, default: int) -> int:
 
 
 def _float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
+    raw = _str(name, "")
+    if not raw:
         return default
     try:
         return float(raw)
@@ -28,22 +33,83 @@ def _float(name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number, got {raw!r}") from None
 
 
+def _bool(name: str, default: bool) -> bool:
+    raw = _str(name, "").lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {raw!r}")
+
+
+def _list(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    raw = _str(name, "")
+    if not raw:
+        return default
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+LOOPBACK_ORIGINS = tuple(f"{scheme}://{host}" for scheme in ("http", "https") for host in LOOPBACK_HOSTS)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """Every setting, named by its environment variable (``MCPWIRE_`` + the field name in upper case)."""
+
     server: str = DEFAULT_SERVER
-    """``MCPWIRE_SERVER``: the server to serve, as ``MODULE:ATTR``."""
+    """The server to serve, as ``MODULE:ATTR``."""
     log_level: str = "INFO"
-    """``MCPWIRE_LOG_LEVEL``: the level of the framework's own logs (on stderr)."""
+    """The level of the framework's own logs (always on stderr)."""
     max_message_bytes: int = 4 << 20
-    """``MCPWIRE_MAX_MESSAGE_BYTES``: the largest message accepted (a stdio line, an HTTP body)."""
+    """The largest message accepted: a stdio line or an HTTP body (413 over HTTP)."""
     stdio_drain_seconds: float = 0.5
-    """``MCPWIRE_STDIO_DRAIN_SECONDS``: how long requests in flight may finish after stdin closes."""
+    """How long requests in flight may finish after stdin closes."""
+    path: str = "/mcp"
+    """Where the Streamable HTTP endpoint is served."""
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    """``Host`` values accepted (comma-separated, ``*`` wildcards; ``*`` alone turns the check off)."""
+    allowed_origins: tuple[str, ...] = LOOPBACK_ORIGINS
+    """``Origin`` values accepted when the header is present (same syntax)."""
+    session_idle_seconds: float = 1800.0
+    """A session idle this long is ended (never while a request of it is running)."""
+    max_sessions: int = 10_000
+    """Live sessions at most; one more initialize gets 503."""
+    json_response: bool = False
+    """Answer every request with application/json instead of upgrading to SSE."""
+    sse_after_seconds: float = 0.5
+    """A request still running after this long is answered with an SSE stream, so it can be resumed."""
+    sse_keepalive_seconds: float = 15.0
+    """Seconds between keep-alive comments on idle SSE streams."""
+    sse_retry_ms: int = 1000
+    """The reconnection delay 2025-11-25 clients are told in the priming event."""
+    event_store_max_events: int = 100_000
+    event_store_max_bytes: int = 64 << 20
+    event_store_max_age_seconds: float = 600.0
+    legacy_sse: bool = True
+    """Serve the 2024-11-05 HTTP+SSE transport at /sse and /messages."""
 
     @classmethod
     def from_env(cls) -> Settings:
+        d = cls()
         return cls(
-            server=os.environ.get("MCPWIRE_SERVER") or DEFAULT_SERVER,
-            log_level=(os.environ.get("MCPWIRE_LOG_LEVEL") or "INFO").upper(),
-            max_message_bytes=_int("MCPWIRE_MAX_MESSAGE_BYTES", 4 << 20),
-            stdio_drain_seconds=_float("MCPWIRE_STDIO_DRAIN_SECONDS", 0.5),
+            server=_str("MCPWIRE_SERVER", d.server),
+            log_level=_str("MCPWIRE_LOG_LEVEL", d.log_level).upper(),
+            max_message_bytes=_int("MCPWIRE_MAX_MESSAGE_BYTES", d.max_message_bytes),
+            stdio_drain_seconds=_float("MCPWIRE_STDIO_DRAIN_SECONDS", d.stdio_drain_seconds),
+            path=_str("MCPWIRE_PATH", d.path),
+            allowed_hosts=_list("MCPWIRE_ALLOWED_HOSTS", d.allowed_hosts),
+            allowed_origins=_list("MCPWIRE_ALLOWED_ORIGINS", d.allowed_origins),
+            session_idle_seconds=_float("MCPWIRE_SESSION_IDLE_SECONDS", d.session_idle_seconds),
+            max_sessions=_int("MCPWIRE_MAX_SESSIONS", d.max_sessions),
+            json_response=_bool("MCPWIRE_JSON_RESPONSE", d.json_response),
+            sse_after_seconds=_float("MCPWIRE_SSE_AFTER_SECONDS", d.sse_after_seconds),
+            sse_keepalive_seconds=_float("MCPWIRE_SSE_KEEPALIVE_SECONDS", d.sse_keepalive_seconds),
+            sse_retry_ms=_int("MCPWIRE_SSE_RETRY_MS", d.sse_retry_ms),
+            event_store_max_events=_int("MCPWIRE_EVENT_STORE_MAX_EVENTS", d.event_store_max_events),
+            event_store_max_bytes=_int("MCPWIRE_EVENT_STORE_MAX_BYTES", d.event_store_max_bytes),
+            event_store_max_age_seconds=_float("MCPWIRE_EVENT_STORE_MAX_AGE_SECONDS", d.event_store_max_age_seconds),
+            legacy_sse=_bool("MCPWIRE_LEGACY_SSE", d.legacy_sse),
         )

@@ -8,6 +8,7 @@ workers are daemons: the process can always exit promptly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import queue
 import threading
@@ -49,10 +50,8 @@ def _worker() -> None:
             value, exc = call(), None
         except BaseException as e:
             value, exc = None, e
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is gone; nobody is waiting
             loop.call_soon_threadsafe(_settle, fut, value, exc)
-        except RuntimeError:
-            pass  # the loop is gone; nobody is waiting
 
 
 async def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

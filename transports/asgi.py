@@ -1,0 +1,44 @@
+"""Small ASGI helpers shared by the HTTP endpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+SendASGI = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, SendASGI], Awaitable[None]]
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of a request header (``name`` in lower case)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def respond(send: SendASGI, status: int, body: bytes = b"", *, content_type: bytes | None = None,
+                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    out = list(headers or ())
+    if content_type is not None:
+        out.append((b"content-type", content_type))
+    out.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def respond_json(send: SendASGI, status: int, payload: Any,
+                       headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await respond(send, status, orjson.dumps(payload), content_type=b"application/json", headers=headers)
+
+
+async def respond_error(send: SendASGI, status: int, code: int, message: str, *, id: Any = None,
+                        headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """An HTTP error whose body is a JSON-RPC error (so MCP clients can tell what went wrong)."""
+    await respond_json(send, status, {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}},
+                       headers)

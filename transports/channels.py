@@ -1,0 +1,95 @@
+"""One SSE stream of a session: numbered events, stored for replay, delivered to at most one live reader."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from app.types import JSONObject
+from transports.events import EventStore
+
+log = logging.getLogger("mcpwire.http")
+
+READER_QUEUE = 1024
+
+Item = tuple[int, JSONObject | None] | None
+"""(seq, message) for an event, message None for the priming event; None alone ends the reader."""
+
+
+class EventChannel:
+    """Events of one stream (a POST's response stream, or the session's standalone GET stream)."""
+
+    __slots__ = ("_reader", "_store", "_tasks", "finished", "seq", "session_id", "stream")
+
+    def __init__(self, session_id: str, stream: str, store: EventStore | None) -> None:
+        self.session_id = session_id
+        self.stream = stream
+        self._store = store
+        self.seq = 0
+        self._reader: asyncio.Queue[Item] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.finished = False
+
+    async def emit(self, message: JSONObject | None, *, final: bool = False) -> str:
+        """Number, store and deliver one event; returns its id."""
+        seq = self.seq
+        self.seq += 1
+        self._deliver((seq, message))
+        if final:
+            self.finished = True
+            self._deliver(None)
+        if self._store is not None:
+            await self._store.append(self.session_id, self.stream, seq, message)
+        return f"{self.stream}_{seq}"
+
+    async def send(self, message: JSONObject) -> None:
+        """``emit`` as a ``Send`` callable (a message to the client on this stream)."""
+        await self.emit(message)
+
+    def emit_later(self, message: JSONObject) -> None:
+        """``emit`` from synchronous code; events keep their order."""
+        task = asyncio.get_running_loop().create_task(self.send(message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _deliver(self, item: Item) -> None:
+        reader = self._reader
+        if reader is None:
+            return
+        try:
+            reader.put_nowait(item)
+        except asyncio.QueueFull:
+            # A reader that does not keep up is cut off; it can resume from the store.
+            log.warning("SSE reader of stream %s is too slow; closing it", self.stream)
+            self._reader = None
+            _end(reader)
+
+    @property
+    def attached(self) -> bool:
+        return self._reader is not None
+
+    def attach(self) -> asyncio.Queue[Item]:
+        """Become the live reader (replacing any other, which is ended)."""
+        if self._reader is not None:
+            _end(self._reader)
+        reader: asyncio.Queue[Item] = asyncio.Queue(READER_QUEUE)
+        self._reader = reader
+        if self.finished:
+            reader.put_nowait(None)
+        return reader
+
+    def detach(self, reader: asyncio.Queue[Item]) -> None:
+        if self._reader is reader:
+            self._reader = None
+
+    def close(self) -> None:
+        """End the live reader, if any (the session is going away or the stream is being closed early)."""
+        if self._reader is not None:
+            _end(self._reader)
+            self._reader = None
+
+
+def _end(reader: asyncio.Queue[Item]) -> None:
+    if reader.full():
+        reader.get_nowait()
+    reader.put_nowait(None)

@@ -1,0 +1,129 @@
+"""Resumable SSE: the ``EventStore`` interface and a bounded in-memory implementation.
+
+Every event sent on a handshake-era SSE stream gets an id ``<stream>_<seq>``: unique
+across the session, and naming the stream it belongs to, so that a ``GET`` with
+``Last-Event-ID`` replays that stream and no other.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections import deque
+from dataclasses import dataclass
+
+import orjson
+
+from app.types import JSONObject
+
+
+@dataclass(slots=True)
+class StoredEvent:
+    stream: str
+    seq: int
+    message: JSONObject | None  # None: the priming event (id, empty data)
+
+    @property
+    def id(self) -> str:
+        return format_event_id(self.stream, self.seq)
+
+
+def format_event_id(stream: str, seq: int) -> str:
+    return f"{stream}_{seq}"
+
+
+def parse_event_id(event_id: str) -> tuple[str, int] | None:
+    stream, sep, seq = event_id.rpartition("_")
+    if not sep or not stream or not seq.isdigit() or len(event_id) > 200:
+        return None
+    return stream, int(seq)
+
+
+class EventStore(ABC):
+    """Keeps the events of each session's streams so that a client can resume after a disconnect."""
+
+    @abstractmethod
+    async def append(self, session_id: str, stream: str, seq: int, message: JSONObject | None) -> None:
+        """Store one event; ``seq`` increases by one per stream."""
+
+    @abstractmethod
+    async def after(self, session_id: str, stream: str, seq: int) -> list[StoredEvent] | None:
+        """The stream's events after ``seq``; None if ``seq`` is unknown or already evicted."""
+
+    @abstractmethod
+    async def drop_session(self, session_id: str) -> None:
+        """Forget everything stored for a session."""
+
+
+class InMemoryEventStore(EventStore):
+    """Bounded by event count, bytes and age; the oldest events are evicted first."""
+
+    def __init__(self, *, max_events: int = 100_000, max_bytes: int = 64 << 20, max_age: float = 600.0) -> None:
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self.max_age = max_age
+        self._streams: dict[tuple[str, str], _Stream] = {}
+        self._by_session: dict[str, set[str]] = {}
+        # Global append order for eviction; entries of dropped sessions are skipped lazily.
+        self._order: deque[tuple[_Stream, float]] = deque()
+        self._count = 0
+        self._bytes = 0
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(events, bytes) held now."""
+        return self._count, self._bytes
+
+    async def append(self, session_id: str, stream: str, seq: int, message: JSONObject | None) -> None:
+        key = (session_id, stream)
+        entry = self._streams.get(key)
+        if entry is None:
+            entry = self._streams[key] = _Stream()
+            self._by_session.setdefault(session_id, set()).add(stream)
+        size = 64 + (len(orjson.dumps(message)) if message is not None else 0)
+        entry.events.append((StoredEvent(stream, seq, message), size))
+        entry.last = seq
+        self._order.append((entry, time.monotonic()))
+        self._count += 1
+        self._bytes += size
+        self._evict()
+
+    def _evict(self) -> None:
+        horizon = time.monotonic() - self.max_age
+        order = self._order
+        while order and (self._count > self.max_events or self._bytes > self.max_bytes or order[0][1] < horizon):
+            entry, _ = order.popleft()
+            if entry.dropped or not entry.events:
+                continue
+            event, size = entry.events.popleft()
+            entry.evicted_upto = event.seq
+            self._count -= 1
+            self._bytes -= size
+
+    async def after(self, session_id: str, stream: str, seq: int) -> list[StoredEvent] | None:
+        self._evict()
+        entry = self._streams.get((session_id, stream))
+        if entry is None or seq > entry.last or seq < entry.evicted_upto:
+            return None
+        return [event for event, _ in entry.events if event.seq > seq]
+
+    async def drop_session(self, session_id: str) -> None:
+        for stream in self._by_session.pop(session_id, ()):
+            entry = self._streams.pop((session_id, stream), None)
+            if entry is not None:
+                entry.dropped = True
+                self._count -= len(entry.events)
+                self._bytes -= sum(size for _, size in entry.events)
+                entry.events.clear()
+        if len(self._order) > 2 * self._count + 1024:  # compact the stale entries, amortized
+            self._order = deque(item for item in self._order if not item[0].dropped)
+
+
+class _Stream:
+    __slots__ = ("dropped", "events", "evicted_upto", "last")
+
+    def __init__(self) -> None:
+        self.events: deque[tuple[StoredEvent, int]] = deque()
+        self.last = -1
+        self.evicted_upto = -1
+        self.dropped = False

@@ -1,0 +1,72 @@
+"""The HTTP application: the MCP endpoint (and the legacy SSE endpoints) behind the Host/Origin guard,
+with a lifespan that shuts the session manager down cleanly. Mount it in any ASGI app."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable
+
+from app.server import MCPServer
+from app.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
+from transports.asgi import Receive, Scope, SendASGI, respond_error
+from transports.events import EventStore, InMemoryEventStore
+from transports.guard import HostOriginGuard
+from transports.legacy_sse import LegacySSEEndpoints
+from transports.sessions import SessionManager, SessionStore
+from transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
+
+log = logging.getLogger("mcpwire.http")
+
+
+class MCPHttpApp:
+    """Routes ``path`` to the Streamable HTTP endpoint and, optionally, the 2024-11-05 SSE endpoints."""
+
+    def __init__(self, server: MCPServer, *, path: str = "/mcp", options: HttpOptions | None = None,
+                 store: SessionStore | None = None, events: EventStore | None = None,
+                 idle_timeout: float = 1800.0, max_sessions: int = 10_000,
+                 legacy_sse_path: str | None = "/sse", legacy_messages_path: str = "/messages",
+                 allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
+                 allowed_origins: Iterable[str] = LOOPBACK_ORIGINS) -> None:
+        self.server = server
+        self.path = path.rstrip("/") or "/"
+        self.manager = SessionManager(server, store, events if events is not None else InMemoryEventStore(),
+                                      idle_timeout=idle_timeout, max_sessions=max_sessions)
+        self.endpoint = StreamableHTTPEndpoint(self.manager, options)
+        self.legacy = LegacySSEEndpoints(self.manager, messages_path=legacy_messages_path, options=options) \
+            if legacy_sse_path else None
+        self.legacy_sse_path = legacy_sse_path
+        self.legacy_messages_path = legacy_messages_path
+        self._guarded = HostOriginGuard(self._route, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "http":
+            await self._guarded(scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        path = scope["path"]
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root):] or "/"
+        if path == self.path or path == self.path + "/":
+            await self.endpoint(scope, receive, send)
+        elif self.legacy is not None and path == self.legacy_sse_path:
+            await self.legacy.stream(scope, receive, send)
+        elif self.legacy is not None and path == self.legacy_messages_path:
+            await self.legacy.message(scope, receive, send)
+        else:
+            await respond_error(send, 404, -32600, "Not Found")
+
+    async def _lifespan(self, receive: Receive, send: SendASGI) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                with contextlib.suppress(Exception):
+                    await self.manager.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return

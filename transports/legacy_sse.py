@@ -1,0 +1,107 @@
+"""The deprecated HTTP+SSE transport of 2024-11-05, for old hosts.
+
+``GET /sse`` opens a stream whose first event (``endpoint``) names the URL to POST
+messages to; every message from the server (responses included) then travels on
+that stream. Sessions come from the same ``SessionManager`` as Streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from urllib.parse import parse_qs
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from app import jsonrpc
+from app.connection import Connection
+from app.errors import INVALID_REQUEST
+from app.types import JSONObject
+from transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error
+from transports.sessions import SessionLimitReached, SessionManager
+from transports.streamable_http import HttpOptions, _Disconnected, _TooLarge, read_body
+
+log = logging.getLogger("mcpwire.legacy_sse")
+
+QUEUE = 1024
+
+
+class LegacySSEEndpoints:
+    """Serves ``GET <sse_path>`` and ``POST <messages_path>?session_id=...``."""
+
+    def __init__(self, manager: SessionManager, *, messages_path: str, options: HttpOptions | None = None) -> None:
+        self.manager = manager
+        self.messages_path = messages_path
+        self.options = options or HttpOptions()
+        self._connections: dict[str, tuple[Connection, asyncio.Queue[JSONObject | list[JSONObject] | None]]] = {}
+
+    async def stream(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if scope["method"] != "GET":
+            await respond(send, 405, headers=[(b"allow", b"GET")])
+            return
+        try:
+            live = await self.manager.create()
+        except SessionLimitReached:
+            await respond_error(send, 503, INVALID_REQUEST, "Service Unavailable: too many sessions")
+            return
+        queue: asyncio.Queue[JSONObject | list[JSONObject] | None] = asyncio.Queue(QUEUE)
+
+        async def write(message: JSONObject | list[JSONObject]) -> None:
+            await queue.put(message)
+
+        def post(message: JSONObject) -> None:
+            if not queue.full():
+                queue.put_nowait(message)
+
+        live.session._post = post  # unrelated notifications share the one stream
+        connection = Connection(live.session, write)
+        self._connections[live.id] = (connection, queue)
+        root = scope.get("root_path", "")
+        endpoint = f"{root}{self.messages_path}?session_id={live.id}"
+
+        async def events() -> AsyncIterator[ServerSentEvent]:
+            live.streams_open += 1
+            try:
+                yield ServerSentEvent(data=endpoint, event="endpoint")
+                while (message := await queue.get()) is not None:
+                    yield ServerSentEvent(data=jsonrpc.dumps(message).decode(), event="message")
+            finally:
+                live.streams_open -= 1
+                self._connections.pop(live.id, None)
+                await connection.close()
+                await self.manager.delete(live.id)
+
+        await EventSourceResponse(events(), ping=self.options.sse_keepalive)(scope, receive, send)
+
+    async def message(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if scope["method"] != "POST":
+            await respond(send, 405, headers=[(b"allow", b"POST")])
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        sid = (query.get("session_id") or [None])[0]
+        if not sid:
+            await respond_error(send, 400, INVALID_REQUEST, "Bad Request: session_id is required")
+            return
+        entry = self._connections.get(sid)
+        if entry is None:
+            await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
+            return
+        content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            await respond_error(send, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
+            return
+        try:
+            body = await read_body(receive, self.options.max_body_bytes)
+        except _TooLarge:
+            await respond_error(send, 413, INVALID_REQUEST, "Payload Too Large")
+            return
+        except _Disconnected:
+            return
+        connection, _ = entry
+        live = await self.manager.get(sid)
+        if live is None:
+            await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
+            return
+        await connection.feed(body)
+        await respond(send, 202, b"Accepted", content_type=b"text/plain")

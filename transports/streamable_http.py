@@ -1,0 +1,398 @@
+"""Streamable HTTP for the handshake era (2025-11-25, 2025-06-18, 2025-03-26): POST, GET and DELETE on one endpoint.
+
+A request is answered with ``application/json`` when its handler finishes without
+sending anything else first; as soon as it sends a notification or a request (or
+runs longer than ``sse_after`` seconds) the answer becomes an SSE stream, whose
+events are numbered and stored so that a client that lost the connection can
+resume with ``GET`` and ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from app import jsonrpc
+from app.errors import INTERNAL_ERROR, INVALID_REQUEST
+from app.protocol import BATCH_VERSIONS, HANDSHAKE_VERSIONS, at_least
+from app.types import JSONObject
+from transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error, respond_json
+from transports.channels import EventChannel, Item
+from transports.events import parse_event_id
+from transports.sessions import (
+    STANDALONE_STREAM,
+    LiveSession,
+    SessionLimitReached,
+    SessionManager,
+    new_stream_id,
+)
+
+log = logging.getLogger("mcpwire.http")
+
+SESSION_HEADER = b"mcp-session-id"
+VERSION_HEADER = b"mcp-protocol-version"
+DEFAULT_VERSION = "2025-03-26"  # what a client that sends no MCP-Protocol-Version header speaks
+PRIMING_SINCE = "2025-11-25"  # older clients' SDKs break on an event with empty data
+MUTATING = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    json_response: bool = False
+    """Answer every request with application/json; related messages then go to the GET stream."""
+    max_body_bytes: int = 4 << 20
+    sse_after: float = 0.5
+    """A request still running after this long gets an SSE stream (so it can be resumed)."""
+    sse_keepalive: float = 15.0
+    """Seconds between keep-alive comments on an idle SSE stream."""
+    sse_retry_ms: int = 1000
+    """The ``retry`` a 2025-11-25 client gets in the priming event."""
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Disconnected(Exception):
+    pass
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _accepts(scope: Scope, *types: str) -> bool:
+    accept = header(scope, b"accept") or ""
+    offered = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return "*/*" in offered or all(t in offered for t in types)
+
+
+def _is_response(message: JSONObject | None) -> bool:
+    return message is not None and "method" not in message and ("result" in message or "error" in message)
+
+
+class _Run:
+    """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
+
+    __slots__ = ("buffer", "changed", "channel", "done", "live", "request", "response", "to_standalone")
+
+    def __init__(self, live: LiveSession, request: jsonrpc.Request, to_standalone: bool) -> None:
+        self.live = live
+        self.request = request
+        self.buffer: list[JSONObject] = []
+        self.changed = asyncio.Event()
+        self.channel: EventChannel | None = None
+        self.response: JSONObject | None = None
+        self.done = False
+        self.to_standalone = to_standalone
+
+    async def send(self, message: JSONObject) -> None:
+        if self.to_standalone:
+            await self.live.standalone.emit(message)
+        elif self.channel is not None:
+            await self.channel.emit(message)
+        else:
+            self.buffer.append(message)
+            self.changed.set()
+
+    async def execute(self) -> None:
+        try:
+            self.response = await self.live.session.handle_request(self.request, self.send)
+        finally:
+            self.done = True
+            self.changed.set()
+            if self.channel is not None:
+                await self._finish(self.channel)
+
+    async def _finish(self, channel: EventChannel) -> None:
+        if channel.finished:
+            return
+        if self.response is not None:
+            await channel.emit(self.response, final=True)
+        else:  # cancelled: the stream ends without an answer
+            channel.finished = True
+            channel.close()
+        self.live.channels.pop(channel.stream, None)
+
+    async def to_sse(self, channel: EventChannel, prime: bool) -> None:
+        """Switch to streaming: number and store everything from here on."""
+        if prime:
+            await channel.emit(None)
+        while self.buffer:
+            buffered, self.buffer = self.buffer, []
+            for message in buffered:
+                await channel.emit(message)
+        self.channel = channel
+        if self.done:
+            await self._finish(channel)
+
+
+class StreamableHTTPEndpoint:
+    """The MCP endpoint as a plain ASGI app; mount it anywhere."""
+
+    def __init__(self, manager: SessionManager, options: HttpOptions | None = None) -> None:
+        self.manager = manager
+        self.options = options or HttpOptions()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if scope["type"] != "http":
+            return
+        method = scope["method"]
+        try:
+            if method == "POST":
+                await self._post(scope, receive, send)
+            elif method == "GET":
+                await self._get(scope, receive, send)
+            elif method == "DELETE":
+                await self._delete(scope, send)
+            else:
+                await respond(send, 405, headers=[(b"allow", b"GET, POST, DELETE")])
+        except _Disconnected:
+            return
+
+    # -- shared checks ------------------------------------------------------------------------------
+    async def _session(self, scope: Scope, send: SendASGI) -> LiveSession | None:
+        """The session named by the request's header, or None after answering 400/404."""
+        sid = header(scope, SESSION_HEADER)
+        if not sid:
+            await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+            return None
+        live = await self.manager.get(sid)
+        if live is None:
+            await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown or expired session")
+            return None
+        version = header(scope, VERSION_HEADER)
+        if version is not None:
+            negotiated = live.session.state.protocol_version or DEFAULT_VERSION
+            if version not in HANDSHAKE_VERSIONS:
+                await respond_error(send, 400, INVALID_REQUEST,
+                                    f"Bad Request: unsupported MCP-Protocol-Version {version!r}; "
+                                    f"supported: {', '.join(HANDSHAKE_VERSIONS)}")
+                return None
+            if version > negotiated:
+                # Older supported values are let through: clients built on the 2025-03-26
+                # transport keep sending that value on later-negotiated sessions.
+                await respond_error(send, 400, INVALID_REQUEST,
+                                    f"Bad Request: MCP-Protocol-Version {version!r} does not match the "
+                                    f"negotiated version {negotiated!r}")
+                return None
+        return live
+
+    # -- POST ----------------------------------------------------------------------------------------
+    async def _post(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if not _accepts(scope, "application/json", "text/event-stream"):
+            await respond_error(send, 406, INVALID_REQUEST,
+                                "Not Acceptable: Accept must list application/json and text/event-stream")
+            return
+        content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            await respond_error(send, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
+            return
+        length = header(scope, b"content-length")
+        limit = self.options.max_body_bytes
+        if length is not None and length.isdigit() and int(length) > limit:
+            await respond_error(send, 413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+            return
+        try:
+            body = await read_body(receive, limit)
+        except _TooLarge:
+            await respond_error(send, 413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+            return
+        decoded = jsonrpc.decode(body)
+        if isinstance(decoded, jsonrpc.Invalid):
+            reply = decoded.reply or jsonrpc.error(None, INVALID_REQUEST, "Invalid Request")
+            await respond_json(send, 400, reply)
+            return
+        if isinstance(decoded, jsonrpc.Request) and decoded.method == "initialize":
+            await self._initialize(decoded, send)
+            return
+        live = await self._session(scope, send)
+        if live is None:
+            return
+        if isinstance(decoded, list):
+            await self._batch(live, decoded, send)
+        elif isinstance(decoded, jsonrpc.Notification):
+            live.session.handle_notification(decoded)
+            if decoded.method == "notifications/initialized":
+                await self.manager.save(live)
+            await respond(send, 202)
+        elif isinstance(decoded, jsonrpc.Response):
+            live.session.handle_response(decoded)
+            await respond(send, 202)
+        else:
+            await self._request(live, decoded, scope, receive, send)
+
+    async def _initialize(self, request: jsonrpc.Request, send: SendASGI) -> None:
+        try:
+            live = await self.manager.create()
+        except SessionLimitReached:
+            await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: too many sessions; try again later",
+                                id=request.id, headers=[(b"retry-after", b"30")])
+            return
+        response = await live.session.handle_request(request, live.standalone.send)
+        if response is None or "error" in response:
+            await self.manager.delete(live.id)
+            await respond_json(send, 200, response or jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"))
+            return
+        await self.manager.save(live)
+        await respond_json(send, 200, response, [(SESSION_HEADER, live.id.encode())])
+
+    async def _batch(self, live: LiveSession, items: list[jsonrpc.Message], send: SendASGI) -> None:
+        if live.session.state.protocol_version not in BATCH_VERSIONS:
+            await respond_error(send, 400, INVALID_REQUEST,
+                                "Invalid Request: JSON-RPC batches are only accepted from 2025-03-26 clients")
+            return
+        replies: list[JSONObject] = []
+        requests: list[jsonrpc.Request] = []
+        for item in items:
+            if isinstance(item, jsonrpc.Request):
+                if item.method == "initialize":
+                    replies.append(jsonrpc.error(item.id, INVALID_REQUEST, "initialize must not be batched"))
+                else:
+                    requests.append(item)
+            elif isinstance(item, jsonrpc.Notification):
+                live.session.handle_notification(item)
+            elif isinstance(item, jsonrpc.Response):
+                live.session.handle_response(item)
+            elif item.reply is not None:
+                replies.append(item.reply)
+        if requests:
+            # Related messages of batched requests go to the GET stream; the answers come back together.
+            results = await asyncio.gather(*(
+                asyncio.ensure_future(live.session.handle_request(r, live.standalone.send)) for r in requests))
+            replies.extend(r for r in results if r is not None)
+            if any(r.method in MUTATING for r in requests):
+                await self.manager.save(live)
+        if replies:
+            await respond_json(send, 200, replies)
+        else:
+            await respond(send, 202)
+
+    async def _request(self, live: LiveSession, request: jsonrpc.Request, scope: Scope, receive: Receive,
+                       send: SendASGI) -> None:
+        run = _Run(live, request, to_standalone=self.options.json_response)
+        task = asyncio.get_running_loop().create_task(run.execute())
+        live.spawn(task)
+        if self.options.json_response:
+            await asyncio.shield(task)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.changed.wait(), self.options.sse_after)
+        if run.done and not run.buffer:
+            if request.method in MUTATING:
+                await self.manager.save(live)
+            if run.response is None:
+                await respond(send, 202)  # cancelled by the client: there is no answer
+            else:
+                await respond_json(send, 200, run.response)
+            return
+        version = live.session.state.protocol_version or DEFAULT_VERSION
+        channel = EventChannel(live.id, new_stream_id(), self.manager.events)
+        live.channels[channel.stream] = channel
+        reader = channel.attach()
+        await run.to_sse(channel, prime=at_least(version, PRIMING_SINCE))
+        await self._stream(live, channel, reader, [], scope, receive, send)
+
+    # -- SSE -----------------------------------------------------------------------------------------
+    async def _stream(self, live: LiveSession, channel: EventChannel | None, reader: asyncio.Queue[Item] | None,
+                      replay: list[tuple[int, JSONObject | None]], scope: Scope, receive: Receive,
+                      send: SendASGI, stream_name: str | None = None) -> None:
+        name = channel.stream if channel is not None else stream_name or ""
+        retry = self.options.sse_retry_ms
+
+        async def events() -> AsyncIterator[ServerSentEvent]:
+            live.streams_open += 1
+            last = -1
+            try:
+                for seq, message in replay:
+                    last = seq
+                    yield _event(name, seq, message, retry)
+                    if _is_response(message) and name != STANDALONE_STREAM:
+                        return
+                if reader is None:
+                    return
+                while (item := await reader.get()) is not None:
+                    seq, message = item
+                    if seq <= last:
+                        continue
+                    yield _event(name, seq, message, retry)
+            finally:
+                live.streams_open -= 1
+                if channel is not None and reader is not None:
+                    channel.detach(reader)
+
+        response = EventSourceResponse(events(), ping=self.options.sse_keepalive)
+        await response(scope, receive, send)
+
+    # -- GET -----------------------------------------------------------------------------------------
+    async def _get(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if not _accepts(scope, "text/event-stream"):
+            await respond_error(send, 406, INVALID_REQUEST, "Not Acceptable: Accept must list text/event-stream")
+            return
+        live = await self._session(scope, send)
+        if live is None:
+            return
+        last_event_id = header(scope, b"last-event-id")
+        if last_event_id:
+            await self._resume(live, last_event_id, scope, receive, send)
+            return
+        channel = live.standalone
+        if channel.attached:
+            await respond_error(send, 409, INVALID_REQUEST, "Conflict: this session already has a GET stream open")
+            return
+        reader = channel.attach()
+        version = live.session.state.protocol_version or DEFAULT_VERSION
+        if at_least(version, PRIMING_SINCE):
+            await channel.emit(None)
+        await self._stream(live, channel, reader, [], scope, receive, send)
+
+    async def _resume(self, live: LiveSession, last_event_id: str, scope: Scope, receive: Receive,
+                      send: SendASGI) -> None:
+        parsed = parse_event_id(last_event_id)
+        events = self.manager.events
+        if parsed is None or events is None:
+            await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Last-Event-ID is not one of this server's")
+            return
+        stream, seq = parsed
+        channel = live.standalone if stream == STANDALONE_STREAM else live.channels.get(stream)
+        reader = channel.attach() if channel is not None and not channel.finished else None
+        stored = await events.after(live.id, stream, seq)
+        if stored is None:
+            if channel is not None and reader is not None:
+                channel.detach(reader)
+            await respond_error(send, 400, INVALID_REQUEST,
+                                "Bad Request: Last-Event-ID is unknown or its events have expired")
+            return
+        replay = [(e.seq, e.message) for e in stored]
+        await self._stream(live, channel, reader, replay, scope, receive, send, stream_name=stream)
+
+    # -- DELETE --------------------------------------------------------------------------------------
+    async def _delete(self, scope: Scope, send: SendASGI) -> None:
+        live = await self._session(scope, send)
+        if live is None:
+            return
+        await self.manager.delete(live.id)
+        await respond(send, 200)
+
+
+def _event(stream: str, seq: int, message: JSONObject | None, retry: int) -> ServerSentEvent:
+    if message is None:
+        return ServerSentEvent(data="", id=f"{stream}_{seq}", retry=retry)
+    return ServerSentEvent(data=jsonrpc.dumps(message).decode(), id=f"{stream}_{seq}", event="message")
