@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 
@@ -29,15 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _logging(settings.log_level)
     server = load_server(args.server)
+    # The transports are wired in the composition root, imported only now.
+    from app import deployment
+
     if args.command == "stdio":
-        from transports.stdio import serve_stdio
-
-        asyncio.run(serve_stdio(server, max_message_bytes=settings.max_message_bytes,
-                                drain_seconds=settings.stdio_drain_seconds))
-        return 0
-    from app.deployment import serve_http
-
-    serve_http(server, host=args.host, port=args.port, settings=settings)
+        deployment.serve_stdio(server, settings)
+    else:
+        deployment.serve_http(server, host=args.host, port=args.port, settings=settings)
     return 0
 
 

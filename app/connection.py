@@ -44,8 +44,10 @@ class Connection:
             if len(self._tasks) >= self._max_concurrent:
                 await self._write(jsonrpc.error(decoded.id, INVALID_REQUEST, "Too many requests in flight"))
                 return
-            if decoded.method == "initialize":
-                await self._run(decoded)  # the handshake is serialized with what follows it
+            if decoded.method == "initialize" or not self.session.state.initialized:
+                # the handshake is serialized with what comes before and after it: a request that
+                # arrives before initialize is judged (refused) on arrival, not when a task gets to it
+                await self._run(decoded)
             else:
                 self._spawn(self._run(decoded))
         elif isinstance(decoded, jsonrpc.Notification):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -162,8 +162,13 @@ class Context:
         """Send a request to the client on this request's stream and wait for its result."""
         return await self.session.request_client(method, params, self._send, timeout, self.request_id)
 
+    @overload
+    async def elicit(self, message: str, schema: type[M], *, timeout: float | None = None) -> ElicitResult[M]: ...
+    @overload
+    async def elicit(self, message: str, schema: JSONObject, *,
+                     timeout: float | None = None) -> ElicitResult[BaseModel]: ...
     async def elicit(self, message: str, schema: type[M] | JSONObject, *,
-                     timeout: float | None = None) -> ElicitResult[M]:
+                     timeout: float | None = None) -> ElicitResult[M] | ElicitResult[BaseModel]:
         """Ask the user to fill in a form (form mode). ``schema`` is a pydantic model or a flat JSON Schema."""
         caps = self._require("elicitation")
         if caps and "form" not in caps and "url" in caps:

@@ -6,6 +6,7 @@ core never imports a transport.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 
@@ -37,6 +38,13 @@ def build_asgi(settings: Settings | None = None) -> MCPHttpApp:
         logging.basicConfig(stream=sys.stderr, level=settings.log_level,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return build_http_app(load_server(settings.server), settings)
+
+
+def serve_stdio(server: MCPServer, settings: Settings) -> None:
+    from transports.stdio import serve_stdio as serve
+
+    asyncio.run(serve(server, max_message_bytes=settings.max_message_bytes,
+                      drain_seconds=settings.stdio_drain_seconds))
 
 
 def serve_http(server: MCPServer, *, host: str, port: int, settings: Settings) -> None:

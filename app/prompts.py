@@ -112,6 +112,10 @@ class Prompt:
             if not isinstance(value, str):
                 raise InvalidParams(f"Argument {key} of prompt {self.name} must be a string")
             kwargs[key] = value
+        for param in inspect.signature(self._fn).parameters.values():
+            # a ``Field(default, description=...)`` default is a FieldInfo, not the value to pass
+            if param.name not in kwargs and isinstance(param.default, FieldInfo):
+                kwargs[param.name] = param.default.get_default(call_default_factory=True)
         if self._ctx_param is not None:
             kwargs[self._ctx_param] = ctx
         try:

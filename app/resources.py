@@ -7,9 +7,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
-
 import orjson
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from app.content import resource_contents
 from app.errors import INTERNAL_ERROR, InvalidParams, MCPError, ResourceNotFound

@@ -164,7 +164,9 @@ class Tool:
                 value = await run_sync(self._fn, **kwargs)
         except ToolError as exc:
             return error_result(str(exc) or f"Tool {self.name} failed")
-        except (MCPError, ClientError):
+        except ClientError as exc:
+            return error_result(f"Tool {self.name} failed: the client answered with an error: {exc.message}")
+        except MCPError:
             raise
         except ClientCapabilityMissing as exc:
             return error_result(f"Tool {self.name} cannot run: {exc}")

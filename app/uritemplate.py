@@ -79,7 +79,8 @@ def _group(name: str) -> str:
 def _value_pattern(op: str) -> str:
     if op in ("+", "#"):
         return r"[^?#]*?" if op == "+" else r".*"
-    return r"[^/?#&,.;]+"
+    # "." is unreserved (left as is by simple expansion); only a label expression ends at one
+    return r"[^/?#&,.;]+" if op == "." else r"[^/?#&,;]+"
 
 
 def is_template(uri: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Self
 
 from app import jsonrpc
 from app.connection import Connection
@@ -59,7 +59,7 @@ class Client:
         self._connection: Connection | None = None
 
     # -- wiring ----------------------------------------------------------------------------------
-    async def __aenter__(self) -> Client:
+    async def __aenter__(self) -> Self:
         session = ServerSession(self.server, post=self._deliver_posted)
         self._connection = Connection(session, self._receive)
         if self._initialize:

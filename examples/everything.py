@@ -1,0 +1,307 @@
+"""The fixtures of the official MCP conformance suite, on one server.
+
+Every tool, resource and prompt that ``@modelcontextprotocol/conformance`` looks for is
+here, under the name it looks for, so this module doubles as a tour of the framework:
+content blocks, logging, progress, errors, sampling, elicitation (with a pydantic model
+and with raw JSON Schemas), a hand-written JSON Schema 2020-12, resource templates and
+subscriptions, prompts and completions.
+
+    mcpwire stdio examples.everything:server
+    mcpwire http examples.everything:server
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import struct
+import wave
+import zlib
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from app import Audio, Context, EmbeddedResource, Image, MCPServer, Message, ToolError, text, user
+from app.types import JSONObject
+
+server = MCPServer(
+    "mcpwire-everything", "1.0.0", title="mcpwire everything",
+    instructions="The fixtures of the MCP conformance suite: one tool, resource or prompt per feature.",
+)
+
+
+# -- media ----------------------------------------------------------------------------------------
+def tiny_png() -> bytes:
+    """A valid 1x1 PNG (one opaque red pixel), built by hand."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)  # width, height, 8-bit RGBA, no interlace
+    pixels = zlib.compress(b"\x00" + bytes((255, 0, 0, 255)))  # filter byte, then one RGBA pixel
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
+def tiny_wav() -> bytes:
+    """A valid WAV file: 10 ms of 16-bit mono silence at 8 kHz."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(b"\x00\x00" * 80)
+    return buffer.getvalue()
+
+
+PNG = tiny_png()
+WAV = tiny_wav()
+
+
+# -- tools: content ---------------------------------------------------------------------------------
+@server.tool()
+def test_simple_text() -> str:
+    """Return one text block."""
+    return "This is a simple text response for testing."
+
+
+@server.tool()
+def test_image_content() -> Image:
+    """Return one image block (a 1x1 PNG)."""
+    return Image(PNG, "image/png")
+
+
+@server.tool()
+def test_audio_content() -> Audio:
+    """Return one audio block (a short WAV)."""
+    return Audio(WAV, "audio/wav")
+
+
+@server.tool()
+def test_embedded_resource() -> EmbeddedResource:
+    """Return a resource embedded in the result."""
+    return EmbeddedResource("test://embedded-resource", text="This is an embedded resource content.",
+                            mime_type="text/plain")
+
+
+@server.tool()
+def test_multiple_content_types() -> list[JSONObject | Image | EmbeddedResource]:
+    """Return text, an image and an embedded resource in one result."""
+    return [
+        text("Multiple content types test:"),
+        Image(PNG, "image/png"),
+        EmbeddedResource("test://mixed-content-resource", text=json.dumps({"test": "data", "value": 123}),
+                         mime_type="application/json"),
+    ]
+
+
+# -- tools: notifications and errors ------------------------------------------------------------------
+@server.tool()
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Send three log messages while running."""
+    await ctx.info("Tool execution started")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool processing data")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@server.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Report progress 0, 50 and 100 of 100 (when the call carries a progress token)."""
+    for step in (0, 50, 100):
+        await ctx.report_progress(step, 100, f"Completed step {step} of 100")
+        if step < 100:
+            await asyncio.sleep(0.01)
+    return f"Progress reported for token {ctx.progress_token}"
+
+
+@server.tool()
+def test_error_handling() -> str:
+    """Always fail: the failure is a result with isError, not a protocol error."""
+    raise ToolError("This tool intentionally returns an error for testing")
+
+
+@server.tool()
+async def test_reconnection(ctx: Context) -> str:
+    """Take a moment before answering (over HTTP, the stream may be resumed meanwhile)."""
+    await ctx.info("Before the pause")
+    await asyncio.sleep(0.1)
+    await ctx.info("After the pause")
+    return "Reconnection test completed"
+
+
+# -- tools: asking the client ---------------------------------------------------------------------------
+@server.tool()
+async def test_sampling(prompt: Annotated[str, Field(description="The prompt to send to the client's model")],
+                        ctx: Context) -> str:
+    """Ask the client's model to complete a prompt (sampling/createMessage)."""
+    answer = await ctx.sample(prompt, max_tokens=100)
+    content = answer.get("content")
+    reply = content.get("text") if isinstance(content, dict) else None
+    return f"LLM response: {reply if isinstance(reply, str) else '(no text)'}"
+
+
+class UserResponse(BaseModel):
+    response: str = Field(description="The user's response")
+
+
+@server.tool()
+async def test_elicitation(message: Annotated[str, Field(description="The question to ask the user")],
+                           ctx: Context) -> str:
+    """Ask the user a question (elicitation/create with a schema from a pydantic model)."""
+    result = await ctx.elicit(message, UserResponse)
+    if result.data is not None:
+        return f"User response: action={result.action}, response={result.data.response}"
+    return f"User response: action={result.action}"
+
+
+SEP1034_DEFAULTS_SCHEMA: JSONObject = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "User name", "default": "John Doe"},
+        "age": {"type": "integer", "description": "User age", "default": 30},
+        "score": {"type": "number", "description": "User score", "default": 95.5},
+        "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"],
+                   "default": "active"},
+        "verified": {"type": "boolean", "description": "Verification status", "default": True},
+    },
+}
+"""A form with a default for every primitive type (SEP-1034)."""
+
+
+@server.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Ask for a form whose fields all have defaults (SEP-1034)."""
+    result = await ctx.elicit("Please provide user information", SEP1034_DEFAULTS_SCHEMA)
+    return f"Elicitation result: action={result.action}, content={json.dumps(result.content or {})}"
+
+
+SEP1330_ENUMS_SCHEMA: JSONObject = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "title": "Untitled single select",
+                           "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "title": "Titled single select", "oneOf": [
+            {"const": "value1", "title": "First Option"},
+            {"const": "value2", "title": "Second Option"},
+            {"const": "value3", "title": "Third Option"},
+        ]},
+        "legacyEnum": {"type": "string", "title": "Legacy enum", "enum": ["opt1", "opt2", "opt3"],
+                       "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "title": "Untitled multi select",
+                          "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "title": "Titled multi select", "items": {"anyOf": [
+            {"const": "value1", "title": "First Choice"},
+            {"const": "value2", "title": "Second Choice"},
+            {"const": "value3", "title": "Third Choice"},
+        ]}},
+    },
+}
+"""Every way to write a choice in a form (SEP-1330): plain, titled, legacy, single and multiple."""
+
+
+@server.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Ask for a form with every kind of enum (SEP-1330)."""
+    result = await ctx.elicit("Please select options from the enum fields", SEP1330_ENUMS_SCHEMA)
+    return f"Elicitation completed: action={result.action}, content={json.dumps(result.content or {})}"
+
+
+# -- tools: a hand-written JSON Schema 2020-12 -------------------------------------------------------------
+CONTACT_SCHEMA: JSONObject = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "address",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+            "required": ["street", "city"],
+            "additionalProperties": False,
+        },
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "required": ["name"],
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+"""Served verbatim in ``tools/list`` and checked as written: ``$defs``, ``$anchor``, composition, conditionals."""
+
+
+@server.tool(input_schema=CONTACT_SCHEMA)
+def json_schema_2020_12_tool(**contact: Any) -> str:
+    """Accept a contact checked against a hand-written JSON Schema 2020-12."""
+    return f"Contact accepted: {json.dumps(contact, sort_keys=True)}"
+
+
+# -- resources ---------------------------------------------------------------------------------------------
+@server.resource("test://static-text", name="static-text", mime_type="text/plain")
+def static_text() -> str:
+    """A fixed text resource."""
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", name="static-binary", mime_type="image/png")
+def static_binary() -> bytes:
+    """A fixed binary resource (a 1x1 PNG)."""
+    return PNG
+
+
+@server.resource("test://template/{id}/data", name="template-data", mime_type="application/json")
+def template_data(id: str) -> str:
+    """Data for any id, from a URI template."""
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+@server.resource("test://watched-resource", name="watched-resource", mime_type="text/plain")
+def watched_resource() -> str:
+    """A resource clients may subscribe to for updates."""
+    # After a change, server.resource_updated("test://watched-resource") notifies the subscribers.
+    return "Watched resource content"
+
+
+# -- prompts -----------------------------------------------------------------------------------------------
+@server.prompt()
+def test_simple_prompt() -> Message:
+    """A prompt without arguments."""
+    return user("This is a simple prompt for testing.")
+
+
+@server.prompt()
+def test_prompt_with_arguments(arg1: Annotated[str, Field(description="The first argument")],
+                               arg2: Annotated[str, Field(description="The second argument")]) -> Message:
+    """A prompt with two required arguments."""
+    return user(f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")
+
+
+@server.prompt()
+def test_prompt_with_embedded_resource(
+        resourceUri: Annotated[str, Field(description="The URI of the resource to embed")]) -> list[Message]:
+    """A prompt that embeds a resource."""
+    return [
+        user(EmbeddedResource(resourceUri, text="Embedded resource content for testing.", mime_type="text/plain")),
+        user("Please process the embedded resource above."),
+    ]
+
+
+@server.prompt()
+def test_prompt_with_image() -> list[Message]:
+    """A prompt that carries an image."""
+    return [user(Image(PNG, "image/png")), user("Please analyze the image above.")]
+
+
+@server.completion(prompt="test_prompt_with_arguments", argument="arg1")
+def complete_arg1(value: str, arguments: dict[str, str]) -> list[str]:
+    """Suggestions for ``arg1`` that start with what was typed so far."""
+    return [choice for choice in ("testValue1", "testValue2", "example") if choice.startswith(value)]

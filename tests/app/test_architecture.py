@@ -1,0 +1,48 @@
+"""The protocol core stays free of the edges: only the composition root imports transports or auth."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[2] / "app"
+COMPOSITION_ROOT = "deployment.py"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(p for p in APP.glob("*.py") if p.name != COMPOSITION_ROOT),
+                         ids=lambda p: p.name)
+def test_core_module_imports_no_edge(path: Path) -> None:
+    edges = {m for m in _imported_modules(path) if m.split(".")[0] in ("transports", "auth")}
+    assert not edges, f"{path.name} imports {sorted(edges)}; only app/{COMPOSITION_ROOT} may"
+
+
+def test_importing_the_core_loads_no_transport() -> None:
+    code = (
+        "import sys, app, app.server, app.dispatcher, app.cli\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('transports', 'auth', 'uvicorn', 'starlette'))\n"
+        "print(','.join(loaded))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=APP.parent).stdout.strip()
+    assert out == ""
+
+
+def test_asgi_is_built_lazily_from_the_composition_root() -> None:
+    code = "import app, sys\nasgi = app.asgi\nprint('transports.http_app' in sys.modules, callable(asgi))\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=APP.parent).stdout.strip()
+    assert out == "True True"

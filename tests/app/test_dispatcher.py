@@ -1,0 +1,978 @@
+"""The protocol as a client sees it, through ``transports.memory.Client`` (real JSON on the way)."""
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from app import ClientCapabilityMissing, ClientError, Completion, Context, MCPServer, jsonrpc
+from app.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    MCPError,
+)
+from app.prompts import Prompt
+from app.protocol import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LOG_LEVELS
+from app.resources import Resource
+from app.session import ServerSession, SessionState
+from app.tools import Tool
+from app.types import JSONObject
+from transports.memory import Client
+
+INIT_PARAMS: JSONObject = {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
+                           "clientInfo": {"name": "raw", "version": "1"}}
+
+
+class WireClient(Client):
+    """The in-memory client, also recording every frame the server writes to it."""
+
+    def __init__(self, server: MCPServer, **kwargs: Any) -> None:
+        super().__init__(server, **kwargs)
+        self.frames: list[Any] = []
+        self._frame_added = asyncio.Event()
+
+    async def __aenter__(self) -> "WireClient":
+        await super().__aenter__()
+        return self
+
+    async def _receive(self, message: JSONObject | list[JSONObject]) -> None:
+        self.frames.append(jsonrpc.loads(jsonrpc.dumps(message)))
+        self._frame_added.set()
+        await super()._receive(message)
+
+    async def wait_frame(self, predicate: Callable[[Any], bool]) -> Any:
+        while True:
+            for frame in self.frames:
+                if predicate(frame):
+                    return frame
+            self._frame_added.clear()
+            await self._frame_added.wait()
+
+    def server_requests(self) -> list[JSONObject]:
+        """Requests the server sent to this client."""
+        return [f for f in self.frames if isinstance(f, dict) and "method" in f and "id" in f]
+
+    async def drain(self) -> None:
+        """Wait until every request the server is running for this client has finished."""
+        assert self._connection is not None
+        await self._connection.drain(timeout=10)
+
+
+def _noop() -> None:
+    return None
+
+
+def _full_server(**kwargs: Any) -> MCPServer:
+    server = MCPServer("full", "2.0", title="Full", instructions="Use the tools.", **kwargs)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    @server.resource("test://static")
+    def static() -> str:
+        return "static"
+
+    @server.resource("test://item/{id}")
+    def item(id: str) -> str:
+        return f"item {id}"
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        return f"Hello {name}"
+
+    return server
+
+
+# -- lifecycle ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.spec("2025-11-25/basic/lifecycle#initialization")
+async def test_initialize_result() -> None:
+    async with Client(_full_server(website_url="https://example.com")) as client:
+        result = client.initialize_result
+    assert result == {
+        "protocolVersion": LATEST_HANDSHAKE_VERSION,
+        "capabilities": {"logging": {}, "tools": {"listChanged": True},
+                         "resources": {"subscribe": True, "listChanged": True}, "prompts": {"listChanged": True}},
+        "serverInfo": {"name": "full", "version": "2.0", "title": "Full", "websiteUrl": "https://example.com"},
+        "instructions": "Use the tools.",
+    }
+
+
+@pytest.mark.spec("2025-11-25/basic/lifecycle#initialization")
+@pytest.mark.parametrize("method", ["tools/list", "tools/call", "resources/list", "prompts/list",
+                                    "logging/setLevel"])
+async def test_requests_before_initialize_are_rejected(method: str) -> None:
+    async with Client(_full_server(), initialize=False) as client:
+        response = await client.request_raw(method, {"name": "echo", "level": "info"})
+        assert "result" not in response
+        assert response["error"]["code"] == INVALID_REQUEST
+        assert "initialize" in response["error"]["message"]
+        # and after the handshake the same request works
+        await client.request("initialize", INIT_PARAMS)
+        await client.notify("notifications/initialized")
+        assert "result" in await client.request_raw(method, {"name": "echo", "arguments": {"text": "x"},
+                                                             "level": "info"})
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/ping#behavior-requirements")
+async def test_ping_works_before_initialize() -> None:
+    async with Client(_full_server(), initialize=False) as client:
+        assert await client.ping() == {}
+        assert not client.session.state.initialized
+
+
+@pytest.mark.spec("2025-11-25/basic/lifecycle#initialization")
+async def test_initialized_notification_before_initialize_is_ignored() -> None:
+    async with Client(_full_server(), initialize=False) as client:
+        await client.notify("notifications/initialized")
+        assert not client.session.state.ready
+        await client.request("initialize", INIT_PARAMS)
+        assert client.session.state.initialized
+        assert not client.session.state.ready
+        await client.notify("notifications/initialized")
+        assert client.session.state.ready
+
+
+async def test_initialize_twice_is_an_error() -> None:
+    async with Client(_full_server()) as client:
+        response = await client.request_raw("initialize", INIT_PARAMS)
+    assert response["error"]["code"] == INVALID_REQUEST
+
+
+@pytest.mark.parametrize("params", [{"capabilities": [], "clientInfo": {}}, {"clientInfo": "me"}])
+async def test_initialize_with_malformed_params(params: JSONObject) -> None:
+    async with Client(_full_server(), initialize=False) as client:
+        response = await client.request_raw("initialize", {"protocolVersion": LATEST_HANDSHAKE_VERSION, **params})
+        assert response["error"]["code"] == INVALID_PARAMS
+        assert not client.session.state.initialized
+
+
+@pytest.mark.spec("2025-11-25/basic/lifecycle#version-negotiation")
+@pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
+async def test_supported_versions_are_echoed(version: str) -> None:
+    async with Client(_full_server(), protocol_version=version) as client:
+        assert client.initialize_result is not None
+        assert client.initialize_result["protocolVersion"] == version
+        assert client.session.state.protocol_version == version
+
+
+@pytest.mark.spec("2025-11-25/basic/lifecycle#version-negotiation")
+@pytest.mark.parametrize("requested", ["2024-01-01", "1.0.0", None, 20241105])
+async def test_unsupported_version_is_answered_with_the_latest(requested: Any) -> None:
+    async with Client(_full_server(), initialize=False) as client:
+        response = await client.request_raw("initialize", {**INIT_PARAMS, "protocolVersion": requested})
+    assert "error" not in response
+    assert response["result"]["protocolVersion"] == "2025-11-25"
+
+
+@pytest.mark.spec("2025-11-25/basic/index#error-responses")
+@pytest.mark.parametrize("initialize", [False, True])
+async def test_server_discover_is_answered_with_method_not_found(initialize: bool) -> None:
+    async with Client(_full_server(), initialize=initialize) as client:
+        response = await client.request_raw("server/discover", {})
+    assert response["error"]["code"] == METHOD_NOT_FOUND
+    assert response["id"] is not None
+
+
+async def test_unknown_method_is_method_not_found() -> None:
+    async with Client(_full_server()) as client:
+        response = await client.request_raw("tools/explode")
+    assert response["error"] == {"code": METHOD_NOT_FOUND, "message": "Method not found: tools/explode"}
+
+
+# -- capabilities ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.spec("2025-11-25/basic/lifecycle#capability-negotiation")
+async def test_capabilities_only_for_what_is_registered() -> None:
+    bare = MCPServer("bare")
+    async with Client(bare) as client:
+        assert client.initialize_result is not None
+        assert client.initialize_result["capabilities"] == {"logging": {}}
+
+    tools_only = MCPServer("tools")
+    tools_only.add_tool(Tool(_noop, name="noop"))
+    async with Client(tools_only) as client:
+        assert client.initialize_result is not None
+        assert client.initialize_result["capabilities"] == {"logging": {}, "tools": {"listChanged": True}}
+
+    with_completions = _full_server()
+    with_completions.completion(prompt="greet", argument="name")(lambda value, args: [])
+    assert with_completions.capabilities()["completions"] == {}
+
+
+@pytest.mark.spec("2025-11-25/basic/lifecycle#capability-negotiation")
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("prompts/list", {}),
+        ("prompts/get", {"name": "x"}),
+        ("resources/list", {}),
+        ("resources/templates/list", {}),
+        ("resources/read", {"uri": "test://static"}),
+        ("resources/subscribe", {"uri": "test://static"}),
+        ("resources/unsubscribe", {"uri": "test://static"}),
+        ("completion/complete", {"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "a", "value": ""}}),
+    ],
+)
+async def test_method_behind_a_missing_capability_is_method_not_found(method: str, params: JSONObject) -> None:
+    server = MCPServer("tools")
+    server.add_tool(Tool(_noop, name="noop"))
+    async with Client(server) as client:
+        response = await client.request_raw(method, params)
+    assert response["error"]["code"] == METHOD_NOT_FOUND
+
+
+async def test_tools_methods_without_tools_are_method_not_found() -> None:
+    server = MCPServer("prompts")
+    server.add_prompt(Prompt(_noop, name="p"))
+    async with Client(server) as client:
+        for method in ("tools/list", "tools/call"):
+            response = await client.request_raw(method, {"name": "x"})
+            assert response["error"]["code"] == METHOD_NOT_FOUND
+
+
+# -- tools/call and pagination --------------------------------------------------------------------------
+
+
+@pytest.mark.spec("2025-11-25/server/tools#error-handling")
+@pytest.mark.parametrize("params", [{"name": "nope"}, {"name": ""}, {}, {"name": 3}])
+async def test_unknown_tool_is_invalid_params(params: JSONObject) -> None:
+    async with Client(_full_server()) as client:
+        response = await client.request_raw("tools/call", params)
+    assert response["error"]["code"] == INVALID_PARAMS
+
+
+@pytest.mark.spec("2025-11-25/server/utilities/pagination#error-handling")
+@pytest.mark.parametrize("method", ["tools/list", "resources/list", "resources/templates/list", "prompts/list"])
+@pytest.mark.parametrize("cursor", ["not-a-cursor", 12, ""])
+async def test_invalid_cursor_is_invalid_params(method: str, cursor: Any) -> None:
+    async with Client(_full_server()) as client:
+        response = await client.request_raw(method, {"cursor": cursor})
+    assert response["error"]["code"] == INVALID_PARAMS
+
+
+@pytest.mark.spec("2025-11-25/server/utilities/pagination#pagination-flow")
+@pytest.mark.parametrize(
+    ("method", "key", "expected"),
+    [
+        ("tools/list", "tools", ["t0", "t1", "t2", "t3", "t4"]),
+        ("prompts/list", "prompts", ["p0", "p1", "p2", "p3", "p4"]),
+        ("resources/list", "resources", ["r://0", "r://1", "r://2", "r://3", "r://4"]),
+        ("resources/templates/list", "resourceTemplates", ["t://0/{v}", "t://1/{v}", "t://2/{v}"]),
+    ],
+)
+async def test_pagination_across_pages(method: str, key: str, expected: list[str]) -> None:
+    server = MCPServer("paged", page_size=2)
+    for i in range(5):
+        server.add_tool(Tool(_noop, name=f"t{i}"))
+        server.add_prompt(Prompt(_noop, name=f"p{i}"))
+        server.resources.add(Resource(f"r://{i}", _noop, name=f"r{i}"))
+    for i in range(3):
+        server.resources.add(Resource(f"t://{i}/{{v}}", lambda v: v, name=f"template{i}"))
+
+    pages: list[list[str]] = []
+    async with Client(server) as client:
+        params: JSONObject = {}
+        while True:
+            result = await client.request(method, params)
+            pages.append([item.get("name") if key in ("tools", "prompts") else
+                          item.get("uri", item.get("uriTemplate")) for item in result[key]])
+            if "nextCursor" not in result:
+                break
+            assert isinstance(result["nextCursor"], str)
+            params = {"cursor": result["nextCursor"]}
+    assert [name for page in pages for name in page] == expected
+    assert [len(page) for page in pages] == [2] * (len(expected) // 2) + ([1] if len(expected) % 2 else [])
+
+
+# -- logging --------------------------------------------------------------------------------------------
+
+
+def _logging_server() -> MCPServer:
+    server = MCPServer("log")
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        for level in LOG_LEVELS:
+            await ctx.log(level, {"at": level}, logger="chatty")
+        return "done"
+
+    @server.tool()
+    async def bad_level(ctx: Context) -> str:
+        await ctx.log("verbose", "x")
+        return "unreachable"
+
+    return server
+
+
+@pytest.mark.spec("2025-11-25/server/utilities/logging#setting-log-level")
+async def test_set_level_filters_log_messages() -> None:
+    async with Client(_logging_server()) as client:
+        await client.call_tool("chatty")
+        unfiltered = [n["params"]["level"] for n in client.notifications if n["method"] == "notifications/message"]
+        assert unfiltered == list(LOG_LEVELS)
+
+        client.notifications.clear()
+        assert await client.set_logging_level("error") == {}
+        await client.call_tool("chatty")
+        messages = [n for n in client.notifications if n["method"] == "notifications/message"]
+    assert [m["params"]["level"] for m in messages] == ["error", "critical", "alert", "emergency"]
+    assert messages[0]["params"] == {"level": "error", "data": {"at": "error"}, "logger": "chatty"}
+
+
+@pytest.mark.spec("2025-11-25/server/utilities/logging#error-handling")
+@pytest.mark.parametrize("level", ["verbose", "WARNING", 3, None])
+async def test_invalid_log_level_is_invalid_params(level: Any) -> None:
+    async with Client(_logging_server()) as client:
+        response = await client.request_raw("logging/setLevel", {"level": level})
+        assert response["error"]["code"] == INVALID_PARAMS
+        assert client.session.state.log_level is None
+
+
+async def test_unknown_level_in_a_handler_is_a_tool_error() -> None:
+    async with Client(_logging_server()) as client:
+        result = await client.call_tool("bad_level")
+    assert result["isError"] is True
+    assert "verbose" in result["content"][0]["text"]
+
+
+# -- progress -------------------------------------------------------------------------------------------
+
+
+def _progress_server() -> MCPServer:
+    server = MCPServer("progress")
+
+    @server.tool()
+    async def work(ctx: Context) -> str:
+        await ctx.report_progress(1, 10, "starting")
+        await ctx.report_progress(1, 10)  # not an increase: dropped
+        await ctx.report_progress(0.5)  # a decrease: dropped
+        await ctx.report_progress(5, 10)
+        await ctx.report_progress(10, 10, "done")
+        return "ok"
+
+    return server
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/progress#behavior-requirements")
+@pytest.mark.parametrize("token", ["progress-test-1", 7])
+async def test_progress_is_sent_for_a_token_and_strictly_increases(token: str | int) -> None:
+    async with Client(_progress_server()) as client:
+        await client.call_tool("work", progress_token=token)
+    progress = [n["params"] for n in client.notifications if n["method"] == "notifications/progress"]
+    assert progress == [
+        {"progressToken": token, "progress": 1, "total": 10, "message": "starting"},
+        {"progressToken": token, "progress": 5, "total": 10},
+        {"progressToken": token, "progress": 10, "total": 10, "message": "done"},
+    ]
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/progress#behavior-requirements")
+async def test_no_progress_without_a_token() -> None:
+    async with Client(_progress_server()) as client:
+        await client.call_tool("work")
+        await client.request("tools/call", {"name": "work", "_meta": {"progressToken": None}})
+        await client.request("tools/call", {"name": "work", "_meta": {"progressToken": True}})
+    assert [n for n in client.notifications if n["method"] == "notifications/progress"] == []
+
+
+async def test_progress_message_is_not_sent_to_2024_11_05_clients() -> None:
+    async with Client(_progress_server(), protocol_version="2024-11-05") as client:
+        await client.call_tool("work", progress_token="t")
+    progress = [n["params"] for n in client.notifications if n["method"] == "notifications/progress"]
+    assert [p["progress"] for p in progress] == [1, 5, 10]
+    assert all("message" not in p for p in progress)
+
+
+# -- cancellation ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/cancellation#behavior-requirements")
+async def test_cancelled_request_stops_and_gets_no_response() -> None:
+    server = MCPServer("cancel")
+    started = asyncio.Event()
+    stopped = asyncio.Event()
+
+    @server.tool()
+    async def wait_forever() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+        return "never"
+
+    async with WireClient(server) as client:
+        call = asyncio.ensure_future(client.request_raw("tools/call", {"name": "wait_forever"}, id="c1"))
+        await started.wait()
+        assert client.session.inflight == 1
+        await client.notify("notifications/cancelled", {"requestId": "c1", "reason": "user pressed stop"})
+        await stopped.wait()
+        await client.drain()
+        assert client.session.inflight == 0
+        assert not call.done()
+        assert [f for f in client.frames if isinstance(f, dict) and f.get("id") == "c1"] == []
+        # the session still works, and the id may be used again
+        assert await client.request_raw("ping", id="c1") == {"jsonrpc": "2.0", "id": "c1", "result": {}}
+        call.cancel()
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/cancellation#behavior-requirements")
+async def test_cancelling_unknown_or_finished_requests_is_ignored() -> None:
+    async with WireClient(_full_server()) as client:
+        await client.request_raw("tools/call", {"name": "echo", "arguments": {"text": "a"}}, id=41)
+        before = len(client.frames)
+        await client.notify("notifications/cancelled", {"requestId": 41})
+        await client.notify("notifications/cancelled", {"requestId": "never-sent"})
+        await client.notify("notifications/cancelled", {})
+        assert len(client.frames) == before
+        assert await client.ping() == {}
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/cancellation#behavior-requirements")
+async def test_initialize_cannot_be_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = _full_server()
+    dispatcher = server.dispatcher
+    original = dispatcher._handlers["initialize"]
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow_initialize(params: JSONObject, ctx: Context) -> JSONObject:
+        entered.set()
+        await release.wait()
+        return await original(params, ctx)
+
+    monkeypatch.setitem(dispatcher._handlers, "initialize", slow_initialize)
+    async with Client(server, initialize=False) as client:
+        init = asyncio.ensure_future(client.request_raw("initialize", INIT_PARAMS, id="init"))
+        await entered.wait()
+        await client.notify("notifications/cancelled", {"requestId": "init", "reason": "changed my mind"})
+        release.set()
+        response = await init
+    assert response["result"]["protocolVersion"] == LATEST_HANDSHAKE_VERSION
+
+
+# -- requests to the client -----------------------------------------------------------------------------
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+def _asking_server() -> MCPServer:
+    server = MCPServer("asking")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Who are you?", Person)
+        return f"{answer.action} {answer.data!r}"
+
+    @server.tool()
+    async def ask_url(ctx: Context) -> str:
+        answer = await ctx.elicit_url("Sign in", "https://example.com/auth", "el-1")
+        return answer.action
+
+    @server.tool()
+    async def think(ctx: Context) -> str:
+        reply = await ctx.sample("Say hi", max_tokens=20, system_prompt="Be brief")
+        return str(reply["content"]["text"])
+
+    @server.tool()
+    async def think_with_tools(ctx: Context) -> str:
+        reply = await ctx.sample("Use a tool", tools=[{"name": "t", "inputSchema": {"type": "object"}}])
+        return str(reply["content"]["text"])
+
+    @server.tool()
+    async def roots(ctx: Context) -> list[str]:
+        try:
+            return [r["uri"] for r in await ctx.list_roots()]
+        except ClientCapabilityMissing as exc:
+            return [f"missing {exc.capability}"]
+
+    @server.tool()
+    async def ask_quickly(ctx: Context) -> str:
+        answer = await ctx.elicit("Quick!", {"type": "object", "properties": {}}, timeout=0.01)
+        return answer.action
+
+    @server.tool()
+    async def careful(ctx: Context) -> str:
+        try:
+            await ctx.sample("hi")
+        except ClientError as exc:
+            return f"client said {exc.code}: {exc.message}"
+        return "sampled"
+
+    return server
+
+
+@pytest.mark.spec("2025-11-25/client/elicitation#capabilities")
+@pytest.mark.parametrize(
+    ("tool", "capabilities", "missing"),
+    [
+        ("ask", {}, "'elicitation'"),
+        ("ask", {"elicitation": {"url": {}}}, "'elicitation.form'"),
+        ("ask_url", {}, "'elicitation'"),
+        ("ask_url", {"elicitation": {}}, "'elicitation.url'"),
+        ("ask_url", {"elicitation": {"form": {}}}, "'elicitation.url'"),
+        ("think", {}, "'sampling'"),
+        ("think", {"roots": {}}, "'sampling'"),
+        ("think_with_tools", {"sampling": {}}, "'sampling.tools'"),
+    ],
+)
+async def test_missing_client_capability_is_an_error_result_and_nothing_is_sent(
+        tool: str, capabilities: JSONObject, missing: str) -> None:
+    async with WireClient(_asking_server(), capabilities=capabilities) as client:
+        result = await client.call_tool(tool)
+        assert client.server_requests() == []
+    assert result["isError"] is True
+    assert missing in result["content"][0]["text"]
+
+
+@pytest.mark.spec("2025-11-25/client/roots#capabilities")
+async def test_list_roots_raises_when_the_client_has_no_roots() -> None:
+    async with WireClient(_asking_server()) as client:
+        result = await client.call_tool("roots")
+        assert client.server_requests() == []
+    assert result["structuredContent"] == {"result": ["missing roots"]}
+
+
+@pytest.mark.spec("2025-11-25/client/elicitation#form-mode-elicitation-requests")
+async def test_elicitation_round_trip() -> None:
+    seen: list[JSONObject] = []
+
+    async def elicitation(params: JSONObject) -> JSONObject:
+        seen.append(params)
+        return {"action": "accept", "content": {"name": "Ann", "age": 41}}
+
+    async with Client(_asking_server(), elicitation=elicitation) as client:
+        result = await client.call_tool("ask")
+    assert result["content"][0]["text"] == "accept Person(name='Ann', age=41)"
+    assert seen == [{"mode": "form", "message": "Who are you?", "requestedSchema": {
+        "type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+        "required": ["name", "age"]}}]
+
+
+async def test_form_elicitation_to_a_2025_06_18_client_has_no_mode() -> None:
+    seen: list[JSONObject] = []
+
+    async def elicitation(params: JSONObject) -> JSONObject:
+        seen.append(params)
+        return {"action": "decline"}
+
+    async with Client(_asking_server(), elicitation=elicitation, protocol_version="2025-06-18") as client:
+        result = await client.call_tool("ask")
+    assert result["content"][0]["text"] == "decline None"
+    assert "mode" not in seen[0]
+
+
+@pytest.mark.spec("2025-11-25/client/sampling#creating-messages")
+async def test_sampling_and_roots_round_trip() -> None:
+    seen: list[JSONObject] = []
+
+    async def sampling(params: JSONObject) -> JSONObject:
+        seen.append(params)
+        return {"role": "assistant", "content": {"type": "text", "text": "hi!"}, "model": "test-model"}
+
+    async def roots(params: JSONObject) -> JSONObject:
+        return {"roots": [{"uri": "file:///work", "name": "work"}, "junk"]}
+
+    async with Client(_asking_server(), sampling=sampling, roots=roots) as client:
+        sampled = await client.call_tool("think")
+        listed = await client.call_tool("roots")
+    assert sampled["content"] == [{"type": "text", "text": "hi!"}]
+    assert seen == [{"messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+                     "maxTokens": 20, "systemPrompt": "Be brief"}]
+    assert listed["structuredContent"] == {"result": ["file:///work"]}
+
+
+async def test_client_error_reply_reaches_the_handler() -> None:
+    async def sampling(params: JSONObject) -> JSONObject:
+        raise MCPError(-1, "User rejected sampling request")
+
+    async with Client(_asking_server(), sampling=sampling) as client:
+        result = await client.call_tool("careful")
+    assert result["content"] == [{"type": "text", "text": "client said -1: User rejected sampling request"}]
+
+
+async def test_uncaught_client_error_is_a_tool_error_result() -> None:
+    async def sampling(params: JSONObject) -> JSONObject:
+        raise MCPError(METHOD_NOT_FOUND, "Method not found: sampling/createMessage")
+
+    async with Client(_asking_server(), sampling=sampling) as client:
+        response = await client.request_raw("tools/call", {"name": "think"})
+    assert response["result"]["isError"] is True
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/cancellation#cancellation-flow")
+async def test_cancelling_a_call_cancels_its_pending_client_request() -> None:
+    asked = asyncio.Event()
+
+    async def elicitation(params: JSONObject) -> JSONObject:
+        asked.set()
+        await asyncio.Event().wait()
+        return {"action": "cancel"}
+
+    async with WireClient(_asking_server(), elicitation=elicitation) as client:
+        call = asyncio.ensure_future(client.request_raw("tools/call", {"name": "ask"}, id="outer"))
+        await asked.wait()
+        (request,) = client.server_requests()
+        await client.notify("notifications/cancelled", {"requestId": "outer"})
+        await client.drain()
+        cancelled = [n["params"]["requestId"] for n in client.notifications if n["method"] == "notifications/cancelled"]
+        assert cancelled == [request["id"]]
+        assert not call.done()
+        assert [f for f in client.frames if isinstance(f, dict) and f.get("id") == "outer"] == []
+        call.cancel()
+
+
+async def test_client_timeout_is_an_error_result_and_the_request_is_cancelled() -> None:
+    never = asyncio.Event()
+
+    async def elicitation(params: JSONObject) -> JSONObject:
+        await never.wait()
+        return {"action": "cancel"}
+
+    async with WireClient(_asking_server(), elicitation=elicitation) as client:
+        result = await client.call_tool("ask_quickly")
+        (request,) = client.server_requests()
+        cancelled = [n for n in client.notifications if n["method"] == "notifications/cancelled"]
+        # a late answer to the abandoned request is dropped without a reply
+        before = len(client.frames)
+        await client.send_raw(jsonrpc.result(request["id"], {"action": "accept", "content": {}}))
+        assert len(client.frames) == before
+        assert await client.ping() == {}
+    assert request["method"] == "elicitation/create"
+    assert result["isError"] is True
+    assert "did not answer in time" in result["content"][0]["text"]
+    assert [c["params"]["requestId"] for c in cancelled] == [request["id"]]
+
+
+# -- list_changed and subscriptions ---------------------------------------------------------------------
+
+
+@pytest.mark.spec("2025-11-25/server/tools#list-changed-notification")
+async def test_list_changed_is_posted_when_definitions_change_at_runtime() -> None:
+    server = _full_server()
+    async with Client(server) as client:
+        server.add_tool(Tool(_noop, name="added"))
+        server.remove_tool("added")
+        server.add_prompt(Prompt(_noop, name="added"))
+        server.remove_prompt("added")
+        server.resources.add(Resource("test://added", _noop))
+        server.remove_resource("test://added")
+        tools = await client.wait_for_notification("notifications/tools/list_changed", 2)
+        prompts = await client.wait_for_notification("notifications/prompts/list_changed", 2)
+        resources = await client.wait_for_notification("notifications/resources/list_changed", 2)
+    assert tools[0] == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    assert len(tools) == len(prompts) == len(resources) == 2
+
+
+@pytest.mark.spec("2025-11-25/server/tools#list-changed-notification")
+def test_list_changed_only_to_ready_sessions_that_negotiated_the_capability() -> None:
+    server = MCPServer("s")
+    server.add_tool(Tool(_noop, name="first"))
+    ready: list[JSONObject] = []
+    not_ready: list[JSONObject] = []
+    no_prompts: list[JSONObject] = []
+    sessions = [
+        ServerSession(server, SessionState(initialized=True, ready=True, server_capabilities=["prompts", "tools"]),
+                      post=ready.append),
+        ServerSession(server, SessionState(initialized=True, ready=False, server_capabilities=["tools"]),
+                      post=not_ready.append),
+        ServerSession(server, SessionState(initialized=True, ready=True, server_capabilities=["tools"]),
+                      post=no_prompts.append),
+    ]
+    server.add_tool(Tool(_noop, name="second"))
+    server.add_prompt(Prompt(_noop, name="p"))
+    assert [m["method"] for m in ready] == ["notifications/tools/list_changed",
+                                            "notifications/prompts/list_changed"]
+    assert not_ready == []
+    assert [m["method"] for m in no_prompts] == ["notifications/tools/list_changed"]
+    for session in sessions:
+        session.close()
+
+
+@pytest.mark.spec("2025-11-25/server/resources#subscriptions")
+async def test_resource_updated_only_reaches_subscribed_sessions() -> None:
+    server = _full_server()
+    updated = "notifications/resources/updated"
+    async with Client(server) as a, Client(server) as b:
+        assert await a.subscribe("test://static") == {}
+        assert await b.subscribe("test://item/1") == {}
+        server.resource_updated("test://static")
+        server.resource_updated("test://item/1")
+        a_got = await a.wait_for_notification(updated)
+        b_got = await b.wait_for_notification(updated)
+        assert [n["params"] for n in a_got] == [{"uri": "test://static"}]
+        # b's only delivery was queued after any for the first URI would have been
+        assert [n["params"] for n in b_got] == [{"uri": "test://item/1"}]
+
+        assert await a.unsubscribe("test://static") == {}
+        await a.subscribe("test://item/1")
+        server.resource_updated("test://static")
+        server.resource_updated("test://item/1")
+        a_got = await a.wait_for_notification(updated, 2)
+        assert [n["params"]["uri"] for n in a_got] == ["test://static", "test://item/1"]
+
+
+@pytest.mark.parametrize("method", ["resources/subscribe", "resources/unsubscribe"])
+async def test_subscribe_needs_a_uri(method: str) -> None:
+    async with Client(_full_server()) as client:
+        response = await client.request_raw(method, {})
+    assert response["error"]["code"] == INVALID_PARAMS
+
+
+# -- JSON-RPC on the wire -------------------------------------------------------------------------------
+
+
+def _batch(init: bool = False) -> list[Any]:
+    return [
+        {"jsonrpc": "2.0", "id": "b1", "method": "ping"},
+        {"jsonrpc": "2.0", "id": "b2", "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}},
+        *([{"jsonrpc": "2.0", "id": "b3", "method": "initialize", "params": INIT_PARAMS}] if init else []),
+        17,
+    ]
+
+
+@pytest.mark.spec("2025-03-26/basic/index#batching")
+async def test_batches_are_accepted_from_2025_03_26_clients() -> None:
+    async with WireClient(_full_server(), protocol_version="2025-03-26") as client:
+        await client.send_raw(_batch(init=True))
+        reply = await client.wait_frame(lambda f: isinstance(f, list))
+    by_id = {item["id"]: item for item in reply}
+    assert set(by_id) == {"b1", "b2", "b3", None}
+    assert by_id["b1"]["result"] == {}
+    assert by_id["b2"]["result"]["content"] == [{"type": "text", "text": "x"}]
+    assert by_id["b3"]["error"]["code"] == INVALID_REQUEST
+    assert by_id[None]["error"]["code"] == INVALID_REQUEST
+
+
+@pytest.mark.spec("2025-03-26/basic/index#batching")
+async def test_batch_of_responses_answers_pending_client_requests() -> None:
+    asked = asyncio.Event()
+
+    async def elicitation(params: JSONObject) -> JSONObject:
+        asked.set()
+        await asyncio.Event().wait()  # never answers itself: the answer comes in a batch below
+        return {"action": "cancel"}
+
+    async with WireClient(_asking_server(), elicitation=elicitation, protocol_version="2025-03-26") as client:
+        call = asyncio.ensure_future(client.call_tool("ask"))
+        await asked.wait()
+        (request,) = client.server_requests()
+        before = len(client.frames)
+        await client.send_raw([jsonrpc.result(request["id"], {"action": "accept", "content": {"name": "Bo", "age": 7}}),
+                               {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}])
+        result = await call
+        assert not [f for f in client.frames[before:] if isinstance(f, list)]
+    assert result["content"][0]["text"] == "accept Person(name='Bo', age=7)"
+
+
+@pytest.mark.spec("2025-03-26/basic/index#batching")
+async def test_batch_of_notifications_gets_no_reply() -> None:
+    async with WireClient(_full_server(), protocol_version="2025-03-26") as client:
+        before = len(client.frames)
+        await client.send_raw([{"jsonrpc": "2.0", "method": "notifications/x"},
+                               {"jsonrpc": "2.0", "method": "notifications/y"}])
+        await client.drain()
+        assert len(client.frames) == before
+
+
+@pytest.mark.spec("2025-11-25/basic/transports#sending-messages-to-the-server")
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2024-11-05"])
+async def test_batches_are_rejected_from_other_versions(version: str) -> None:
+    async with WireClient(_full_server(), protocol_version=version) as client:
+        before = len(client.frames)
+        await client.send_raw(_batch())
+        await client.drain()
+        new = client.frames[before:]
+    assert len(new) == 1
+    assert isinstance(new[0], dict)
+    assert new[0]["id"] is None
+    assert new[0]["error"]["code"] == INVALID_REQUEST
+
+
+async def test_batch_before_initialize_is_rejected() -> None:
+    async with WireClient(_full_server(), initialize=False) as client:
+        await client.send_raw([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
+    assert client.frames[0]["error"]["code"] == INVALID_REQUEST
+
+
+@pytest.mark.spec("2025-11-25/basic/index#error-responses")
+@pytest.mark.parametrize("frame", [b"{oops", b'{"jsonrpc": "2.0", "id": 1, "method": "ping"', b"\x00"])
+async def test_parse_error_has_a_null_id(frame: bytes) -> None:
+    async with WireClient(_full_server()) as client:
+        before = len(client.frames)
+        await client.send_raw(frame)
+        new = client.frames[before:]
+    assert len(new) == 1
+    assert new[0]["jsonrpc"] == "2.0"
+    assert new[0]["id"] is None
+    assert new[0]["error"]["code"] == PARSE_ERROR
+
+
+@pytest.mark.spec("2025-11-25/basic/index#requests")
+@pytest.mark.parametrize(
+    ("message", "reply_id"),
+    [
+        ({"jsonrpc": "2.0", "id": 5}, 5),
+        ({"jsonrpc": "1.0", "id": 6, "method": "ping"}, 6),
+        ({"jsonrpc": "2.0", "id": 7, "method": "ping", "params": "x"}, 7),
+        ({"jsonrpc": "2.0", "id": None, "method": "ping"}, None),
+        (b"\"just a string\"", None),
+        (42, None),
+    ],
+)
+async def test_invalid_request(message: Any, reply_id: Any) -> None:
+    async with WireClient(_full_server()) as client:
+        before = len(client.frames)
+        await client.send_raw(message)
+        new = client.frames[before:]
+    assert len(new) == 1
+    assert new[0]["id"] == reply_id
+    assert new[0]["error"]["code"] == INVALID_REQUEST
+
+
+@pytest.mark.spec("2025-11-25/basic/index#responses")
+async def test_responses_to_unknown_ids_are_ignored() -> None:
+    async with WireClient(_full_server()) as client:
+        before = len(client.frames)
+        await client.send_raw({"jsonrpc": "2.0", "id": 999, "result": {}})
+        await client.send_raw({"jsonrpc": "2.0", "id": "x", "error": {"code": -1, "message": "no"}})
+        await client.send_raw({"jsonrpc": "2.0", "id": None, "result": {}})
+        assert len(client.frames) == before
+        assert await client.ping() == {}
+
+
+@pytest.mark.spec("2025-11-25/basic/index#notifications")
+async def test_notifications_are_never_answered() -> None:
+    async with WireClient(_full_server()) as client:
+        before = len(client.frames)
+        for message in [
+            {"jsonrpc": "2.0", "method": "tools/list"},
+            {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "nope"}},
+            {"jsonrpc": "2.0", "method": "notifications/unknown"},
+            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+            {"jsonrpc": "2.0", "method": "notifications/x", "params": [1, 2]},
+            {"jsonrpc": "2.0", "method": "server/discover"},
+        ]:
+            await client.send_raw(message)
+        await client.drain()
+        assert client.frames[before:] == []
+        assert await client.ping() == {}
+
+
+@pytest.mark.spec("2025-11-25/basic/index#error-responses")
+async def test_internal_error_leaks_no_details(monkeypatch: pytest.MonkeyPatch,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    server = _full_server()
+
+    async def broken(params: JSONObject, ctx: Context) -> JSONObject:
+        raise RuntimeError("secret: password=hunter2")
+
+    monkeypatch.setitem(server.dispatcher._handlers, "tools/list", broken)
+    with caplog.at_level("ERROR", logger="mcpwire.session"):
+        async with Client(server) as client:
+            response = await client.request_raw("tools/list", id="boom")
+    assert response == {"jsonrpc": "2.0", "id": "boom", "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
+    assert any(record.exc_info for record in caplog.records)
+
+
+async def test_slow_request_does_not_block_others() -> None:
+    server = MCPServer("concurrent")
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    @server.tool()
+    async def slow() -> str:
+        started.set()
+        await release.wait()
+        return "slow done"
+
+    @server.tool()
+    def fast() -> str:
+        return "fast done"
+
+    async with Client(server) as client:
+        slow_call = asyncio.ensure_future(client.call_tool("slow"))
+        await started.wait()
+        assert (await client.call_tool("fast"))["content"][0]["text"] == "fast done"
+        assert not slow_call.done()
+        release.set()
+        assert (await slow_call)["content"][0]["text"] == "slow done"
+
+
+# -- completion -----------------------------------------------------------------------------------------
+
+
+def _completing_server() -> MCPServer:
+    server = _full_server()
+
+    @server.completion(prompt="greet", argument="name")
+    def names(value: str, arguments: dict[str, str]) -> list[str]:
+        return [n for n in ("alice", "albert", "bob") if n.startswith(value)]
+
+    @server.completion(resource_template="test://item/{id}", argument="id")
+    async def ids(value: str, arguments: dict[str, str]) -> Completion:
+        return Completion([f"{value}{i}" for i in range(150)])
+
+    return server
+
+
+@pytest.mark.spec("2025-11-25/server/utilities/completion#completion-results")
+async def test_completion() -> None:
+    async with Client(_completing_server()) as client:
+        prompt = await client.complete({"type": "ref/prompt", "name": "greet"}, "name", "al")
+        template = await client.complete({"type": "ref/resource", "uri": "test://item/{id}"}, "id", "x")
+    assert prompt == {"completion": {"values": ["alice", "albert"]}}
+    assert len(template["completion"]["values"]) == 100
+    assert template["completion"]["total"] == 150
+    assert template["completion"]["hasMore"] is True
+
+
+@pytest.mark.spec("2025-11-25/server/utilities/completion#error-handling")
+@pytest.mark.parametrize(
+    ("ref", "argument"),
+    [
+        ({"type": "ref/prompt", "name": "nope"}, "name"),
+        ({"type": "ref/prompt", "name": "greet"}, "nope"),
+        ({"type": "ref/resource", "uri": "test://nope/{id}"}, "id"),
+        ({"type": "ref/resource", "uri": "test://item/{id}"}, "nope"),
+        ({"type": "ref/tool", "name": "echo"}, "text"),
+    ],
+)
+async def test_completion_of_unknown_references_is_invalid_params(ref: JSONObject, argument: str) -> None:
+    async with Client(_completing_server()) as client:
+        response = await client.request_raw("completion/complete",
+                                            {"ref": ref, "argument": {"name": argument, "value": ""}})
+    assert response["error"]["code"] == INVALID_PARAMS
+
+
+async def test_completion_without_a_completer_is_empty_and_a_failing_one_is_internal() -> None:
+    server = _completing_server()
+
+    @server.prompt()
+    def other(topic: str) -> str:
+        return topic
+
+    @server.completion(prompt="other", argument="topic")
+    def broken(value: str, arguments: dict[str, str]) -> list[str]:
+        raise RuntimeError("secret")
+
+    server.resources.add(Resource("test://plain/{v}", lambda v: v))
+    async with Client(server) as client:
+        empty = await client.complete({"type": "ref/resource", "uri": "test://plain/{v}"}, "v", "")
+        failing = await client.request_raw("completion/complete", {"ref": {"type": "ref/prompt", "name": "other"},
+                                                                   "argument": {"name": "topic", "value": ""}})
+    assert empty == {"completion": {"values": [], "hasMore": False}}
+    assert failing["error"] == {"code": INTERNAL_ERROR, "message": "Completion failed"}

@@ -1,0 +1,84 @@
+"""RFC 6570 template matching for resource templates."""
+
+import pytest
+
+from app.uritemplate import UriTemplate, is_template
+
+
+@pytest.mark.spec("2025-11-25/server/resources#resource-templates")
+@pytest.mark.parametrize(
+    ("template", "uri", "expected"),
+    [
+        ("users://{id}/profile", "users://42/profile", {"id": "42"}),
+        ("users://{id}/profile", "users://a%20b/profile", {"id": "a b"}),
+        # "." is unreserved: simple expansion leaves it as is, so it must match
+        ("file:///{name}", "file:///readme.md", {"name": "readme.md"}),
+        ("docs://{name}{.ext}", "docs://notes.v2.txt", {"name": "notes.v2", "ext": "txt"}),
+        ("file:///{+path}", "file:///a/b/c.txt", {"path": "a/b/c.txt"}),
+        ("page://doc{#section}", "page://doc#intro", {"section": "intro"}),
+        ("tree://root{/a}{/b}", "tree://root/x/y", {"a": "x", "b": "y"}),
+        ("img://logo{.fmt}", "img://logo.png", {"fmt": "png"}),
+        ("test://template/{id}/data", "test://template/123/data", {"id": "123"}),
+    ],
+)
+def test_matching_extracts_variables(template: str, uri: str, expected: dict[str, str]) -> None:
+    assert UriTemplate(template).match(uri) == expected
+
+
+@pytest.mark.parametrize(
+    ("template", "uri"),
+    [
+        ("users://{id}/profile", "users://42/settings"),
+        ("users://{id}/profile", "users://a/b/profile"),  # a simple variable is one segment
+        ("users://{id}/profile", "users:///profile"),  # and is not empty
+        ("tree://root{/a}", "tree://root/x/y"),
+        ("static://thing", "static://thing/else"),
+        ("file:///{+path}", "file:///a?query"),
+    ],
+)
+def test_non_matching_uris(template: str, uri: str) -> None:
+    assert UriTemplate(template).match(uri) is None
+
+
+def test_query_expression() -> None:
+    template = UriTemplate("search://items{?q,lang}")
+    assert template.variables == ["q", "lang"]
+    assert template.match("search://items?q=red%20shoes&lang=en") == {"q": "red shoes", "lang": "en"}
+    assert template.match("search://items?lang=fr") == {"lang": "fr"}
+    assert template.match("search://items") == {}
+    assert template.match("search://items?q=x&other=1") == {"q": "x"}
+
+
+def test_variables_in_order_and_literal_templates() -> None:
+    template = UriTemplate("repo://{owner}/{name}/blob/{+path}")
+    assert template.variables == ["owner", "name", "path"]
+    assert template.is_template
+    literal = UriTemplate("config://app")
+    assert not literal.is_template
+    assert literal.variables == []
+    assert literal.match("config://app") == {}
+    # regex metacharacters in the literal parts are literal
+    assert UriTemplate("a+b://x.y/{v}").match("a+b://x.y/1") == {"v": "1"}
+    assert UriTemplate("a+b://x.y/{v}").match("aab://xzy/1") is None
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "bad://{a}/{a}",  # repeated
+        "bad://{a,b}",  # several variables in a simple expression
+        "bad://{?q}/{a}",  # query not last
+        "bad://{a",  # unbalanced
+        "bad://a}",
+        "bad://{a-b}",  # invalid name
+    ],
+)
+def test_invalid_templates_are_rejected(template: str) -> None:
+    with pytest.raises(ValueError, match="bad://"):
+        UriTemplate(template)
+
+
+def test_is_template() -> None:
+    assert is_template("x://{id}")
+    assert is_template("x://y{?q}")
+    assert not is_template("x://y")
