@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 
 from app import jsonrpc
 from app.errors import INVALID_REQUEST
-from app.protocol import BATCH_VERSIONS
 from app.session import ServerSession
 from app.types import JSONObject
 
@@ -68,25 +67,11 @@ class Connection:
             await self._write(response)
 
     async def _batch(self, items: list[jsonrpc.Message]) -> None:
-        version = self.session.state.protocol_version
-        if version not in BATCH_VERSIONS:
-            await self._write(jsonrpc.error(
-                None, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are only accepted from 2025-03-26 clients"))
+        sorted_batch = self.session.sort_batch(items)
+        if isinstance(sorted_batch, dict):
+            await self._write(sorted_batch)
             return
-        replies: list[JSONObject] = []
-        requests: list[jsonrpc.Request] = []
-        for item in items:
-            if isinstance(item, jsonrpc.Request):
-                if item.method == "initialize":
-                    replies.append(jsonrpc.error(item.id, INVALID_REQUEST, "initialize must not be batched"))
-                else:
-                    requests.append(item)
-            elif isinstance(item, jsonrpc.Notification):
-                self.session.handle_notification(item)
-            elif isinstance(item, jsonrpc.Response):
-                self.session.handle_response(item)
-            elif item.reply is not None:
-                replies.append(item.reply)
+        requests, replies = sorted_batch
         if requests:
             self._spawn(self._run_batch(requests, replies))
         elif replies:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,10 +10,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from app.component import Component
 from app.content import to_block
 from app.errors import INTERNAL_ERROR, InvalidParams, MCPError
-from app.schema import context_parameter, resolve_hints
-from app.threads import run_sync
 from app.types import JSONObject
 
 if TYPE_CHECKING:
@@ -54,27 +52,17 @@ def _description(annotation: Any, default: Any) -> str | None:
     return None
 
 
-class Prompt:
-    __slots__ = ("_ctx_param", "_fn", "_is_async", "arguments", "description", "icons", "meta", "name", "scopes",
-                 "title")
+class Prompt(Component):
+    __slots__ = ("arguments",)
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, icons: list[JSONObject] | None = None,
                  meta: JSONObject | None = None, scopes: list[str] | None = None) -> None:
-        self._fn = fn
-        self.name = name or fn.__name__
-        self.title = title
-        self.description = description if description is not None else inspect.cleandoc(fn.__doc__ or "") or None
-        self.icons = icons
-        self.meta = meta
-        self.scopes = scopes or []
-        self._is_async = inspect.iscoroutinefunction(fn)
-        hints = resolve_hints(fn)
-        self._ctx_param = context_parameter(fn, hints)
+        super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
+                         scopes=scopes)
+        hints = self._hints
         self.arguments: list[JSONObject] = []
-        for param in inspect.signature(fn).parameters.values():
-            if param.name == self._ctx_param:
-                continue
+        for param in self._parameters():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"prompt {self.name}: *args and **kwargs are not supported")
             arg: JSONObject = {"name": param.name}
@@ -87,11 +75,7 @@ class Prompt:
             self.arguments.append(arg)
 
     def to_wire(self) -> JSONObject:
-        out: JSONObject = {"name": self.name}
-        for key, value in (("title", self.title), ("description", self.description), ("icons", self.icons),
-                           ("_meta", self.meta)):
-            if value:
-                out[key] = value
+        out = self._describe({"name": self.name})
         if self.arguments:
             out["arguments"] = self.arguments
         return out
@@ -112,14 +96,12 @@ class Prompt:
             if not isinstance(value, str):
                 raise InvalidParams(f"Argument {key} of prompt {self.name} must be a string")
             kwargs[key] = value
-        for param in inspect.signature(self._fn).parameters.values():
+        for param in self._parameters():
             # a ``Field(default, description=...)`` default is a FieldInfo, not the value to pass
             if param.name not in kwargs and isinstance(param.default, FieldInfo):
                 kwargs[param.name] = param.default.get_default(call_default_factory=True)
-        if self._ctx_param is not None:
-            kwargs[self._ctx_param] = ctx
         try:
-            value = await self._fn(**kwargs) if self._is_async else await run_sync(self._fn, **kwargs)
+            value = await self._invoke(kwargs, ctx)
             messages = self._messages(value)
         except MCPError:
             raise

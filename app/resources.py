@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -10,10 +9,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from app.component import Component
 from app.content import resource_contents
 from app.errors import INTERNAL_ERROR, InvalidParams, MCPError, ResourceNotFound
-from app.schema import context_parameter, resolve_hints
-from app.threads import run_sync
 from app.types import JSONObject
 from app.uritemplate import UriTemplate
 
@@ -23,33 +21,25 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpwire.resources")
 
 
-class Resource:
+class Resource(Component):
     """A resource at a fixed URI, or (with ``template`` set) a family of them."""
 
-    __slots__ = ("_adapters", "_ctx_param", "_fn", "_is_async", "annotations", "description", "icons", "meta",
-                 "mime_type", "name", "scopes", "size", "template", "title", "uri")
+    __slots__ = ("_adapters", "annotations", "mime_type", "size", "template", "uri")
 
     def __init__(self, uri: str, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, mime_type: str | None = None, size: int | None = None,
                  annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
                  meta: JSONObject | None = None, scopes: list[str] | None = None) -> None:
+        super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
+                         scopes=scopes)
         self.uri = uri
-        self._fn = fn
-        self.name = name or fn.__name__
-        self.title = title
-        self.description = description if description is not None else inspect.cleandoc(fn.__doc__ or "") or None
         self.mime_type = mime_type
         self.size = size
         self.annotations = annotations
-        self.icons = icons
-        self.meta = meta
-        self.scopes = scopes or []
-        self._is_async = inspect.iscoroutinefunction(fn)
         template = UriTemplate(uri)
         self.template = template if template.is_template else None
-        hints = resolve_hints(fn)
-        self._ctx_param = context_parameter(fn, hints)
-        params = [p for p in inspect.signature(fn).parameters if p != self._ctx_param]
+        hints = self._hints
+        params = [p.name for p in self._parameters()]
         expected = template.variables
         if set(params) != set(expected):
             raise TypeError(f"resource {uri}: function parameters {params} must be the template variables {expected}")
@@ -60,8 +50,8 @@ class Resource:
     def to_wire(self) -> JSONObject:
         out: JSONObject = {"uriTemplate": self.uri} if self.template else {"uri": self.uri}
         out["name"] = self.name
-        for key, value in (("title", self.title), ("description", self.description), ("mimeType", self.mime_type),
-                           ("annotations", self.annotations), ("icons", self.icons), ("_meta", self.meta)):
+        self._describe(out)
+        for key, value in (("mimeType", self.mime_type), ("annotations", self.annotations)):
             if value:
                 out[key] = value
         if self.size is not None and self.template is None:
@@ -76,10 +66,8 @@ class Resource:
                 kwargs[key] = adapter.validate_strings(value) if adapter else value
             except ValidationError:
                 raise ResourceNotFound(uri) from None
-        if self._ctx_param is not None:
-            kwargs[self._ctx_param] = ctx
         try:
-            value = await self._fn(**kwargs) if self._is_async else await run_sync(self._fn, **kwargs)
+            value = await self._invoke(kwargs, ctx)
         except MCPError:
             raise
         except Exception:

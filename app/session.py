@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from app import jsonrpc
 from app.context import Context
-from app.errors import INTERNAL_ERROR, ClientError, ClientTimeout, MCPError
+from app.errors import INTERNAL_ERROR, INVALID_REQUEST, ClientError, ClientTimeout, MCPError
+from app.protocol import BATCH_VERSIONS
 from app.types import JSONObject, RequestId, Send
 
 if TYPE_CHECKING:
@@ -111,6 +112,28 @@ class ServerSession:
                 self.state.ready = True
         else:
             self.server.dispatcher.notify(method, note.params, self)
+
+    def sort_batch(self, items: list[jsonrpc.Message]) -> tuple[list[jsonrpc.Request], list[JSONObject]] | JSONObject:
+        """Take a JSON-RPC batch apart: handle its notifications and responses now, and return its
+        requests with the replies already due; or, if batches are not allowed here, the error reply."""
+        if self.state.protocol_version not in BATCH_VERSIONS:
+            return jsonrpc.error(None, INVALID_REQUEST,
+                                 "Invalid Request: JSON-RPC batches are only accepted from 2025-03-26 clients")
+        requests: list[jsonrpc.Request] = []
+        replies: list[JSONObject] = []
+        for item in items:
+            if isinstance(item, jsonrpc.Request):
+                if item.method == "initialize":
+                    replies.append(jsonrpc.error(item.id, INVALID_REQUEST, "initialize must not be batched"))
+                else:
+                    requests.append(item)
+            elif isinstance(item, jsonrpc.Notification):
+                self.handle_notification(item)
+            elif isinstance(item, jsonrpc.Response):
+                self.handle_response(item)
+            elif item.reply is not None:
+                replies.append(item.reply)
+        return requests, replies
 
     def handle_response(self, response: jsonrpc.Response) -> None:
         future = self._pending.pop(response.id, None)

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from app.component import Component
 from app.content import to_block
 from app.context import Context
 from app.errors import ClientCapabilityMissing, ClientError, ClientTimeout, MCPError, ToolError
@@ -17,13 +18,10 @@ from app.schema import (
     OutputSpec,
     SchemaChecker,
     arguments_model,
-    context_parameter,
     json_schema,
     output_spec,
-    resolve_hints,
     validation_message,
 )
-from app.threads import run_sync
 from app.types import JSONObject
 
 log = logging.getLogger("mcpwire.tools")
@@ -76,31 +74,23 @@ class ToolResult:
         return out
 
 
-class Tool:
+class Tool(Component):
     """One registered tool."""
 
-    __slots__ = ("_checker", "_ctx_param", "_fn", "_is_async", "_model", "_output", "_output_checker",
-                 "annotations", "description", "icons", "input_schema", "meta", "name", "output_schema",
-                 "scopes", "title")
+    __slots__ = ("_checker", "_model", "_output", "_output_checker", "annotations", "input_schema",
+                 "output_schema")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, annotations: JSONObject | None = None,
                  icons: list[JSONObject] | None = None, meta: JSONObject | None = None,
                  input_schema: JSONObject | None = None, output_schema: JSONObject | None = None,
                  structured_output: bool | None = None, scopes: list[str] | None = None) -> None:
-        self._fn = fn
-        self.name = name or fn.__name__
+        super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
+                         scopes=scopes)
         if not self.name or len(self.name) > 128:
             raise ValueError(f"tool name must be 1 to 128 characters: {self.name!r}")
-        self.title = title
-        self.description = description if description is not None else inspect.cleandoc(fn.__doc__ or "") or None
         self.annotations = annotations
-        self.icons = icons
-        self.meta = meta
-        self.scopes = scopes or []
-        self._is_async = inspect.iscoroutinefunction(fn)
-        hints = resolve_hints(fn)
-        self._ctx_param = context_parameter(fn, hints)
+        hints = self._hints
         self._model: type[BaseModel] | None = None
         self._checker: SchemaChecker | None = None
         if input_schema is not None:
@@ -125,20 +115,12 @@ class Tool:
             self.output_schema = None
 
     def to_wire(self) -> JSONObject:
-        out: JSONObject = {"name": self.name}
-        if self.title is not None:
-            out["title"] = self.title
-        if self.description is not None:
-            out["description"] = self.description
+        out = self._describe({"name": self.name})
         out["inputSchema"] = self.input_schema
         if self.output_schema is not None:
             out["outputSchema"] = self.output_schema
         if self.annotations:
             out["annotations"] = self.annotations
-        if self.icons:
-            out["icons"] = self.icons
-        if self.meta:
-            out["_meta"] = self.meta
         return out
 
     async def call(self, arguments: JSONObject, ctx: Context) -> JSONObject:
@@ -155,13 +137,8 @@ class Tool:
             if problem is not None:
                 return error_result(f"Invalid arguments for tool {self.name}: {problem}")
             kwargs = dict(arguments)
-        if self._ctx_param is not None:
-            kwargs[self._ctx_param] = ctx
         try:
-            if self._is_async:
-                value = await self._fn(**kwargs)
-            else:
-                value = await run_sync(self._fn, **kwargs)
+            value = await self._invoke(kwargs, ctx)
         except ToolError as exc:
             return error_result(str(exc) or f"Tool {self.name} failed")
         except ClientError as exc:

@@ -19,7 +19,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app import jsonrpc
 from app.errors import INTERNAL_ERROR, INVALID_REQUEST
-from app.protocol import BATCH_VERSIONS, HANDSHAKE_VERSIONS, at_least
+from app.protocol import HANDSHAKE_VERSIONS, at_least
 from app.types import JSONObject
 from transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error, respond_json
 from transports.channels import EventChannel, Item
@@ -255,24 +255,11 @@ class StreamableHTTPEndpoint:
         await respond_json(send, 200, response, [(SESSION_HEADER, live.id.encode())])
 
     async def _batch(self, live: LiveSession, items: list[jsonrpc.Message], send: SendASGI) -> None:
-        if live.session.state.protocol_version not in BATCH_VERSIONS:
-            await respond_error(send, 400, INVALID_REQUEST,
-                                "Invalid Request: JSON-RPC batches are only accepted from 2025-03-26 clients")
+        sorted_batch = live.session.sort_batch(items)
+        if isinstance(sorted_batch, dict):
+            await respond_json(send, 400, sorted_batch)
             return
-        replies: list[JSONObject] = []
-        requests: list[jsonrpc.Request] = []
-        for item in items:
-            if isinstance(item, jsonrpc.Request):
-                if item.method == "initialize":
-                    replies.append(jsonrpc.error(item.id, INVALID_REQUEST, "initialize must not be batched"))
-                else:
-                    requests.append(item)
-            elif isinstance(item, jsonrpc.Notification):
-                live.session.handle_notification(item)
-            elif isinstance(item, jsonrpc.Response):
-                live.session.handle_response(item)
-            elif item.reply is not None:
-                replies.append(item.reply)
+        requests, replies = sorted_batch
         if requests:
             # Related messages of batched requests go to the GET stream; the answers come back together.
             results = await asyncio.gather(*(

@@ -1,0 +1,52 @@
+"""What tools, resources and prompts have in common: a user function and its descriptive fields."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from app.schema import context_parameter, resolve_hints
+from app.threads import run_sync
+from app.types import JSONObject
+
+
+class Component:
+    """A registered user function with a name, a title, a description (default: its docstring),
+    icons, ``_meta`` and the scopes a caller needs."""
+
+    __slots__ = ("_ctx_param", "_fn", "_hints", "_is_async", "description", "icons", "meta", "name", "scopes",
+                 "title")
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
+                 icons: list[JSONObject] | None, meta: JSONObject | None, scopes: list[str] | None) -> None:
+        self._fn = fn
+        self.name = name or fn.__name__
+        self.title = title
+        self.description = description if description is not None else inspect.cleandoc(fn.__doc__ or "") or None
+        self.icons = icons
+        self.meta = meta
+        self.scopes = scopes or []
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._hints = resolve_hints(fn)
+        self._ctx_param = context_parameter(fn, self._hints)
+
+    def _parameters(self) -> list[inspect.Parameter]:
+        """The function's parameters, less the ``Context`` one."""
+        return [p for p in inspect.signature(self._fn).parameters.values() if p.name != self._ctx_param]
+
+    async def _invoke(self, kwargs: dict[str, Any], ctx: Any) -> Any:
+        """Call the function (sync ones on a worker thread), passing the context if it wants it."""
+        if self._ctx_param is not None:
+            kwargs[self._ctx_param] = ctx
+        if self._is_async:
+            return await self._fn(**kwargs)
+        return await run_sync(self._fn, **kwargs)
+
+    def _describe(self, out: JSONObject) -> JSONObject:
+        """Add the optional descriptive fields to a wire listing entry."""
+        for key, value in (("title", self.title), ("description", self.description), ("icons", self.icons),
+                           ("_meta", self.meta)):
+            if value:
+                out[key] = value
+        return out
