@@ -65,7 +65,7 @@ class Settings:
     """The level of the framework's own logs (always on stderr)."""
     max_message_bytes: int = 4 << 20
     """The largest message accepted: a stdio line or an HTTP body (413 over HTTP)."""
-    stdio_drain_seconds: float = 0.5
+    stdio_drain_seconds: float = 0.3
     """How long requests in flight may finish after stdin closes."""
     path: str = "/mcp"
     """Where the Streamable HTTP endpoint is served."""

@@ -139,7 +139,7 @@ def protect_stdout() -> int:
 
 
 async def serve_stdio(server: MCPServer, *, stdin_fd: int = 0, stdout_fd: int | None = None,
-                      max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, drain_seconds: float = 0.5) -> None:
+                      max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, drain_seconds: float = 0.3) -> None:
     """Serve ``server`` on stdin/stdout until EOF or SIGTERM.
 
     On EOF, requests still running get ``drain_seconds`` to finish (so a piped script of
