@@ -40,6 +40,8 @@ class EventChannel:
             self._deliver(None)
         if self._store is not None:
             await self._store.append(self.session_id, self.stream, seq, message)
+        if self._reader is not None and self._reader.qsize() >= self._reader.maxsize // 2:
+            await asyncio.sleep(0)  # a handler sending a burst without yielding: let the reader catch up
         return f"{self.stream}_{seq}"
 
     async def send(self, message: JSONObject) -> None:
@@ -68,11 +70,11 @@ class EventChannel:
     def attached(self) -> bool:
         return self._reader is not None
 
-    def attach(self) -> asyncio.Queue[Item]:
-        """Become the live reader (replacing any other, which is ended)."""
+    def attach(self, room: int = 0) -> asyncio.Queue[Item]:
+        """Become the live reader (replacing any other, which is ended); ``room``: events known to be coming."""
         if self._reader is not None:
             _end(self._reader)
-        reader: asyncio.Queue[Item] = asyncio.Queue(READER_QUEUE)
+        reader: asyncio.Queue[Item] = asyncio.Queue(READER_QUEUE + room)
         self._reader = reader
         if self.finished:
             reader.put_nowait(None)

@@ -54,7 +54,8 @@ class _Patterns:
         for p_scheme, p_host, p_port in self.items:
             if with_scheme and p_scheme != scheme:
                 continue
-            if p_host not in ("*", host):
+            if p_host != host and p_host != "*" and not (
+                    p_host.startswith("*.") and host.endswith(p_host[1:]) and len(host) > len(p_host) - 1):
                 continue
             if p_port == "*" or p_port == port or (not port and p_port in ("80", "443")):
                 return True
@@ -73,7 +74,7 @@ class HostOriginGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["type"] == "http":
             host = header(scope, b"host")
-            if host is None or not self._hosts.match(host, with_scheme=False):
+            if not self._hosts.match(host or "", with_scheme=False):  # no Host: allowed only by "*"
                 await respond_error(send, 421, INVALID_REQUEST, "Misdirected Request: Host header not allowed")
                 return
             origin = header(scope, b"origin")

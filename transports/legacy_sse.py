@@ -38,7 +38,7 @@ class LegacySSEEndpoints:
 
     async def stream(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["method"] != "GET":
-            await respond(send, 405, headers=[(b"allow", b"GET")])
+            await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed", headers=[(b"allow", b"GET")])
             return
         try:
             live = await self.manager.create()
@@ -76,7 +76,7 @@ class LegacySSEEndpoints:
 
     async def message(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["method"] != "POST":
-            await respond(send, 405, headers=[(b"allow", b"POST")])
+            await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed", headers=[(b"allow", b"POST")])
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         sid = (query.get("session_id") or [None])[0]

@@ -146,13 +146,23 @@ class SessionManager:
         return live
 
     async def get(self, session_id: str) -> LiveSession | None:
+        """The session, served from this process; None if the store no longer has it.
+
+        The store is asked every time: a session ended elsewhere (DELETE or expiry on another
+        replica sharing the store) must get 404 here too, and its state may have changed there.
+        """
+        state = await self.store.get(session_id)
         live = self.live.get(session_id)
+        if state is None:
+            if live is not None:
+                del self.live[session_id]
+                live.close()
+            return None
         if live is None:
-            state = await self.store.get(session_id)
-            if state is None:
-                return None
             live = LiveSession(self.server, state, self.events)
             self.live[session_id] = live
+        elif live.session.state is not state:
+            live.session.state = state
         live.last_seen = self._clock()
         return live
 

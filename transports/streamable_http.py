@@ -163,7 +163,8 @@ class StreamableHTTPEndpoint:
             elif method == "DELETE":
                 await self._delete(scope, send)
             else:
-                await respond(send, 405, headers=[(b"allow", b"GET, POST, DELETE")])
+                await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed: use POST, GET or DELETE",
+                                    headers=[(b"allow", b"GET, POST, DELETE")])
         except _Disconnected:
             return
 
@@ -293,7 +294,9 @@ class StreamableHTTPEndpoint:
         version = live.session.state.protocol_version or DEFAULT_VERSION
         channel = EventChannel(live.id, new_stream_id(), self.manager.events)
         live.channels[channel.stream] = channel
-        reader = channel.attach()
+        # Room for what was buffered (and the priming event and the answer): it is all delivered before
+        # the stream is read, and a burst larger than the queue would cut the stream off.
+        reader = channel.attach(room=len(run.buffer) + 2)
         await run.to_sse(channel, prime=at_least(version, PRIMING_SINCE))
         await self._stream(live, channel, reader, [], scope, receive, send)
 

@@ -1,0 +1,29 @@
+"""Fixtures of the HTTP transport tests: one real uvicorn process shared by the whole run."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+
+from tests.support_http import READ_BOUND, UvicornProcess, run_uvicorn
+
+FIXTURE_SERVER = "tests.transports.http_fixture_server:server"
+MAX_MESSAGE_BYTES = 64 * 1024
+"""The fixture server's ``MCPWIRE_MAX_MESSAGE_BYTES``, small so that 413 is cheap to reach."""
+
+
+@pytest.fixture(scope="session")
+def http_server() -> Iterator[UvicornProcess]:
+    """``uvicorn app:asgi`` serving the HTTP fixture server (legacy SSE on, loopback-only guard)."""
+    with run_uvicorn(FIXTURE_SERVER, {"MCPWIRE_MAX_MESSAGE_BYTES": str(MAX_MESSAGE_BYTES)}) as server:
+        yield server
+        output = server.output()
+    assert "Traceback" not in output, output  # no request may have crashed the server's handlers
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=READ_BOUND) as client:
+        yield client

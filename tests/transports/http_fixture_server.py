@@ -1,0 +1,118 @@
+"""A server for the HTTP transport tests: ``MCPWIRE_SERVER=tests.transports.http_fixture_server:server``.
+
+Long-running tools never sleep: ``stepper`` advances one step per ``release`` call, and
+``release`` answers only once the step it opened has been sent, so a test knows exactly
+which events exist at any moment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from app import Context, MCPServer
+from app.tools import Tool
+
+server = MCPServer("http-fixture", "1.0.0", title="HTTP transport fixtures")
+
+
+class _Gate:
+    def __init__(self) -> None:
+        self.opened: asyncio.Queue[None] = asyncio.Queue()
+        self.passed: asyncio.Queue[int] = asyncio.Queue()
+
+
+_gates: dict[str, _Gate] = {}
+
+
+def _gate(name: str) -> _Gate:
+    gate = _gates.get(name)
+    if gate is None:
+        gate = _gates[name] = _Gate()
+    return gate
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Answer at once (application/json)."""
+    return text
+
+
+@server.tool()
+async def chatty(count: int, ctx: Context) -> str:
+    """Send ``count`` log messages, then answer (an SSE stream)."""
+    for i in range(count):
+        await ctx.info(f"message {i}")
+    return f"sent {count}"
+
+
+@server.tool()
+async def burst(name: str, count: int, ctx: Context) -> str:
+    """Send one message (the answer becomes a stream); at ``release(name)``, ``count`` more without yielding."""
+    gate = _gate(name)
+    await ctx.info("first")
+    await gate.opened.get()
+    for i in range(count):
+        await ctx.info(f"burst {i}")
+    gate.passed.put_nowait(count)
+    return f"burst of {count} sent"
+
+
+@server.tool()
+async def stepper(name: str, steps: int, ctx: Context) -> str:
+    """Report progress 0 at once, then one more step per ``release(name)``; answer after the last."""
+    gate = _gate(name)
+    await ctx.report_progress(0, steps, "started")
+    for step in range(1, steps + 1):
+        await gate.opened.get()
+        await ctx.report_progress(step, steps, f"step {step}")
+        gate.passed.put_nowait(step)
+    return f"{name}: {steps} steps done"
+
+
+@server.tool()
+async def hold(name: str) -> str:
+    """Wait, silently, until ``release(name)``; then answer."""
+    gate = _gate(name)
+    await gate.opened.get()
+    gate.passed.put_nowait(1)
+    return f"{name}: released"
+
+
+@server.tool()
+async def release(name: str) -> str:
+    """Open the next step of ``stepper(name)`` or ``hold(name)``; answers once that step was sent."""
+    gate = _gate(name)
+    gate.opened.put_nowait(None)
+    return f"{name}: step {await gate.passed.get()}"
+
+
+@server.tool()
+async def ask(question: str, ctx: Context) -> str:
+    """Elicit an answer from the user (a request to the client on this call's stream)."""
+    result = await ctx.elicit(question, {"type": "object", "properties": {"answer": {"type": "string"}},
+                                         "required": ["answer"]})
+    return f"{result.action}: {(result.content or {}).get('answer')}"
+
+
+async def _added() -> str:
+    return "added at runtime"
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Register a new tool now (every ready session gets ``notifications/tools/list_changed``)."""
+    ctx.server.add_tool(Tool(_added, name=name, description="A tool added at runtime."))
+    return f"added {name}"
+
+
+@server.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Tell the sessions subscribed to ``uri`` that it changed (``notifications/resources/updated``)."""
+    ctx.server.resource_updated(uri)
+    return f"touched {uri}"
+
+
+@server.resource("fixture://watched", name="watched", mime_type="text/plain")
+def watched() -> str:
+    """A resource to subscribe to."""
+    return "watched"

@@ -1,0 +1,176 @@
+"""The deprecated HTTP+SSE transport (2024-11-05): ``GET /sse`` announces where to POST, and every
+answer comes back on that stream. Against the shared uvicorn process, plus one in-process check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from app.errors import INVALID_REQUEST
+from tests.support_http import (
+    CLIENT_INFO,
+    READ_BOUND,
+    SSEReader,
+    UvicornProcess,
+    error_of,
+    request_body,
+    serve_in_process,
+)
+from tests.transports import http_fixture_server as fixture
+from tests.transports.conftest import MAX_MESSAGE_BYTES
+from transports.http_app import MCPHttpApp
+
+LEGACY = "2024-11-05/basic/transports#http-with-sse"
+BACKWARDS = "2025-11-25/basic/transports#backwards-compatibility"
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@dataclass
+class LegacyClient:
+    http: httpx.AsyncClient
+    base: str
+    endpoint: str
+    events: SSEReader
+
+    @property
+    def session_id(self) -> str:
+        return self.endpoint.partition("session_id=")[2]
+
+    async def post(self, body: Any, **headers: str) -> httpx.Response:
+        return await self.http.post(self.base + self.endpoint, content=json.dumps(body),
+                                    headers={"content-type": "application/json", **headers})
+
+    async def send(self, body: Any) -> None:
+        response = await self.post(body)
+        assert response.status_code == 202, response.text
+        assert response.text == "Accepted"
+
+    async def rpc(self, rid: int, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send a request; its answer is the next message on the stream."""
+        await self.send(request_body(rid, method, params))
+        answer = await self.events.message()
+        assert answer["id"] == rid, answer
+        return answer
+
+
+@contextlib.asynccontextmanager
+async def connect(http: httpx.AsyncClient, base: str) -> AsyncIterator[LegacyClient]:
+    async with http.stream("GET", base + "/sse", headers={"accept": "text/event-stream"}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = SSEReader(response)
+        first = await events.next()
+        assert first.event == "endpoint"
+        assert first.data is not None
+        assert first.data.startswith("/messages?session_id=")
+        yield LegacyClient(http, base, first.data, events)
+
+
+async def handshake(client: LegacyClient, version: str = "2024-11-05") -> Any:
+    answer = await client.rpc(1, "initialize", {"protocolVersion": version, "capabilities": {},
+                                                "clientInfo": CLIENT_INFO})
+    await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return answer
+
+
+@pytest.mark.spec(LEGACY)
+@pytest.mark.spec(BACKWARDS)
+async def test_the_sse_stream_announces_the_endpoint_and_carries_every_answer(
+        http: httpx.AsyncClient, http_server: UvicornProcess) -> None:
+    async with connect(http, http_server.base_url) as client:
+        init = await handshake(client)
+        assert init["result"]["protocolVersion"] == "2024-11-05"
+        assert init["result"]["serverInfo"]["name"] == "http-fixture"
+        tools = await client.rpc(2, "tools/list")
+        assert {"echo", "chatty", "touch"} <= {t["name"] for t in tools["result"]["tools"]}
+        await client.send(request_body(3, "tools/call", {"name": "chatty", "arguments": {"count": 2}}))
+        said = [await client.events.message() for _ in range(3)]
+        assert [m.get("params", {}).get("data") for m in said[:2]] == ["message 0", "message 1"]
+        assert said[2]["id"] == 3
+        assert said[2]["result"]["content"][0]["text"] == "sent 2"
+        # Unrelated notifications share the one stream.
+        uri = f"fixture://legacy/{client.session_id[:8]}"
+        await client.rpc(4, "resources/subscribe", {"uri": uri})
+        await client.send(request_body(5, "tools/call", {"name": "touch", "arguments": {"uri": uri}}))
+        both = [await client.events.message() for _ in range(2)]
+        assert {m.get("method") or m.get("id") for m in both} == {"notifications/resources/updated", 5}
+        assert (await client.rpc(6, "ping"))["result"] == {}
+
+
+@pytest.mark.spec(LEGACY)
+async def test_each_sse_connection_is_a_session_of_its_own(http: httpx.AsyncClient,
+                                                           http_server: UvicornProcess) -> None:
+    async with connect(http, http_server.base_url) as a, connect(http, http_server.base_url) as b:
+        assert a.session_id != b.session_id
+        await handshake(a)
+        await handshake(b, "2025-03-26")
+        await a.send(request_body(7, "tools/call", {"name": "echo", "arguments": {"text": "for a"}}))
+        assert (await b.rpc(8, "ping"))["result"] == {}  # b's stream carries b's answer, not a's
+        answer = await a.events.message()
+        assert answer["id"] == 7
+        assert answer["result"]["content"][0]["text"] == "for a"
+
+
+@pytest.mark.spec(LEGACY)
+async def test_posting_errors_have_the_right_status_and_a_json_rpc_error(
+        http: httpx.AsyncClient, http_server: UvicornProcess) -> None:
+    base = http_server.base_url
+    async with connect(http, base) as client:
+        await handshake(client)
+        unknown = await http.post(base + "/messages?session_id=nope", content=b"{}",
+                                  headers={"content-type": "application/json"})
+        assert unknown.status_code == 404
+        assert error_of(unknown) == (INVALID_REQUEST, None)
+        missing = await http.post(base + "/messages", content=b"{}", headers={"content-type": "application/json"})
+        assert missing.status_code == 400
+        assert error_of(missing) == (INVALID_REQUEST, None)
+        wrong_type = await client.post(request_body(9, "ping"), **{"content-type": "text/plain"})
+        assert wrong_type.status_code == 415
+        assert error_of(wrong_type) == (INVALID_REQUEST, None)
+        too_large = await client.post({"pad": "x" * MAX_MESSAGE_BYTES})
+        assert too_large.status_code == 413
+        assert error_of(too_large) == (INVALID_REQUEST, None)
+        bad_origin = await client.post(request_body(9, "ping"), origin="http://evil.example")
+        assert bad_origin.status_code == 403
+        get_messages = await http.get(base + client.endpoint)
+        assert get_messages.status_code == 405
+        assert get_messages.headers["allow"] == "POST"
+        post_sse = await http.post(base + "/sse", content=b"{}")
+        assert post_sse.status_code == 405
+        assert post_sse.headers["allow"] == "GET"
+        assert (await client.rpc(10, "ping"))["result"] == {}  # the session is still served
+
+
+@pytest.mark.spec(LEGACY)
+async def test_closing_the_stream_ends_the_session() -> None:
+    app = MCPHttpApp(fixture.server)
+    deleted: asyncio.Queue[str] = asyncio.Queue()
+    delete = app.manager.delete
+
+    async def recording_delete(session_id: str) -> bool:
+        found = await delete(session_id)
+        deleted.put_nowait(session_id)
+        return found
+
+    app.manager.delete = recording_delete  # type: ignore[method-assign]
+    async with serve_in_process(app) as base, httpx.AsyncClient(timeout=READ_BOUND) as http:
+        async with httpx.AsyncClient(timeout=READ_BOUND) as doomed, connect(doomed, base) as client:
+            await handshake(client)
+            session_id = client.session_id
+            assert session_id in app.manager.live
+        # The connection is gone: the server notices, and the session with it.
+        assert await asyncio.wait_for(deleted.get(), READ_BOUND) == session_id
+        assert session_id not in app.manager.live
+        gone = await http.post(base + client.endpoint, content=json.dumps(request_body(1, "ping")),
+                               headers={"content-type": "application/json"})
+        assert gone.status_code == 404
+    await app.manager.close()

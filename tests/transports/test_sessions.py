@@ -1,0 +1,274 @@
+"""Sessions over HTTP: ids, idle expiry (with an injected clock), the session limit, the store.
+
+All in process: a ``SessionManager`` with a ``FakeClock`` behind a ``StreamableHTTPEndpoint``,
+driven by plain ASGI calls, httpx over ``ASGITransport``, or uvicorn in the test's own loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import re
+import tracemalloc
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from app.errors import INTERNAL_ERROR, INVALID_REQUEST
+from app.session import SessionState
+from tests.support_http import (
+    CLIENT_INFO,
+    FakeClock,
+    SSEReader,
+    asgi_client,
+    asgi_request,
+    error_of,
+    initialize,
+    post_headers,
+    request_body,
+    serve_in_process,
+)
+from tests.transports import http_fixture_server as fixture
+from transports.events import InMemoryEventStore
+from transports.sessions import (
+    SessionLimitReached,
+    SessionManager,
+    SessionStore,
+    new_session_id,
+)
+from transports.streamable_http import StreamableHTTPEndpoint
+
+SESSIONS = "2025-11-25/basic/transports#session-management"
+IDLE = 60.0
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class Served:
+    """A manager with a fake clock and the endpoint in front of it."""
+
+    def __init__(self, *, max_sessions: int = 10_000, store: SessionStore | None = None,
+                 events: InMemoryEventStore | None = None, clock: FakeClock | None = None) -> None:
+        self.clock = clock or FakeClock()
+        self.events = events if events is not None else InMemoryEventStore()
+        self.manager = SessionManager(fixture.server, store, self.events, idle_timeout=IDLE,
+                                      max_sessions=max_sessions, clock=self.clock)
+        self.endpoint = StreamableHTTPEndpoint(self.manager)
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[Served]:
+    s = Served()
+    yield s
+    await s.manager.close()
+
+
+@pytest.fixture
+async def client(served: Served) -> AsyncIterator[httpx.AsyncClient]:
+    async with asgi_client(served.endpoint) as c:
+        yield c
+
+
+INIT = json.dumps(request_body(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                 "clientInfo": CLIENT_INFO})).encode()
+INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+
+
+async def open_session(endpoint: StreamableHTTPEndpoint) -> str:
+    """initialize + initialized as plain ASGI calls (cheap enough for thousands)."""
+    answer = await asgi_request(endpoint, "POST", INIT, post_headers(), timeout=None)
+    assert answer.status == 200, answer.body
+    sid = answer.headers["mcp-session-id"]
+    done = await asgi_request(endpoint, "POST", INITIALIZED, post_headers(**{"mcp-session-id": sid}), timeout=None)
+    assert done.status == 202
+    return sid
+
+
+# -- ids --------------------------------------------------------------------------------------------------
+@pytest.mark.spec(SESSIONS)
+def test_session_ids_are_random_visible_ascii() -> None:
+    ids = [new_session_id() for _ in range(1_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{43}", sid) for sid in ids)  # 256 bits, URL-safe base64
+    assert all(re.fullmatch(r"[\x21-\x7e]+", sid) for sid in ids)
+
+
+# -- idle expiry ------------------------------------------------------------------------------------------
+@pytest.mark.spec(SESSIONS)
+async def test_an_idle_session_expires_and_then_gets_404(served: Served, client: httpx.AsyncClient) -> None:
+    idle = await initialize(client, "/mcp")
+    busy = await initialize(client, "/mcp")
+    served.clock.advance(IDLE / 2)
+    assert await busy.call("ping") == {}  # any request restarts the idle clock
+    served.clock.advance(IDLE / 2)
+    assert await served.manager.expire_idle() == 0  # exactly IDLE seconds: not yet
+    served.clock.advance(1)
+    assert await served.manager.expire_idle() == 1
+    gone = await idle.request("ping")
+    assert gone.status_code == 404
+    assert error_of(gone) == (INVALID_REQUEST, None)
+    assert (await idle.get()).status_code == 404
+    assert (await idle.delete()).status_code == 404
+    assert await busy.call("ping") == {}  # the other session is still served
+    assert await served.manager.store.count() == 1
+
+
+@pytest.mark.spec(SESSIONS)
+async def test_a_session_with_a_request_running_is_not_expired(served: Served) -> None:
+    gate = "sessions-running"
+    async with serve_in_process(served.endpoint) as base, httpx.AsyncClient(timeout=10) as http:
+        running = await initialize(http, base + "/mcp")
+        call = request_body(5, "tools/call", {"name": "stepper", "arguments": {"name": gate, "steps": 1},
+                                              "_meta": {"progressToken": "t"}})
+        async with running.stream_post(call) as response:
+            events = SSEReader(response)
+            await events.next()  # priming
+            await events.next()  # progress 0: the tool is now waiting
+            served.clock.advance(10 * IDLE)
+            assert await served.manager.expire_idle() == 0
+            assert running.sid in served.manager.live
+            other = await initialize(http, base + "/mcp")  # releases the tool without touching `running`
+            assert await other.tool("release", name=gate) == f"{gate}: step 1"
+            rest = await events.rest()
+        assert rest[-1].message["result"]["content"][0]["text"] == f"{gate}: 1 steps done"
+        # Done now, and idle for longer than the timeout (its last request came in 10 * IDLE ago).
+        assert await served.manager.expire_idle() == 1
+        assert running.sid not in served.manager.live
+        assert (await running.request("ping")).status_code == 404
+        assert await other.call("ping") == {}
+
+
+@pytest.mark.spec(SESSIONS)
+async def test_thousands_of_idle_sessions_expire_and_their_memory_is_released(served: Served) -> None:
+    async def open_many(n: int) -> list[str]:
+        async with asyncio.timeout(20):  # one bound for all of them
+            return [await open_session(served.endpoint) for _ in range(n)]
+
+    # Warm up first: one-time caches (schemas, interned strings, dict growth) are not what is measured.
+    await open_many(100)
+    served.clock.advance(IDLE + 1)
+    assert await served.manager.expire_idle() == 100
+    gc.collect()
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        ids = await open_many(2_000)
+        distinct, ids = len(set(ids)), ids[:5]  # keep the test's own bookkeeping out of the measurement
+        gc.collect()
+        loaded = tracemalloc.get_traced_memory()[0]
+        served.clock.advance(IDLE + 1)
+        expired = await served.manager.expire_idle()
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert distinct == 2_000
+    assert expired == 2_000
+    assert await served.manager.store.count() == 0
+    assert served.manager.live == {}
+    assert served.events.size == (0, 0)
+    grown = loaded - baseline
+    assert grown > 2_000 * 1_000, grown  # each live session costs at least a kilobyte ...
+    # ... and it comes back, but for the high-water marks of the containers (dict and set tables never shrink).
+    assert after - baseline < 0.2 * grown, (baseline, loaded, after)
+    for sid in ids:
+        answer = await asgi_request(served.endpoint, "POST", json.dumps(request_body(2, "ping")).encode(),
+                                    post_headers(**{"mcp-session-id": sid}))
+        assert answer.status == 404
+
+
+async def test_expiry_drops_the_sessions_stored_events(served: Served, client: httpx.AsyncClient) -> None:
+    s = await initialize(client, "/mcp")
+    answer = await s.request("tools/call", {"name": "chatty", "arguments": {"count": 3}})
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    assert served.events.size[0] == 5  # priming, three messages, the response
+    served.clock.advance(IDLE + 1)
+    assert await served.manager.expire_idle() == 1
+    assert served.events.size == (0, 0)
+
+
+# -- the session limit ------------------------------------------------------------------------------------
+@pytest.mark.spec(SESSIONS)
+async def test_the_session_limit_makes_room_from_idle_sessions_before_refusing() -> None:
+    served = Served(max_sessions=2)
+    async with asgi_client(served.endpoint) as client:
+        first = await initialize(client, "/mcp")
+        second = await initialize(client, "/mcp")
+        refused = await client.post("/mcp", content=INIT, headers=post_headers())
+        assert refused.status_code == 503
+        assert refused.headers["retry-after"] == "30"
+        assert error_of(refused) == (INTERNAL_ERROR, 1)
+        assert await first.call("ping") == {}
+        served.clock.advance(IDLE + 1)
+        assert await second.call("ping") == {}  # second is fresh again; first is idle
+        third = await initialize(client, "/mcp")  # first was expired to make room
+        assert (await first.request("ping")).status_code == 404
+        assert await second.call("ping") == {}
+        assert await third.call("ping") == {}
+    with pytest.raises(SessionLimitReached):
+        await served.manager.create()
+    await served.manager.close()
+    assert served.manager.live == {}
+
+
+# -- the store ----------------------------------------------------------------------------------------------
+class JSONSessionStore(SessionStore):
+    """A store that keeps sessions as JSON text, the way a shared store (a database, Redis) would."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    async def create(self, state: SessionState) -> None:
+        await self.save(state)
+
+    async def get(self, session_id: str) -> SessionState | None:
+        raw = self.data.get(session_id)
+        return SessionState.from_dict(json.loads(raw)) if raw is not None else None
+
+    async def save(self, state: SessionState) -> None:
+        assert state.id is not None
+        self.data[state.id] = json.dumps(state.to_dict())
+
+    async def delete(self, session_id: str) -> bool:
+        return self.data.pop(session_id, None) is not None
+
+    async def count(self) -> int:
+        return len(self.data)
+
+
+@pytest.mark.spec(SESSIONS)
+async def test_any_process_holding_the_store_can_serve_the_session() -> None:
+    store = JSONSessionStore()
+    one, two = Served(store=store), Served(store=store)
+    async with asgi_client(one.endpoint) as first, asgi_client(two.endpoint) as second:
+        s = await initialize(first, "/mcp", "2025-06-18")
+        await s.call("logging/setLevel", {"level": "warning"})
+        elsewhere = type(s)(second, "/mcp", s.sid, s.version)  # the same session, on the other replica
+        assert await elsewhere.tool("echo", text="hello") == "hello"
+        too_new = await elsewhere.request("ping", **{"mcp-protocol-version": "2025-11-25"})
+        assert too_new.status_code == 400  # the negotiated version came from the store
+        state = await store.get(s.sid)
+        assert state is not None
+        assert (state.protocol_version, state.log_level, state.ready) == ("2025-06-18", "warning", True)
+        assert (await elsewhere.delete()).status_code == 200
+        assert await store.count() == 0
+    await one.manager.close()
+    await two.manager.close()
+
+
+@pytest.mark.spec(SESSIONS)
+async def test_a_session_deleted_on_one_replica_is_404_on_the_others() -> None:
+    store = JSONSessionStore()
+    one, two = Served(store=store), Served(store=store)
+    async with asgi_client(one.endpoint) as first, asgi_client(two.endpoint) as second:
+        s = await initialize(first, "/mcp")
+        elsewhere = type(s)(second, "/mcp", s.sid, s.version)
+        assert await elsewhere.call("ping") == {}
+        assert (await elsewhere.delete()).status_code == 200
+        try:
+            assert (await s.request("ping")).status_code == 404
+        finally:
+            await one.manager.close()
+            await two.manager.close()
