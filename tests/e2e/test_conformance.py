@@ -1,0 +1,103 @@
+"""The official conformance suite (``@modelcontextprotocol/conformance``) against ``examples/everything.py``
+served by a real uvicorn: every scenario must pass.
+
+The suite needs Node >= 22.19. A Node on PATH that is new enough is used; otherwise one is installed
+once from the npm registry (the ``node-linux-<arch>@22`` package) into a cache directory. Without npm the
+tests are skipped, except under CI, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support_http import UvicornProcess, run_uvicorn
+
+CACHE = Path(os.environ.get("MCPWIRE_NODE_CACHE", Path.home() / ".cache" / "mcpwire" / "node22"))
+MIN_NODE = (22, 19)
+RUN_BOUND = 600  # seconds; a failure bound for one suite run (npx may download the suite first)
+
+
+def _node_version(node: str) -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.match(r"v(\d+)\.(\d+)", out.strip())
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def _find_node_bin() -> Path | None:
+    on_path = shutil.which("node")
+    if on_path and (_node_version(on_path) or (0,)) >= MIN_NODE:
+        return Path(on_path).parent
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
+    if arch is None:
+        return None
+    cached = CACHE / "node_modules" / f"node-linux-{arch}" / "bin"
+    if not (cached / "node").exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            return None
+        CACHE.mkdir(parents=True, exist_ok=True)
+        subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(CACHE),
+                        f"node-linux-{arch}@22"], check=True, timeout=RUN_BOUND)
+    return cached if (_node_version(str(cached / "node")) or (0,)) >= MIN_NODE else None
+
+
+@pytest.fixture(scope="module")
+def node_bin() -> Path:
+    found = _find_node_bin()
+    if found is None:
+        message = "Node >= 22.19 is needed for the conformance suite and none could be found or installed"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+@pytest.fixture(scope="module")
+def everything() -> Iterator[UvicornProcess]:
+    with run_uvicorn("examples.everything:server") as server:
+        yield server
+
+
+def run_suite(node_bin: Path, version: str, url: str, *extra: str) -> str:
+    env = {**os.environ, "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    npx = node_bin / "npx"
+    command = [str(npx) if npx.exists() else "npx", "-y", f"@modelcontextprotocol/conformance@{version}",
+               "server", "--url", url, "--suite", "all", *extra]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=RUN_BOUND)
+    return done.stdout + done.stderr
+
+
+def scenarios(output: str) -> tuple[list[str], list[str]]:
+    """(passed, failed) scenario names from the suite's summary."""
+    summary = output[output.rfind("=== SUMMARY ==="):]
+    passed = re.findall(r"^✓ ([\w-]+):", summary, re.M)
+    failed = re.findall(r"^✗ ([\w-]+):", summary, re.M)
+    return passed, failed
+
+
+def test_conformance_0_1_16_all_scenarios_pass(node_bin: Path, everything: UvicornProcess) -> None:
+    output = run_suite(node_bin, "0.1.16", everything.url)
+    passed, failed = scenarios(output)
+    assert not failed, output[-4000:]
+    assert len(passed) == 32, output[-4000:]
+    assert re.search(r"^Total: \d+ passed, 0 failed", output, re.M), output[-4000:]
+
+
+def test_conformance_0_2_0_alpha_12_spec_2025_11_25_all_scenarios_pass(node_bin: Path,
+                                                                      everything: UvicornProcess) -> None:
+    output = run_suite(node_bin, "0.2.0-alpha.12", everything.url, "--spec-version", "2025-11-25")
+    passed, failed = scenarios(output)
+    assert not failed, output[-4000:]
+    assert len(passed) == 33, output[-4000:]
+    assert re.search(r"^Total: \d+ passed, 0 failed", output, re.M), output[-4000:]
