@@ -10,7 +10,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from app.errors import ClientCapabilityMissing
 from app.protocol import LOG_LEVEL_RANK, at_least
-from app.types import JSONObject, RequestId, Send
+from app.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
     from app.server import MCPServer
@@ -61,15 +61,16 @@ def elicitation_schema(model: type[BaseModel]) -> JSONObject:
 class Context:
     """Handed to a handler that declares a parameter annotated ``Context``."""
 
-    __slots__ = ("_last_progress", "_send", "meta", "method", "request_id", "session")
+    __slots__ = ("_control", "_last_progress", "_send", "meta", "method", "request_id", "session")
 
     def __init__(self, session: ServerSession, request_id: RequestId, method: str, meta: JSONObject | None,
-                 send: Send) -> None:
+                 send: Send, control: StreamControl | None = None) -> None:
         self.session = session
         self.request_id = request_id
         self.method = method
         self.meta = meta or {}
         self._send = send
+        self._control = control
         self._last_progress: float | None = None
 
     # -- what the handler can read ----------------------------------------------------------
@@ -148,6 +149,14 @@ class Context:
 
     async def error(self, data: Any, logger: str | None = None) -> None:
         await self.log("error", data, logger)
+
+    def close_sse_stream(self) -> bool:
+        """Over HTTP, close this request's SSE connection now without ending the request (SSE polling):
+        the client reconnects after the ``retry`` delay and what was sent meanwhile is replayed. Only for
+        2025-11-25 clients; elsewhere (stdio, older clients) it does nothing and returns False."""
+        if self._control is None or not at_least(self.protocol_version, "2025-11-25"):
+            return False
+        return self._control.close_stream()
 
     # -- requests to the client ------------------------------------------------------------
     def _require(self, capability: str, sub: str | None = None) -> JSONObject:

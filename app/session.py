@@ -18,7 +18,7 @@ from app import jsonrpc
 from app.context import Context
 from app.errors import INTERNAL_ERROR, INVALID_REQUEST, ClientError, ClientTimeout, MCPError
 from app.protocol import BATCH_VERSIONS
-from app.types import JSONObject, RequestId, Send
+from app.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
     from app.server import MCPServer
@@ -71,7 +71,8 @@ class ServerSession:
         server.attach(self)
 
     # -- incoming ------------------------------------------------------------------------------
-    async def handle_request(self, request: jsonrpc.Request, send: Send) -> JSONObject | None:
+    async def handle_request(self, request: jsonrpc.Request, send: Send,
+                             control: StreamControl | None = None) -> JSONObject | None:
         """Answer one request. ``send`` carries messages related to it. None: it was cancelled."""
         rid = request.id
         task = asyncio.current_task()
@@ -80,7 +81,7 @@ class ServerSession:
         if task is not None:
             self._inflight[rid] = (task, request.method)
         meta = request.params.get("_meta")
-        ctx = Context(self, rid, request.method, meta if isinstance(meta, dict) else None, send)
+        ctx = Context(self, rid, request.method, meta if isinstance(meta, dict) else None, send, control)
         try:
             value = await self.server.dispatcher.dispatch(request.method, request.params, ctx)
             return jsonrpc.result(rid, value)

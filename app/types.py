@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 JSON: TypeAlias = Any
 """Any JSON value as decoded by the wire layer."""
@@ -16,3 +16,11 @@ RequestId: TypeAlias = str | int
 
 Send: TypeAlias = Callable[[JSONObject], Awaitable[None]]
 """Writes one JSON-RPC message towards the client."""
+
+
+class StreamControl(Protocol):
+    """What a transport lets a handler do with the stream carrying its request (HTTP SSE only)."""
+
+    def close_stream(self) -> bool:
+        """Close the connection now, keeping the stream resumable; False if there is nothing to close."""
+        ...

@@ -125,10 +125,11 @@ def test_error_handling() -> str:
 
 @server.tool()
 async def test_reconnection(ctx: Context) -> str:
-    """Take a moment before answering (over HTTP, the stream may be resumed meanwhile)."""
-    await ctx.info("Before the pause")
-    await asyncio.sleep(0.1)
-    await ctx.info("After the pause")
+    """Close the SSE connection mid-call (SSE polling); the client resumes with Last-Event-ID."""
+    await ctx.info("Before closing the stream")
+    ctx.close_sse_stream()
+    await asyncio.sleep(0.1)  # the client is away: what follows is replayed when it comes back
+    await ctx.info("After closing the stream")
     return "Reconnection test completed"
 
 

@@ -84,8 +84,10 @@ class EventChannel:
         if self._reader is reader:
             self._reader = None
 
-    def close(self) -> None:
-        """End the live reader, if any (the session is going away or the stream is being closed early)."""
+    def close(self, *, final: bool = False) -> None:
+        """End the live reader, if any: the stream is closed early (resumable), or with ``final`` for good."""
+        if final:
+            self.finished = True
         if self._reader is not None:
             _end(self._reader)
             self._reader = None

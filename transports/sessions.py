@@ -107,8 +107,8 @@ class LiveSession:
         for task in list(self.tasks):
             task.cancel()
         for channel in self.channels.values():
-            channel.close()
-        self.standalone.close()
+            channel.close(final=True)
+        self.standalone.close(final=True)
         self.session.close()
 
 

@@ -91,7 +91,8 @@ def _is_response(message: JSONObject | None) -> bool:
 class _Run:
     """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
 
-    __slots__ = ("buffer", "changed", "channel", "done", "live", "request", "response", "to_standalone")
+    __slots__ = ("buffer", "changed", "channel", "close_requested", "done", "live", "request", "response",
+                 "to_standalone")
 
     def __init__(self, live: LiveSession, request: jsonrpc.Request, to_standalone: bool) -> None:
         self.live = live
@@ -102,6 +103,18 @@ class _Run:
         self.response: JSONObject | None = None
         self.done = False
         self.to_standalone = to_standalone
+        self.close_requested = False
+
+    def close_stream(self) -> bool:
+        """``StreamControl``: end the SSE connection now; the client resumes with ``Last-Event-ID``."""
+        if self.to_standalone or self.done:
+            return False
+        self.close_requested = True
+        if self.channel is not None:
+            self.channel.close()
+        else:
+            self.changed.set()  # wake the endpoint: it switches to SSE (priming event), then closes
+        return True
 
     async def send(self, message: JSONObject) -> None:
         if self.to_standalone:
@@ -114,7 +127,7 @@ class _Run:
 
     async def execute(self) -> None:
         try:
-            self.response = await self.live.session.handle_request(self.request, self.send)
+            self.response = await self.live.session.handle_request(self.request, self.send, self)
         finally:
             self.done = True
             self.changed.set()
@@ -127,8 +140,7 @@ class _Run:
         if self.response is not None:
             await channel.emit(self.response, final=True)
         else:  # cancelled: the stream ends without an answer
-            channel.finished = True
-            channel.close()
+            channel.close(final=True)
         self.live.channels.pop(channel.stream, None)
 
     async def to_sse(self, channel: EventChannel, prime: bool) -> None:
@@ -298,6 +310,8 @@ class StreamableHTTPEndpoint:
         # the stream is read, and a burst larger than the queue would cut the stream off.
         reader = channel.attach(room=len(run.buffer) + 2)
         await run.to_sse(channel, prime=at_least(version, PRIMING_SINCE))
+        if run.close_requested:
+            channel.close()
         await self._stream(live, channel, reader, [], scope, receive, send)
 
     # -- SSE -----------------------------------------------------------------------------------------
@@ -306,6 +320,7 @@ class StreamableHTTPEndpoint:
                       send: SendASGI, stream_name: str | None = None) -> None:
         name = channel.stream if channel is not None else stream_name or ""
         retry = self.options.sse_retry_ms
+        polling = at_least(live.session.state.protocol_version or DEFAULT_VERSION, PRIMING_SINCE)
 
         async def events() -> AsyncIterator[ServerSentEvent]:
             live.streams_open += 1
@@ -323,6 +338,9 @@ class StreamableHTTPEndpoint:
                     if seq <= last:
                         continue
                     yield _event(name, seq, message, retry)
+                if polling and channel is not None and not channel.finished:
+                    # Closed before its end (SSE polling, a slow reader, a newer GET): say when to come back.
+                    yield ServerSentEvent(retry=retry)
             finally:
                 live.streams_open -= 1
                 if channel is not None and reader is not None:

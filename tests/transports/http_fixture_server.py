@@ -116,3 +116,15 @@ async def touch(uri: str, ctx: Context) -> str:
 def watched() -> str:
     """A resource to subscribe to."""
     return "watched"
+
+
+@server.tool()
+async def poll(name: str, ctx: Context) -> str:
+    """Send one message, close the SSE connection (SSE polling), then answer at ``release(name)``."""
+    gate = _gate(name)
+    await ctx.info("before closing")
+    closed = ctx.close_sse_stream()
+    await gate.opened.get()
+    await ctx.info("while the client was away")
+    gate.passed.put_nowait(1)
+    return f"{name}: closed={closed}"

@@ -441,6 +441,42 @@ async def test_resuming_after_a_disconnect_delivers_every_remaining_event_once_i
     assert [e.id for e in parse_sse(again.text)] == [f"{started.stream}_{seq}" for seq in range(1, 6)]
 
 
+@spec("sending-messages-to-the-server")
+@spec("resumability-and-redelivery")
+async def test_a_handler_can_close_its_stream_and_the_client_polls_for_the_rest(session: RawSession) -> None:
+    gate = unique("poll")
+    async with session.stream_post(tool_call(31, "poll", {"name": gate})) as response:
+        events = await SSEReader(response).rest()  # the server closes the connection mid-call
+    priming, before, hint = events
+    assert priming.data == ""
+    assert priming.retry == 1000
+    assert before.message["params"]["data"] == "before closing"
+    assert hint.retry == 1000
+    assert hint.data is None
+    assert hint.id is None
+    assert await session.tool("release", name=gate) == f"{gate}: step 1"  # sent while nobody listens
+    again = await session.get(before.id)
+    assert again.status_code == 200
+    rest = parse_sse(again.text)
+    assert [e.id for e in rest] == [f"{before.stream}_{seq}" for seq in (2, 3)]
+    assert rest[0].message["params"]["data"] == "while the client was away"
+    assert rest[1].message["result"]["content"] == [{"type": "text", "text": f"{gate}: closed=True"}]
+
+
+@spec("sending-messages-to-the-server")
+async def test_closing_the_stream_is_refused_to_clients_older_than_2025_11_25(
+        http: httpx.AsyncClient, http_server: UvicornProcess) -> None:
+    old = await initialize(http, http_server.url, "2025-06-18")
+    gate = unique("poll-old")
+    async with old.stream_post(tool_call(32, "poll", {"name": gate})) as response:
+        events = SSEReader(response)
+        first = await events.next()
+        assert first.message["params"]["data"] == "before closing"  # no priming event either
+        assert await old.tool("release", name=gate) == f"{gate}: step 1"
+        rest = await events.rest()
+    assert rest[-1].message["result"]["content"] == [{"type": "text", "text": f"{gate}: closed=False"}]
+
+
 @spec("resumability-and-redelivery")
 @spec("listening-for-messages-from-the-server")
 async def test_the_get_stream_can_be_resumed_too(session: RawSession) -> None:
