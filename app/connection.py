@@ -12,7 +12,6 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from app import jsonrpc
-from app.errors import INVALID_REQUEST
 from app.session import ServerSession
 from app.types import JSONObject
 
@@ -28,7 +27,7 @@ class Connection:
         self.session = session
         self._write = write
         self._tasks: set[asyncio.Task[None]] = set()
-        self._max_concurrent = max_concurrent
+        self._slots = asyncio.Semaphore(max_concurrent)
 
     async def _send(self, message: JSONObject) -> None:
         await self._write(message)
@@ -40,15 +39,14 @@ class Connection:
             await self._batch(decoded)
             return
         if isinstance(decoded, jsonrpc.Request):
-            if len(self._tasks) >= self._max_concurrent:
-                await self._write(jsonrpc.error(decoded.id, INVALID_REQUEST, "Too many requests in flight"))
-                return
+            # At most ``max_concurrent`` requests run at once; past that, reading waits (backpressure).
+            await self._slots.acquire()
             if decoded.method == "initialize" or not self.session.state.initialized:
                 # the handshake is serialized with what comes before and after it: a request that
                 # arrives before initialize is judged (refused) on arrival, not when a task gets to it
-                await self._run(decoded)
+                await self._run_in_slot(decoded)
             else:
-                self._spawn(self._run(decoded))
+                self._spawn(self._run_in_slot(decoded))
         elif isinstance(decoded, jsonrpc.Notification):
             self.session.handle_notification(decoded)
         elif isinstance(decoded, jsonrpc.Response):
@@ -60,6 +58,12 @@ class Connection:
         task: asyncio.Task[None] = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _run_in_slot(self, request: jsonrpc.Request) -> None:
+        try:
+            await self._run(request)
+        finally:
+            self._slots.release()
 
     async def _run(self, request: jsonrpc.Request) -> None:
         response = await self.session.handle_request(request, self._send)

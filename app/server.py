@@ -50,6 +50,7 @@ class MCPServer:
         self.completers: dict[tuple[str, str, str], Completer] = {}
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._dispatcher: Dispatcher | None = None
+        self._capabilities: JSONObject | None = None
 
     # -- identity ---------------------------------------------------------------------------
     def info(self) -> JSONObject:
@@ -62,6 +63,11 @@ class MCPServer:
 
     def capabilities(self) -> JSONObject:
         """What this server can do, as declared to clients: only what is actually there."""
+        if self._capabilities is None:
+            self._capabilities = self._compute_capabilities()
+        return self._capabilities
+
+    def _compute_capabilities(self) -> JSONObject:
         caps: JSONObject = {"logging": {}}
         if self.tools:
             caps["tools"] = {"listChanged": True}
@@ -162,6 +168,7 @@ class MCPServer:
 
         def register(fn: F) -> F:
             self.completers[(key[0], str(key[1]), key[2])] = Completer(fn)
+            self._capabilities = None
             return fn
 
         return register
@@ -174,6 +181,7 @@ class MCPServer:
         self._sessions.discard(session)
 
     def _list_changed(self, kind: str) -> None:
+        self._capabilities = None
         message: JSONObject = {"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}
         for session in list(self._sessions):
             if session.state.ready and kind in session.state.server_capabilities:

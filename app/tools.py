@@ -77,7 +77,7 @@ class ToolResult:
 class Tool(Component):
     """One registered tool."""
 
-    __slots__ = ("_checker", "_model", "_output", "_output_checker", "annotations", "input_schema",
+    __slots__ = ("_checker", "_fields", "_model", "_output", "_output_checker", "annotations", "input_schema",
                  "output_schema")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
@@ -100,6 +100,7 @@ class Tool(Component):
             self.input_schema = input_schema
         else:
             self._model = arguments_model(fn, self.name, hints, self._ctx_param)
+            self._fields = tuple(self._model.model_fields)
             self.input_schema = _model_schema(self._model)
         self._output: OutputSpec | None = None
         self._output_checker: SchemaChecker | None = None
@@ -130,7 +131,7 @@ class Tool(Component):
                 parsed = self._model.model_validate(arguments)
             except ValidationError as exc:
                 return error_result(f"Invalid arguments for tool {self.name}: {validation_message(exc)}")
-            kwargs = {key: getattr(parsed, key) for key in type(parsed).model_fields}
+            kwargs = {key: getattr(parsed, key) for key in self._fields}
         else:
             assert self._checker is not None
             problem = self._checker.errors(arguments)

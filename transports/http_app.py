@@ -4,6 +4,7 @@ with a lifespan that shuts the session manager down cleanly. Mount it in any ASG
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 from collections.abc import Iterable
 
@@ -64,6 +65,9 @@ class MCPHttpApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                # What exists now (modules, the server definition) lives as long as the process:
+                # keep it out of the collector's full passes, which otherwise cost p99 latency.
+                gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 with contextlib.suppress(Exception):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -146,6 +147,7 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int = 0, stdout_fd: int | 
     requests gets its answers); then they are cancelled. SIGTERM cancels at once.
     """
     wire = protect_stdout() if stdout_fd is None else stdout_fd
+    gc.freeze()  # start-up objects live as long as the process; keep them out of full collections
     writer = _Writer(wire)
     await writer.start()
     writer_task = asyncio.create_task(writer.run())

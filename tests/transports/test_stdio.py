@@ -587,9 +587,10 @@ async def test_large_message_round_trips(spawn: Spawn) -> None:
 
 @pytest.mark.spec(STDIO)
 async def test_many_pipelined_requests_all_get_answers(spawn: Spawn) -> None:
+    """More requests than may run at once (1,024): reading slows down, nothing is refused."""
     server = await spawn()
     await server.initialize()
-    count = 300
+    count = 3000
     lines = []
     for rid in range(1, count + 1):
         if rid % 2:

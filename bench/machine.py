@@ -1,0 +1,33 @@
+"""The machine the benchmarks run on: is anything else using the CPUs?"""
+
+from __future__ import annotations
+
+import time
+
+
+def _cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies over all CPUs, from /proc/stat."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is already counted in user
+    return total - idle, total
+
+
+def busy_fraction(seconds: float = 1.0) -> float | None:
+    """How busy all CPUs were together over ``seconds`` (0..1); None where /proc/stat is missing."""
+    try:
+        busy0, total0 = _cpu_times()
+        time.sleep(seconds)
+        busy1, total1 = _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return None
+    return (busy1 - busy0) / (total1 - total0) if total1 > total0 else 0.0
+
+
+def warn_if_busy(limit: float = 0.05) -> None:
+    """Other work on the machine skews every number: say so before starting."""
+    busy = busy_fraction()
+    if busy is not None and busy > limit:
+        print(f"WARNING: the CPUs were {busy:.0%} busy just before starting; other processes compete "
+              "for them and the numbers will be noisy", flush=True)
