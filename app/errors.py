@@ -11,6 +11,9 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 URL_ELICITATION_REQUIRED = -32042
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class MCPError(Exception):
@@ -47,6 +50,35 @@ class InvalidRequest(MCPError):
 class ResourceNotFound(MCPError):
     def __init__(self, uri: str) -> None:
         super().__init__(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+
+
+class BadRequest(MCPError):
+    """An error that the stateless era answers with HTTP 400 (malformed ``_meta``, header mismatch, ...)."""
+
+
+class InvalidMeta(BadRequest):
+    def __init__(self, message: str) -> None:
+        super().__init__(INVALID_PARAMS, message)
+
+
+class HeaderMismatch(BadRequest):
+    def __init__(self, message: str) -> None:
+        super().__init__(HEADER_MISMATCH, f"Header mismatch: {message}")
+
+
+class UnsupportedProtocolVersion(BadRequest):
+    def __init__(self, requested: object, supported: tuple[str, ...]) -> None:
+        super().__init__(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
+                         {"supported": list(supported), "requested": requested})
+
+
+class MissingClientCapability(BadRequest):
+    """The request needs a client capability its ``_meta`` did not declare (stateless era)."""
+
+    def __init__(self, required: dict[str, Any]) -> None:
+        names = ", ".join(sorted(required))
+        super().__init__(MISSING_CLIENT_CAPABILITY, f"Missing required client capability: {names}",
+                         {"requiredCapabilities": required})
 
 
 class ToolError(Exception):

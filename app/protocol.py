@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 LATEST_HANDSHAKE_VERSION = "2025-11-25"
+LATEST_MODERN_VERSION = "2026-07-28"
+
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+"""Stateless revisions: every request carries its version, capabilities and client info in ``_meta``."""
 
 HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 """Revisions negotiated with ``initialize``, newest first."""
+
+SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + HANDSHAKE_VERSIONS
+
+# Per-request ``_meta`` keys of the stateless era.
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 BATCH_VERSIONS = frozenset({"2025-03-26"})
 """Revisions whose clients may send JSON-RPC batches."""
@@ -24,3 +38,8 @@ def negotiate(requested: object) -> str:
 def at_least(version: str, minimum: str) -> bool:
     """Revisions are dates, so they compare as strings."""
     return version >= minimum
+
+
+def is_modern(version: object) -> bool:
+    """A stateless-era revision (anything from 2026-07-28 on is served as one)."""
+    return isinstance(version, str) and version >= LATEST_MODERN_VERSION
