@@ -12,6 +12,8 @@ from app.completions import Completion
 from app.content import Audio, EmbeddedResource, Image, ResourceLink, text
 from app.context import Context, ElicitResult
 from app.errors import ClientCapabilityMissing, ClientError, ClientTimeout, MCPError, ToolError
+from app.header_params import param_header
+from app.mrtr import InputRequired
 from app.prompts import Message, assistant, user
 from app.server import MCPServer
 from app.tools import ToolResult
@@ -26,6 +28,7 @@ __all__ = [
     "ElicitResult",
     "EmbeddedResource",
     "Image",
+    "InputRequired",
     "MCPError",
     "MCPServer",
     "Message",
@@ -33,6 +36,7 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "assistant",
+    "param_header",
     "text",
     "user",
 ]

@@ -8,13 +8,21 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from app.errors import ClientCapabilityMissing
-from app.protocol import LOG_LEVEL_RANK, at_least
+from app.errors import (
+    INTERNAL_ERROR,
+    ClientCapabilityMissing,
+    InvalidParams,
+    MCPError,
+    MissingClientCapability,
+)
+from app.mrtr import INPUT_CAPABLE, InputExchange, InputRequired
+from app.protocol import LOG_LEVEL_RANK, at_least, is_modern
 from app.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
     from app.server import MCPServer
     from app.session import ServerSession
+    from app.state import SessionState
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -61,42 +69,58 @@ def elicitation_schema(model: type[BaseModel]) -> JSONObject:
 class Context:
     """Handed to a handler that declares a parameter annotated ``Context``."""
 
-    __slots__ = ("_control", "_last_progress", "_send", "meta", "method", "request_id", "session")
+    __slots__ = ("_control", "_last_progress", "_send", "exchange", "meta", "method", "modern", "params",
+                 "request_id", "server", "session", "state")
 
-    def __init__(self, session: ServerSession, request_id: RequestId, method: str, meta: JSONObject | None,
-                 send: Send, control: StreamControl | None = None) -> None:
+    def __init__(self, server: MCPServer, state: SessionState, request_id: RequestId, method: str,
+                 params: JSONObject, send: Send, *, session: ServerSession | None = None,
+                 control: StreamControl | None = None) -> None:
+        self.server = server
+        self.state = state
+        """The handshake session's state, or (stateless era) the state this request's ``_meta`` declares."""
         self.session = session
+        """The live handshake-era session, if the request belongs to one."""
         self.request_id = request_id
         self.method = method
-        self.meta = meta or {}
+        self.params = params
+        meta = params.get("_meta")
+        self.meta: JSONObject = meta if isinstance(meta, dict) else {}
+        self.modern = is_modern(state.protocol_version)
+        self.exchange: InputExchange | None = None
         self._send = send
         self._control = control
         self._last_progress: float | None = None
 
     # -- what the handler can read ----------------------------------------------------------
     @property
-    def server(self) -> MCPServer:
-        return self.session.server
-
-    @property
     def protocol_version(self) -> str:
-        return self.session.state.protocol_version or ""
+        return self.state.protocol_version or ""
 
     @property
     def client_capabilities(self) -> JSONObject:
-        return self.session.state.client_capabilities
+        return self.state.client_capabilities
 
     @property
     def client_info(self) -> JSONObject:
-        return self.session.state.client_info
+        return self.state.client_info
 
     @property
     def session_id(self) -> str | None:
-        return self.session.state.id
+        return self.state.id
 
     @property
     def principal(self) -> Any:
-        return self.session.state.principal
+        return self.state.principal
+
+    @property
+    def input_responses(self) -> JSONObject:
+        """The ``inputResponses`` this request brought (answers to an earlier ``InputRequired``), by key."""
+        return self.exchange.responses if self.exchange is not None else {}
+
+    @property
+    def request_state(self) -> str | None:
+        """The ``request_state`` given with the ``InputRequired`` this request answers (verified)."""
+        return self.exchange.app_state if self.exchange is not None else None
 
     @property
     def progress_token(self) -> str | int | None:
@@ -130,7 +154,9 @@ class Context:
         rank = LOG_LEVEL_RANK.get(level)
         if rank is None:
             raise ValueError(f"unknown log level {level!r}")
-        threshold = self.session.state.log_level
+        threshold = self.state.log_level
+        if threshold is None and self.modern:
+            return  # stateless era: no logLevel in _meta means no log messages for this request
         if threshold is not None and rank < LOG_LEVEL_RANK[threshold]:
             return
         params: JSONObject = {"level": level, "data": data}
@@ -159,16 +185,35 @@ class Context:
         return self._control.close_stream()
 
     # -- requests to the client ------------------------------------------------------------
-    def _require(self, capability: str, sub: str | None = None) -> JSONObject:
+    def require_capability(self, capability: str, sub: str | None = None) -> JSONObject:
+        """The client's declared capability (or sub-capability); raises if it was not declared."""
         caps = self.client_capabilities.get(capability)
-        if not isinstance(caps, dict):
-            raise ClientCapabilityMissing(capability)
-        if sub is not None and not isinstance(caps.get(sub), dict):
-            raise ClientCapabilityMissing(f"{capability}.{sub}")
-        return caps
+        if isinstance(caps, dict) and (sub is None or isinstance(caps.get(sub), dict)):
+            return caps
+        if self.modern:  # a protocol error in the stateless era (-32021), naming what was missing
+            raise MissingClientCapability({capability: {sub: {}} if sub else {}})
+        raise ClientCapabilityMissing(f"{capability}.{sub}" if sub and isinstance(caps, dict) else capability)
 
     async def request(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
-        """Send a request to the client on this request's stream and wait for its result."""
+        """Ask the client for input: a request sent on this request's stream (handshake era), or, in the
+        stateless era, an input request of an ``InputRequired`` result, answered when the client retries."""
+        if self.modern:
+            if self.method not in INPUT_CAPABLE:
+                raise MCPError(INTERNAL_ERROR, f"{self.method} cannot ask the client for input")
+            if self.exchange is None:
+                self.exchange = InputExchange()
+            key = self.exchange.next_key(method.partition("/")[0])
+            answer = self.exchange.answer(key)
+            if answer is None:
+                request: JSONObject = {"method": method}
+                if params is not None:
+                    request["params"] = params
+                raise InputRequired({key: request})
+            if not isinstance(answer, dict):
+                raise InvalidParams(f"inputResponses[{key!r}] must be an object")
+            return answer
+        if self.session is None:
+            raise MCPError(INTERNAL_ERROR, "this request has no channel to the client")
         return await self.session.request_client(method, params, self._send, timeout, self.request_id)
 
     @overload
@@ -179,7 +224,7 @@ class Context:
     async def elicit(self, message: str, schema: type[M] | JSONObject, *,
                      timeout: float | None = None) -> ElicitResult[M] | ElicitResult[BaseModel]:
         """Ask the user to fill in a form (form mode). ``schema`` is a pydantic model or a flat JSON Schema."""
-        caps = self._require("elicitation")
+        caps = self.require_capability("elicitation")
         if caps and "form" not in caps and "url" in caps:
             raise ClientCapabilityMissing("elicitation.form")
         model = schema if isinstance(schema, type) else None
@@ -193,7 +238,7 @@ class Context:
     async def elicit_url(self, message: str, url: str, elicitation_id: str, *,
                          timeout: float | None = None) -> ElicitResult[BaseModel]:
         """Send the user to a URL (URL mode, 2025-11-25); ``accept`` only means they agreed to go."""
-        self._require("elicitation", "url")
+        self.require_capability("elicitation", "url")
         params: JSONObject = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
         answer = await self.request("elicitation/create", params, timeout)
         return self._elicit_result(answer, None)
@@ -219,11 +264,11 @@ class Context:
                      tools: list[JSONObject] | None = None, tool_choice: JSONObject | None = None,
                      metadata: JSONObject | None = None, timeout: float | None = None) -> JSONObject:
         """Ask the client's model for a completion (``sampling/createMessage``)."""
-        self._require("sampling")
+        self.require_capability("sampling")
         if tools is not None or tool_choice is not None:
-            self._require("sampling", "tools")
+            self.require_capability("sampling", "tools")
         if include_context not in (None, "none"):
-            self._require("sampling", "context")
+            self.require_capability("sampling", "context")
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         params: JSONObject = {"messages": list(messages), "maxTokens": max_tokens}
@@ -235,7 +280,7 @@ class Context:
 
     async def list_roots(self, *, timeout: float | None = None) -> list[JSONObject]:
         """The client's roots (``roots/list``)."""
-        self._require("roots")
+        self.require_capability("roots")
         answer = await self.request("roots/list", None, timeout)
         roots = answer.get("roots")
         return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []

@@ -11,9 +11,18 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from app import pagination
-from app.errors import InvalidParams, InvalidRequest, MCPError, MethodNotFound
-from app.protocol import LOG_LEVEL_RANK, negotiate
+from app import modern, pagination
+from app.errors import (
+    INTERNAL_ERROR,
+    InvalidParams,
+    InvalidRequest,
+    MCPError,
+    MethodNotFound,
+    ResourceNotFound,
+)
+from app.mrtr import INPUT_CAPABLE, INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
+from app.protocol import LOG_LEVEL_RANK, META_SUBSCRIPTION, negotiate
+from app.subscriptions import Filter
 from app.types import JSONObject
 
 if TYPE_CHECKING:
@@ -41,6 +50,30 @@ _NEEDS = {
 }
 
 
+def _principal(ctx: Context) -> str:
+    """Who ``requestState`` is bound to."""
+    principal = ctx.state.principal
+    if principal is None:
+        return ""
+    subject = getattr(principal, "key", None)
+    return str(subject if subject is not None else principal)
+
+
+def _check_input_request(request: Any, ctx: Context) -> None:
+    """An input request must be one of the three kinds, and only for what the client declared."""
+    method = request.get("method") if isinstance(request, dict) else None
+    if method not in INPUT_METHODS:
+        raise MCPError(INTERNAL_ERROR, f"Invalid input request method: {method!r}")
+    params = request.get("params")
+    params = params if isinstance(params, dict) else {}
+    if method == "elicitation/create":
+        ctx.require_capability("elicitation", "url" if params.get("mode") == "url" else None)
+    elif method == "sampling/createMessage":
+        ctx.require_capability("sampling", "tools" if "tools" in params or "toolChoice" in params else None)
+    else:
+        ctx.require_capability("roots")
+
+
 def _string(params: JSONObject, key: str, method: str) -> str:
     value = params.get(key)
     if not isinstance(value, str) or not value:
@@ -66,19 +99,111 @@ class Dispatcher:
             "completion/complete": self._complete,
             "logging/setLevel": self._set_level,
         }
+        self._modern_handlers: dict[str, Handler] = {
+            **{m: h for m, h in self._handlers.items() if m not in modern.REMOVED},
+            "server/discover": self._discover,
+            "subscriptions/listen": self._listen,
+        }
 
     async def dispatch(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
         """The result of one request, or an MCPError."""
+        if ctx.modern:
+            return await self._dispatch_modern(method, params, ctx)
         handler = self._handlers.get(method)
         if handler is None:
             raise MethodNotFound(method)
-        state = ctx.session.state
-        if not state.initialized and method not in _BEFORE_INITIALIZE:
+        if not ctx.state.initialized and method not in _BEFORE_INITIALIZE:
             raise InvalidRequest(f"Invalid Request: {method} before initialize; the session is not initialized")
+        self._gate(method)
+        if method in INPUT_CAPABLE:
+            return await self._with_client_requests(handler, params, ctx)
+        return await handler(params, ctx)
+
+    def _gate(self, method: str) -> None:
         needed = _NEEDS.get(method)
         if needed is not None and needed not in self.server.capabilities():
             raise MethodNotFound(method)
-        return await handler(params, ctx)
+
+    # -- the stateless era -------------------------------------------------------------------------
+    async def _dispatch_modern(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
+        handler = None if method in modern.REMOVED else self._modern_handlers.get(method)
+        if handler is None:
+            raise MethodNotFound(method)
+        self._gate(method)
+        if method in INPUT_CAPABLE:
+            self._open_inputs(method, params, ctx)
+        try:
+            result = await handler(params, ctx)
+        except InputRequired as exc:
+            if method not in INPUT_CAPABLE:
+                log.error("%s asked the client for input, which only tools/call, prompts/get and "
+                          "resources/read may do", method)
+                raise MCPError(INTERNAL_ERROR, "Internal error") from None
+            return self._input_required(exc, method, params, ctx)
+        except ResourceNotFound as exc:  # the stateless era's code for it is -32602
+            raise InvalidParams(exc.message, exc.data) from None
+        return modern.complete(result, method, self.server)
+
+    def _open_inputs(self, method: str, params: JSONObject, ctx: Context) -> None:
+        """Read what a retry brings: the client's ``inputResponses`` and our sealed ``requestState``."""
+        responses = params.get("inputResponses")
+        if responses is not None:
+            if not isinstance(responses, dict):
+                raise InvalidParams("Invalid params: inputResponses must be an object")
+            for key, value in responses.items():
+                if not isinstance(value, dict):
+                    raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
+        token = params.get("requestState")
+        answers: JSONObject = {}
+        app_state = None
+        if token is not None:
+            opened = self.server.request_states.open(token, principal=_principal(ctx), method=method, params=params)
+            answers, app_state = opened.answers, opened.app_state
+        ctx.exchange = InputExchange(answers, responses, app_state)
+
+    def _input_required(self, exc: InputRequired, method: str, params: JSONObject, ctx: Context) -> JSONObject:
+        for request in exc.input_requests.values():
+            _check_input_request(request, ctx)
+        answers = ctx.exchange.answers if ctx.exchange is not None else {}
+        result: JSONObject = {"resultType": "input_required"}
+        if exc.input_requests:
+            result["inputRequests"] = exc.input_requests
+        result["requestState"] = self.server.request_states.seal(
+            principal=_principal(ctx), method=method, params=params, answers=answers, app_state=exc.request_state)
+        return result
+
+    async def _with_client_requests(self, handler: Handler, params: JSONObject, ctx: Context) -> JSONObject:
+        """Handshake era: a handler's ``InputRequired`` is served with real requests to the client."""
+        for _ in range(MAX_ROUNDS):
+            try:
+                return await handler(params, ctx)
+            except InputRequired as exc:
+                answers: JSONObject = {}
+                for key, request in exc.input_requests.items():
+                    _check_input_request(request, ctx)
+                    answers[key] = await ctx.request(request["method"], request.get("params"))
+                ctx.exchange = InputExchange(None, answers, exc.request_state)
+        raise MCPError(INTERNAL_ERROR, f"Gave up after {MAX_ROUNDS} rounds of input")
+
+    async def _discover(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return modern.discover(self.server)
+
+    async def _listen(self, params: JSONObject, ctx: Context) -> JSONObject:
+        """``subscriptions/listen``: acknowledge, then forward the opted-in changes until the end."""
+        wanted = Filter(params.get("notifications"), self.server.capabilities())
+        tag = {META_SUBSCRIPTION: ctx.request_id}
+        subscription = self.server.bus.subscribe()
+        try:
+            await ctx.send_notification("notifications/subscriptions/acknowledged",
+                                        {"_meta": tag, "notifications": wanted.honoured})
+            async for event in subscription:
+                if wanted.wants(event):
+                    event_params = event.get("params")
+                    params_out = {**event_params, "_meta": tag} if isinstance(event_params, dict) else {"_meta": tag}
+                    await ctx.send_notification(event["method"], params_out)
+        finally:
+            subscription.close()
+        return {"_meta": tag}  # the server ended the subscription (shutting down)
 
     def notify(self, method: str, params: JSONObject, session: ServerSession) -> None:
         """Client notifications other than cancelled/initialized (handled by the session)."""
@@ -88,7 +213,7 @@ class Dispatcher:
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def _initialize(self, params: JSONObject, ctx: Context) -> JSONObject:
-        state = ctx.session.state
+        state = ctx.state
         if state.initialized:
             raise InvalidRequest("Invalid Request: the session is already initialized")
         caps = params.get("capabilities", {})
@@ -148,12 +273,12 @@ class Dispatcher:
 
     async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
         uri = _string(params, "uri", "resources/subscribe")
-        ctx.session.state.subscriptions.add(uri)
+        ctx.state.subscriptions.add(uri)
         return _EMPTY
 
     async def _unsubscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
         uri = _string(params, "uri", "resources/unsubscribe")
-        ctx.session.state.subscriptions.discard(uri)
+        ctx.state.subscriptions.discard(uri)
         return _EMPTY
 
     # -- prompts -------------------------------------------------------------------------------
@@ -211,5 +336,5 @@ class Dispatcher:
         level = params.get("level")
         if not isinstance(level, str) or level not in LOG_LEVEL_RANK:
             raise InvalidParams(f"Invalid log level: {level!r}")
-        ctx.session.state.log_level = level
+        ctx.state.log_level = level
         return _EMPTY

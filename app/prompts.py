@@ -13,6 +13,7 @@ from pydantic.fields import FieldInfo
 from app.component import Component
 from app.content import to_block
 from app.errors import INTERNAL_ERROR, InvalidParams, MCPError
+from app.mrtr import InputRequired
 from app.types import JSONObject
 
 if TYPE_CHECKING:
@@ -102,8 +103,10 @@ class Prompt(Component):
                 kwargs[param.name] = param.default.get_default(call_default_factory=True)
         try:
             value = await self._invoke(kwargs, ctx)
+            if isinstance(value, InputRequired):
+                raise value
             messages = self._messages(value)
-        except MCPError:
+        except (MCPError, InputRequired):
             raise
         except Exception:
             log.exception("prompt %s raised", self.name)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from app.component import Component
 from app.content import resource_contents
 from app.errors import INTERNAL_ERROR, InvalidParams, MCPError, ResourceNotFound
+from app.mrtr import InputRequired
 from app.types import JSONObject
 from app.uritemplate import UriTemplate
 
@@ -68,7 +69,9 @@ class Resource(Component):
                 raise ResourceNotFound(uri) from None
         try:
             value = await self._invoke(kwargs, ctx)
-        except MCPError:
+            if isinstance(value, InputRequired):
+                raise value
+        except (MCPError, InputRequired):
             raise
         except Exception:
             log.exception("resource %s raised", uri)

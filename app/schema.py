@@ -6,6 +6,7 @@ import dataclasses
 import inspect
 import logging
 import sys
+import types
 import typing
 from collections.abc import Callable
 from typing import Any, get_args, get_origin, get_type_hints
@@ -143,8 +144,22 @@ class OutputSpec:
 _UNSTRUCTURED = (str, bytes)
 
 
+def _without_input_required(annotation: Any) -> Any:
+    """``X | InputRequired`` describes its result as ``X``: an InputRequired is another kind of answer."""
+    from app.mrtr import InputRequired
+
+    if annotation is InputRequired:
+        return None
+    args = get_args(annotation)
+    if args and InputRequired in args and (get_origin(annotation) in (typing.Union, types.UnionType)):
+        rest = tuple(a for a in args if a is not InputRequired)
+        return rest[0] if len(rest) == 1 else typing.Union[rest]  # noqa: UP007 - built from a tuple
+    return annotation
+
+
 def output_spec(annotation: Any) -> OutputSpec | None:
     """An output schema for a return annotation, or None where the result is plain content."""
+    annotation = _without_input_required(annotation)
     if annotation in (inspect.Signature.empty, None, type(None), Any) or annotation in _UNSTRUCTURED:
         return None
     from app.content import Audio, EmbeddedResource, Image, ResourceLink

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from app.completions import Completer
 from app.prompts import Prompt
+from app.request_state import RequestStateSealer
 from app.resources import Resource, Resources
+from app.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from app.tools import Tool
 from app.types import JSONObject
 
@@ -31,7 +33,10 @@ class MCPServer:
     def __init__(self, name: str, version: str = "0.1.0", *, title: str | None = None,
                  description: str | None = None, instructions: str | None = None, website_url: str | None = None,
                  icons: list[JSONObject] | None = None, page_size: int = 100,
-                 request_timeout: float = 300.0) -> None:
+                 request_timeout: float = 300.0, cache_ttl_ms: int = 0,
+                 cache_scope: Literal["public", "private"] = "private",
+                 request_state_keys: Sequence[bytes] | None = None, request_state_ttl: float = 600.0,
+                 bus: SubscriptionBus | None = None) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
         self.name = name
@@ -44,6 +49,16 @@ class MCPServer:
         self.page_size = page_size
         self.request_timeout = request_timeout
         """How long a handler waits for the client to answer a request (elicitation, sampling, roots)."""
+        if cache_ttl_ms < 0 or cache_scope not in ("public", "private"):
+            raise ValueError("cache_ttl_ms must be >= 0 and cache_scope 'public' or 'private'")
+        self.cache_ttl_ms = cache_ttl_ms
+        """The ``ttlMs`` stateless-era clients get on discover and list results (0: do not reuse)."""
+        self.cache_scope = cache_scope
+        """``private`` unless every caller may share the answers (lists that vary by user must stay private)."""
+        self.request_states = RequestStateSealer(request_state_keys, ttl=request_state_ttl)
+        """Seals ``requestState``; replicas that share the keys can finish each other's exchanges."""
+        self.bus: SubscriptionBus = bus or InMemorySubscriptionBus()
+        """Where change events go to ``subscriptions/listen`` streams."""
         self.tools: dict[str, Tool] = {}
         self.prompts: dict[str, Prompt] = {}
         self.resources = Resources(lambda: self._list_changed("resources"))
@@ -59,6 +74,13 @@ class MCPServer:
                            ("websiteUrl", self.website_url)):
             if value:
                 out[key] = value
+        return out
+
+    def identity(self) -> JSONObject:
+        """``serverInfo`` for the stateless era's result ``_meta`` (name and version; title if set)."""
+        out: JSONObject = {"name": self.name, "version": self.version}
+        if self.title:
+            out["title"] = self.title
         return out
 
     def capabilities(self) -> JSONObject:
@@ -136,6 +158,7 @@ class MCPServer:
         for session in list(self._sessions):
             if uri in session.state.subscriptions:
                 session.post(message)
+        self.bus.publish(message)
 
     # -- prompts ------------------------------------------------------------------------------
     def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
@@ -186,3 +209,4 @@ class MCPServer:
         for session in list(self._sessions):
             if session.state.ready and kind in session.state.server_capabilities:
                 session.post(message)
+        self.bus.publish(message)

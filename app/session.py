@@ -8,16 +8,17 @@ sent to the client that wait for an answer.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from app import jsonrpc
-from app.context import Context
-from app.errors import INTERNAL_ERROR, INVALID_REQUEST, ClientError, ClientTimeout, MCPError
+from app.answer import answer
+from app.errors import INTERNAL_ERROR, INVALID_REQUEST, ClientError, ClientTimeout
+from app.modern import declares_modern
 from app.protocol import BATCH_VERSIONS
+from app.state import SessionState
 from app.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
@@ -27,34 +28,6 @@ log = logging.getLogger("mcpwire.session")
 
 Post = Callable[[JSONObject], None]
 """Delivers a message unrelated to any request (list_changed, resources/updated); must not block."""
-
-
-@dataclasses.dataclass(slots=True)
-class SessionState:
-    """Everything a session needs to be served by any process; JSON-serializable."""
-
-    id: str | None = None
-    protocol_version: str | None = None
-    client_capabilities: JSONObject = dataclasses.field(default_factory=dict)
-    client_info: JSONObject = dataclasses.field(default_factory=dict)
-    server_capabilities: list[str] = dataclasses.field(default_factory=list)
-    log_level: str | None = None
-    subscriptions: set[str] = dataclasses.field(default_factory=set)
-    initialized: bool = False  # initialize answered
-    ready: bool = False  # notifications/initialized received
-    principal: Any = None
-
-    def to_dict(self) -> JSONObject:
-        data = dataclasses.asdict(self)
-        data["subscriptions"] = sorted(self.subscriptions)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: JSONObject) -> SessionState:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in fields}
-        values["subscriptions"] = set(values.get("subscriptions") or ())
-        return cls(**values)
 
 
 class ServerSession:
@@ -80,21 +53,17 @@ class ServerSession:
             return jsonrpc.error(rid, -32600, f"Request id {rid!r} is already in use")
         if task is not None:
             self._inflight[rid] = (task, request.method)
-        meta = request.params.get("_meta")
-        ctx = Context(self, rid, request.method, meta if isinstance(meta, dict) else None, send, control)
         try:
-            value = await self.server.dispatcher.dispatch(request.method, request.params, ctx)
-            return jsonrpc.result(rid, value)
-        except MCPError as exc:
-            return {"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}
+            # A request that describes itself in _meta is served statelessly, whatever the session.
+            modern = declares_modern(request.params)
+            done = await answer(self.server, request, send, modern=modern, state=None if modern else self.state,
+                                session=self, control=control, principal=self.state.principal)
+            return done.message
         except asyncio.CancelledError:
             if rid in self._cancelled and task is not None:
                 task.uncancel()
                 return None
             raise
-        except Exception:
-            log.exception("internal error handling %s", request.method)
-            return jsonrpc.error(rid, INTERNAL_ERROR, "Internal error")
         finally:
             self._inflight.pop(rid, None)
             self._cancelled.discard(rid)

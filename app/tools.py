@@ -14,6 +14,8 @@ from app.component import Component
 from app.content import to_block
 from app.context import Context
 from app.errors import ClientCapabilityMissing, ClientError, ClientTimeout, MCPError, ToolError
+from app.header_params import header_params
+from app.mrtr import InputRequired
 from app.schema import (
     OutputSpec,
     SchemaChecker,
@@ -77,8 +79,8 @@ class ToolResult:
 class Tool(Component):
     """One registered tool."""
 
-    __slots__ = ("_checker", "_fields", "_model", "_output", "_output_checker", "annotations", "input_schema",
-                 "output_schema")
+    __slots__ = ("_checker", "_fields", "_model", "_output", "_output_checker", "annotations", "header_params",
+                 "input_schema", "output_schema")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, annotations: JSONObject | None = None,
@@ -102,6 +104,8 @@ class Tool(Component):
             self._model = arguments_model(fn, self.name, hints, self._ctx_param)
             self._fields = tuple(self._model.model_fields)
             self.input_schema = _model_schema(self._model)
+        self.header_params = header_params(self.input_schema, self.name)
+        """Parameters mirrored into ``Mcp-Param-*`` headers (stateless era, HTTP)."""
         self._output: OutputSpec | None = None
         self._output_checker: SchemaChecker | None = None
         if output_schema is not None:
@@ -144,7 +148,7 @@ class Tool(Component):
             return error_result(str(exc) or f"Tool {self.name} failed")
         except ClientError as exc:
             return error_result(f"Tool {self.name} failed: the client answered with an error: {exc.message}")
-        except MCPError:
+        except (MCPError, InputRequired):
             raise
         except ClientCapabilityMissing as exc:
             return error_result(f"Tool {self.name} cannot run: {exc}")
@@ -156,6 +160,8 @@ class Tool(Component):
         return self._result(value)
 
     def _result(self, value: Any) -> JSONObject:
+        if isinstance(value, InputRequired):
+            raise value
         if isinstance(value, ToolResult):
             return value.to_wire()
         if self._output is not None:

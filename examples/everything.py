@@ -22,7 +22,21 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from app import Audio, Context, EmbeddedResource, Image, MCPServer, Message, ToolError, text, user
+from app import (
+    Audio,
+    Context,
+    EmbeddedResource,
+    Image,
+    InputRequired,
+    MCPServer,
+    Message,
+    ToolError,
+    param_header,
+    text,
+    user,
+)
+from app.prompts import Prompt
+from app.tools import Tool
 from app.types import JSONObject
 
 server = MCPServer(
@@ -306,3 +320,157 @@ def test_prompt_with_image() -> list[Message]:
 def complete_arg1(value: str, arguments: dict[str, str]) -> list[str]:
     """Suggestions for ``arg1`` that start with what was typed so far."""
     return [choice for choice in ("testValue1", "testValue2", "example") if choice.startswith(value)]
+
+
+# -- the stateless era (2026-07-28) -------------------------------------------------------------------------
+@server.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs the client's sampling capability (stateless era: -32021 when the request did not declare it)."""
+    ctx.require_capability("sampling")
+    return "The client declared sampling."
+
+
+@server.tool()
+def test_x_mcp_header(region: Annotated[str, param_header("Region"),
+                                        Field(description="Mirrored into the Mcp-Param-Region header")] = "<none>") -> str:
+    """Echo a parameter that also travels as an HTTP header (x-mcp-header)."""
+    return f"region={region}"
+
+
+@server.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Log at every level; only a request that opted in with a logLevel gets the messages."""
+    for level in ("debug", "info", "warning", "error"):
+        await ctx.log(level, f"a {level} message")
+    return "logged"
+
+
+@server.tool()
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Elicit while streaming progress; the stateless era turns the question into an input request."""
+    await ctx.report_progress(0, 2)
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA)
+    await ctx.report_progress(2, 2)
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+@server.tool()
+def test_trigger_tool_change() -> str:
+    """Add and remove a tool: listeners of tool list changes are told."""
+    server.add_tool(Tool(_transient, name="transient_tool", description="Appears for a moment."))
+    server.remove_tool("transient_tool")
+    return "tool list changed"
+
+
+@server.tool()
+def test_trigger_prompt_change() -> str:
+    """Add and remove a prompt: listeners of prompt list changes are told."""
+    server.add_prompt(Prompt(_transient, name="transient_prompt", description="Appears for a moment."))
+    server.remove_prompt("transient_prompt")
+    return "prompt list changed"
+
+
+def _transient() -> str:
+    return "transient"
+
+
+# Multi round-trip requests, written at the low level: the handler returns InputRequired itself and reads
+# the answers from ctx.input_responses (its own state comes back, verified, as ctx.request_state).
+NAME_SCHEMA: JSONObject = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+CONFIRM_SCHEMA: JSONObject = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def _elicit(message: str, schema: JSONObject = NAME_SCHEMA) -> JSONObject:
+    return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": schema}}
+
+
+def _sample(text: str, max_tokens: int) -> JSONObject:
+    return {"method": "sampling/createMessage",
+            "params": {"messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+                       "maxTokens": max_tokens}}
+
+
+def _content(answer: Any) -> JSONObject:
+    content = answer.get("content") if isinstance(answer, dict) else None
+    return content if isinstance(content, dict) else {}
+
+
+@server.tool()
+def test_input_required_result_elicitation(ctx: Context) -> str | InputRequired:
+    """Ask the user's name with an input request (key user_name)."""
+    if "user_name" in ctx.input_responses:
+        return f"Hello, {_content(ctx.input_responses['user_name']).get('name', 'stranger')}!"
+    return InputRequired({"user_name": _elicit("What is your name?")})
+
+
+@server.tool()
+def test_input_required_result_sampling(ctx: Context) -> str | InputRequired:
+    """Ask the client's model a question with an input request."""
+    if "capital_question" in ctx.input_responses:
+        return f"Model said: {_content(ctx.input_responses['capital_question']).get('text', '?')}"
+    return InputRequired({"capital_question": _sample("What is the capital of France?", 100)})
+
+
+@server.tool()
+def test_input_required_result_list_roots(ctx: Context) -> str | InputRequired:
+    """Ask for the client's roots with an input request."""
+    if "client_roots" in ctx.input_responses:
+        roots = ctx.input_responses["client_roots"].get("roots")
+        return f"Client exposed {len(roots) if isinstance(roots, list) else 0} root(s)."
+    return InputRequired({"client_roots": {"method": "roots/list"}})
+
+
+@server.tool()
+def test_input_required_result_request_state(ctx: Context) -> str | InputRequired:
+    """Carry a state across the round trip."""
+    if "confirm" in ctx.input_responses and ctx.request_state == "request-state-nonce":
+        return "state-ok: confirmation received"
+    return InputRequired({"confirm": _elicit("Please confirm", CONFIRM_SCHEMA)}, request_state="request-state-nonce")
+
+
+@server.tool()
+def test_input_required_result_multiple_inputs(ctx: Context) -> str | InputRequired:
+    """Ask for an elicitation, a sampling and the roots in one round."""
+    if {"user_name", "greeting", "client_roots"} <= ctx.input_responses.keys():
+        return "All inputs received."
+    return InputRequired({"user_name": _elicit("What is your name?"),
+                          "greeting": _sample("Generate a greeting", 50),
+                          "client_roots": {"method": "roots/list"}}, request_state="multiple-inputs")
+
+
+@server.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Three rounds, written at the high level: each ctx.elicit is one round trip in the stateless era."""
+    name = await ctx.elicit("Step 1: What is your name?", NAME_SCHEMA)
+    color = await ctx.elicit("Step 2: What is your favorite color?",
+                             {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]})
+    return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}."
+
+
+@server.tool()
+def test_input_required_result_tampered_state(ctx: Context) -> str | InputRequired:
+    """Round-trip a state; a tampered one is refused before this runs."""
+    if ctx.request_state is None:
+        return InputRequired({"confirm": _elicit("Please confirm", CONFIRM_SCHEMA)}, request_state="round-1")
+    return f"state-ok: {ctx.request_state}"
+
+
+@server.tool()
+def test_input_required_result_capabilities(ctx: Context) -> InputRequired:
+    """Ask only for what the request's client capabilities allow."""
+    requests: dict[str, JSONObject] = {}
+    if "sampling" in ctx.client_capabilities:
+        requests["sample"] = _sample("Say hello", 50)
+    if "elicitation" in ctx.client_capabilities:
+        requests["ask"] = _elicit("What is your name?")
+    return InputRequired(requests, request_state="capability-gated")
+
+
+@server.prompt()
+def test_input_required_result_prompt(ctx: Context) -> Message | InputRequired:
+    """A prompt that asks the user for context first."""
+    if "user_context" in ctx.input_responses:
+        return user(f"Use the following context: {_content(ctx.input_responses['user_context']).get('context')}")
+    return InputRequired({"user_context": _elicit(
+        "What context should the prompt use?",
+        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]})})

@@ -70,7 +70,9 @@ class MCPHttpApp:
                 gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self.server.bus.end_all()  # listen streams answer and close
                 with contextlib.suppress(Exception):
+                    await self.endpoint.stateless.close()
                     await self.manager.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

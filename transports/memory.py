@@ -14,7 +14,14 @@ from typing import Any, Self
 from app import jsonrpc
 from app.connection import Connection
 from app.errors import MCPError
-from app.protocol import LATEST_HANDSHAKE_VERSION
+from app.protocol import (
+    LATEST_HANDSHAKE_VERSION,
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_VERSION,
+    is_modern,
+)
 from app.server import MCPServer
 from app.session import ServerSession
 from app.types import JSONObject
@@ -33,9 +40,15 @@ class Client:
     def __init__(self, server: MCPServer, *, protocol_version: str = LATEST_HANDSHAKE_VERSION,
                  client_info: JSONObject | None = None, capabilities: JSONObject | None = None,
                  elicitation: ClientHandler | None = None, sampling: ClientHandler | None = None,
-                 roots: ClientHandler | None = None, initialize: bool = True) -> None:
+                 roots: ClientHandler | None = None, initialize: bool = True, log_level: str | None = None,
+                 max_rounds: int = 8) -> None:
         self.server = server
         self.protocol_version = protocol_version
+        self.modern = is_modern(protocol_version)
+        """Stateless era: no handshake; every request carries ``_meta`` and input requests are answered
+        by retrying (MRTR), all done by ``request``."""
+        self.log_level = log_level
+        self.max_rounds = max_rounds
         self.client_info = client_info or {"name": "mcpwire-test-client", "version": "0"}
         self._handlers: dict[str, ClientHandler] = {}
         caps: JSONObject = dict(capabilities or {})
@@ -49,7 +62,7 @@ class Client:
             caps.setdefault("roots", {"listChanged": True})
             self._handlers["roots/list"] = roots
         self.capabilities = caps
-        self._initialize = initialize
+        self._initialize = initialize and not self.modern
         self.notifications: list[JSONObject] = []
         self.initialize_result: JSONObject | None = None
         self._ids = itertools.count(1)
@@ -131,14 +144,44 @@ class Client:
         await self.send_raw(jsonrpc.request(rid, method, params))
         return await future
 
+    def with_meta(self, params: JSONObject | None) -> JSONObject:
+        """``params`` with the stateless era's per-request ``_meta`` (keys already there win)."""
+        out = dict(params or {})
+        meta: JSONObject = {META_VERSION: self.protocol_version, META_CAPABILITIES: self.capabilities,
+                            META_CLIENT_INFO: self.client_info}
+        if self.log_level is not None:
+            meta[META_LOG_LEVEL] = self.log_level
+        out["_meta"] = {**meta, **(out.get("_meta") or {})}
+        return out
+
     async def request(self, method: str, params: JSONObject | None = None) -> JSONObject:
-        """Send a request and return its result; a JSON-RPC error raises ``MCPError``."""
-        response = await self.request_raw(method, params)
-        if "error" in response:
-            err = response["error"]
-            raise MCPError(err["code"], err["message"], err.get("data"))
-        result: JSONObject = response["result"]
-        return result
+        """Send a request and return its result; a JSON-RPC error raises ``MCPError``. In the stateless era
+        the ``_meta`` is added, and an ``input_required`` result is answered (with the handlers) and retried."""
+        if self.modern:
+            params = self.with_meta(params)
+        for _ in range(self.max_rounds):
+            response = await self.request_raw(method, params)
+            if "error" in response:
+                err = response["error"]
+                raise MCPError(err["code"], err["message"], err.get("data"))
+            result: JSONObject = response["result"]
+            if result.get("resultType") != "input_required":
+                return result
+            params = {**(params or {}), "inputResponses": await self._inputs(result.get("inputRequests") or {})}
+            if "requestState" in result:
+                params["requestState"] = result["requestState"]
+            else:
+                params.pop("requestState", None)
+        raise MCPError(-32603, f"{method}: still input_required after {self.max_rounds} rounds")
+
+    async def _inputs(self, requests: JSONObject) -> JSONObject:
+        answers: JSONObject = {}
+        for key, request in requests.items():
+            handler = self._handlers.get(request.get("method"))
+            if handler is None:
+                raise MCPError(-32601, f"no handler for input request {request.get('method')!r}")
+            answers[key] = await handler(request.get("params") or {})
+        return answers
 
     async def notify(self, method: str, params: JSONObject | None = None) -> None:
         await self.send_raw(jsonrpc.notification(method, params))

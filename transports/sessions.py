@@ -13,7 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from app.server import MCPServer
-from app.session import ServerSession, SessionState
+from app.session import ServerSession
+from app.state import SessionState
 from transports.channels import EventChannel
 from transports.events import EventStore
 

@@ -19,6 +19,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app import jsonrpc
 from app.errors import INTERNAL_ERROR, INVALID_REQUEST
+from app.modern import declares_modern
 from app.protocol import HANDSHAKE_VERSIONS, at_least
 from app.types import JSONObject
 from transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error, respond_json
@@ -31,6 +32,7 @@ from transports.sessions import (
     SessionManager,
     new_stream_id,
 )
+from transports.stateless_http import StatelessHandler
 
 log = logging.getLogger("mcpwire.http")
 
@@ -162,6 +164,17 @@ class StreamableHTTPEndpoint:
     def __init__(self, manager: SessionManager, options: HttpOptions | None = None) -> None:
         self.manager = manager
         self.options = options or HttpOptions()
+        self.stateless = StatelessHandler(manager.server, keepalive=self.options.sse_keepalive)
+
+    @staticmethod
+    def _stateless(message: jsonrpc.Message | list[jsonrpc.Message], scope: Scope) -> bool:
+        """Which era a POST speaks: the stateless one if its request says so in ``_meta``, or if it names a
+        version header that is no handshake-era version and belongs to no session."""
+        if isinstance(message, jsonrpc.Request | jsonrpc.Notification) and declares_modern(message.params):
+            return True
+        version = header(scope, VERSION_HEADER)
+        return (version is not None and version not in HANDSHAKE_VERSIONS
+                and header(scope, SESSION_HEADER) is None and not isinstance(message, list))
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["type"] != "http":
@@ -232,6 +245,9 @@ class StreamableHTTPEndpoint:
         if isinstance(decoded, jsonrpc.Invalid):
             reply = decoded.reply or jsonrpc.error(None, INVALID_REQUEST, "Invalid Request")
             await respond_json(send, 400, reply)
+            return
+        if self._stateless(decoded, scope):
+            await self.stateless.handle(decoded, scope, receive, send)
             return
         if isinstance(decoded, jsonrpc.Request) and decoded.method == "initialize":
             await self._initialize(decoded, send)
@@ -351,6 +367,9 @@ class StreamableHTTPEndpoint:
 
     # -- GET -----------------------------------------------------------------------------------------
     async def _get(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if header(scope, SESSION_HEADER) is None:
+            await _no_session_stream(send)
+            return
         if not _accepts(scope, "text/event-stream"):
             await respond_error(send, 406, INVALID_REQUEST, "Not Acceptable: Accept must list text/event-stream")
             return
@@ -393,11 +412,22 @@ class StreamableHTTPEndpoint:
 
     # -- DELETE --------------------------------------------------------------------------------------
     async def _delete(self, scope: Scope, send: SendASGI) -> None:
+        if header(scope, SESSION_HEADER) is None:
+            await _no_session_stream(send)
+            return
         live = await self._session(scope, send)
         if live is None:
             return
         await self.manager.delete(live.id)
         await respond(send, 200)
+
+
+async def _no_session_stream(send: SendASGI) -> None:
+    """GET and DELETE without a session: the stateless era has neither (and a handshake-era client always
+    names its session), so 405 as the spec asks, with a JSON-RPC body."""
+    await respond_error(send, 405, INVALID_REQUEST,
+                        "Method Not Allowed: GET and DELETE need an Mcp-Session-Id (handshake era only)",
+                        headers=[(b"allow", b"POST")])
 
 
 def _event(stream: str, seq: int, message: JSONObject | None, retry: int) -> ServerSentEvent:

@@ -19,7 +19,8 @@ from app.errors import (
 from app.prompts import Prompt
 from app.protocol import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LOG_LEVELS
 from app.resources import Resource
-from app.session import ServerSession, SessionState
+from app.session import ServerSession
+from app.state import SessionState
 from app.tools import Tool
 from app.types import JSONObject
 from transports.memory import Client

@@ -6,7 +6,8 @@ from typing import Any
 import orjson
 
 from app import MCPServer, jsonrpc
-from app.session import ServerSession, SessionState
+from app.session import ServerSession
+from app.state import SessionState
 
 
 def _full_state() -> SessionState:

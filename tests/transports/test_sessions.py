@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from app.errors import INTERNAL_ERROR, INVALID_REQUEST
-from app.session import SessionState
+from app.state import SessionState
 from tests.support_http import (
     CLIENT_INFO,
     FakeClock,

@@ -1,0 +1,49 @@
+"""Answering one request in either era: the context it runs in, its response, and the HTTP status
+the stateless era prescribes for that response."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from app import jsonrpc
+from app.context import Context
+from app.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, BadRequest, MCPError
+from app.modern import request_state
+from app.types import JSONObject, Send, StreamControl
+
+if TYPE_CHECKING:
+    from app.server import MCPServer
+    from app.session import ServerSession
+    from app.state import SessionState
+
+log = logging.getLogger("mcpwire.dispatcher")
+
+
+@dataclass(slots=True)
+class Answer:
+    message: JSONObject
+    status: int = 200
+    """What Streamable HTTP answers with: 400 for malformed stateless requests, 404 for unknown methods."""
+
+
+async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, modern: bool,
+                 state: SessionState | None = None, session: ServerSession | None = None,
+                 control: StreamControl | None = None, principal: Any = None) -> Answer:
+    """Run one request through the dispatcher. Handshake-era requests run in ``state`` (their session's);
+    stateless ones in the state their ``_meta`` declares (read here unless the transport already did)."""
+    try:
+        if state is None:
+            assert modern, "a handshake-era request needs its session's state"
+            state = request_state(request.params, principal)
+        ctx = Context(server, state, request.id, request.method, request.params, send, session=session,
+                      control=control)
+        value = await server.dispatcher.dispatch(request.method, request.params, ctx)
+        return Answer(jsonrpc.result(request.id, value))
+    except MCPError as exc:
+        status = 400 if isinstance(exc, BadRequest) else 404 if modern and exc.code == METHOD_NOT_FOUND else 200
+        return Answer({"jsonrpc": "2.0", "id": request.id, "error": exc.to_error()}, status)
+    except Exception:
+        log.exception("internal error handling %s", request.method)
+        return Answer(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), 500 if modern else 200)

@@ -1,0 +1,36 @@
+"""The state of a handshake-era session (or of one stateless request): plain, serializable data."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from app.types import JSONObject
+
+
+@dataclasses.dataclass(slots=True)
+class SessionState:
+    """Everything a session needs to be served by any process; JSON-serializable."""
+
+    id: str | None = None
+    protocol_version: str | None = None
+    client_capabilities: JSONObject = dataclasses.field(default_factory=dict)
+    client_info: JSONObject = dataclasses.field(default_factory=dict)
+    server_capabilities: list[str] = dataclasses.field(default_factory=list)
+    log_level: str | None = None
+    subscriptions: set[str] = dataclasses.field(default_factory=set)
+    initialized: bool = False  # initialize answered
+    ready: bool = False  # notifications/initialized received
+    principal: Any = None
+
+    def to_dict(self) -> JSONObject:
+        data = dataclasses.asdict(self)
+        data["subscriptions"] = sorted(self.subscriptions)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: JSONObject) -> SessionState:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in fields}
+        values["subscriptions"] = set(values.get("subscriptions") or ())
+        return cls(**values)

@@ -1,0 +1,125 @@
+"""Change notifications for the stateless era: the ``SubscriptionBus`` and the ``subscriptions/listen`` filter.
+
+The server publishes every change (a list changed, a resource was updated) on its bus;
+each open ``subscriptions/listen`` request holds a subscription and forwards the events
+its client opted in to. The in-memory bus serves one process; a shared one (Redis)
+fans events out across replicas behind the same interface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.types import JSONObject
+
+log = logging.getLogger("mcpwire.subscriptions")
+
+QUEUE = 256
+
+# Opt-in flag of a listen request -> the notification it selects.
+FLAGS = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+FLAG_CAPABILITY = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
+
+
+class Subscription:
+    """One listener's view of the bus: an async iterator of events, ended by ``close`` or the bus."""
+
+    def __init__(self, bus: InMemorySubscriptionBus) -> None:
+        self._bus = bus
+        self._queue: asyncio.Queue[JSONObject | None] = asyncio.Queue(QUEUE)
+
+    def deliver(self, event: JSONObject | None) -> None:
+        if self._queue.full():
+            # A listener that does not keep up loses the oldest change: list_changed events are
+            # idempotent hints (the client re-lists), so the newest ones are the ones worth keeping.
+            with contextlib.suppress(asyncio.QueueEmpty):
+                self._queue.get_nowait()
+            log.warning("a subscriptions/listen stream is not keeping up; dropped its oldest event")
+        self._queue.put_nowait(event)
+
+    def __aiter__(self) -> AsyncIterator[JSONObject]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[JSONObject]:
+        while (event := await self._queue.get()) is not None:
+            yield event
+
+    def close(self) -> None:
+        self._bus.unsubscribe(self)
+
+
+class SubscriptionBus(ABC):
+    """Where the server's change events go, and where listeners pick them up."""
+
+    @abstractmethod
+    def publish(self, event: JSONObject) -> None:
+        """Send one event (a notification message) to every listener; never blocks."""
+
+    @abstractmethod
+    def subscribe(self) -> Subscription: ...
+
+    @abstractmethod
+    def end_all(self) -> None:
+        """End every current subscription (the listen requests answer and close); new ones may follow."""
+
+
+class InMemorySubscriptionBus(SubscriptionBus):
+    def __init__(self) -> None:
+        self._subscriptions: set[Subscription] = set()
+
+    def publish(self, event: JSONObject) -> None:
+        for subscription in list(self._subscriptions):
+            subscription.deliver(event)
+
+    def subscribe(self) -> Subscription:
+        subscription = Subscription(self)
+        self._subscriptions.add(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self._subscriptions.discard(subscription)
+
+    def end_all(self) -> None:
+        for subscription in list(self._subscriptions):
+            subscription.deliver(None)
+        self._subscriptions.clear()
+
+    @property
+    def listeners(self) -> int:
+        return len(self._subscriptions)
+
+
+class Filter:
+    """What one listen request asked for, less what this server cannot deliver."""
+
+    def __init__(self, requested: Any, capabilities: JSONObject) -> None:
+        requested = requested if isinstance(requested, dict) else {}
+        self.honoured: JSONObject = {}
+        self._methods: set[str] = set()
+        for flag, method in FLAGS.items():
+            capability = capabilities.get(FLAG_CAPABILITY[flag])
+            if requested.get(flag) is True and isinstance(capability, dict) and capability.get("listChanged"):
+                self.honoured[flag] = True
+                self._methods.add(method)
+        uris = requested.get("resourceSubscriptions")
+        resources = capabilities.get("resources")
+        self._uris: set[str] = set()
+        if isinstance(uris, list) and isinstance(resources, dict) and resources.get("subscribe"):
+            self._uris = {u for u in uris if isinstance(u, str)}
+            self.honoured["resourceSubscriptions"] = sorted(self._uris)
+
+    def wants(self, event: JSONObject) -> bool:
+        method = event.get("method")
+        if method == "notifications/resources/updated":
+            params = event.get("params")
+            return isinstance(params, dict) and params.get("uri") in self._uris
+        return method in self._methods

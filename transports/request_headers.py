@@ -1,0 +1,103 @@
+"""Stateless-era HTTP: the headers mirrored from the body (``MCP-Protocol-Version``, ``Mcp-Method``,
+``Mcp-Name``, ``Mcp-Param-*``) must be there and must match it, or the request gets 400 and -32020.
+
+The checks run in the order the spec's validation implies: the version header first, then the
+required ``_meta`` fields (-32602), then header against ``_meta`` (-32020), then the version itself
+(-32022), then the method, name and parameter headers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any
+
+from app import jsonrpc
+from app.errors import HeaderMismatch, InvalidMeta
+from app.header_params import MAX_SAFE_INTEGER
+from app.modern import meta_version, request_state
+from app.protocol import META_CAPABILITIES
+from app.server import MCPServer
+from app.state import SessionState
+from transports.asgi import Scope, header
+
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+"""Methods whose ``Mcp-Name`` header mirrors a parameter."""
+
+_SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
+_VISIBLE = re.compile(r"^[\t\x20-\x7e]*$")
+_B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+
+
+def decode(value: str, name: str) -> str:
+    """A header value as sent: plain visible ASCII, or ``=?base64?...?=`` around UTF-8."""
+    if not _VISIBLE.match(value):
+        raise HeaderMismatch(f"{name} header value has invalid characters")
+    if value.startswith(_SENTINEL_START) and value.endswith(_SENTINEL_END) and len(value) >= 11:
+        encoded = value[len(_SENTINEL_START):-len(_SENTINEL_END)]
+        if len(encoded) % 4 or not _B64.match(encoded):
+            raise HeaderMismatch(f"{name} header has a malformed base64 sentinel value")
+        try:
+            return base64.b64decode(encoded, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise HeaderMismatch(f"{name} header has a malformed base64 sentinel value") from None
+    return value
+
+
+def _matches(sent: str, body: Any, kind: str) -> bool:
+    if kind == "boolean":
+        return isinstance(body, bool) and sent == ("true" if body else "false")
+    if kind == "integer":
+        if isinstance(body, bool) or not isinstance(body, int | float) or abs(body) > MAX_SAFE_INTEGER:
+            return False
+        try:
+            return float(sent) == float(body)
+        except ValueError:
+            return False
+    return isinstance(body, str) and sent == body
+
+
+def _required(scope: Scope, name: str) -> str:
+    value = header(scope, name.lower().encode())
+    if value is None:
+        raise HeaderMismatch(f"the {name} header is missing")
+    return value.strip(" \t")
+
+
+def check(scope: Scope, request: jsonrpc.Request, server: MCPServer, principal: Any = None) -> SessionState:
+    """Validate a stateless request's headers and ``_meta``; returns the state it declares."""
+    params = request.params
+    version_header = _required(scope, "MCP-Protocol-Version")
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or not meta_version(params) or not isinstance(meta.get(META_CAPABILITIES), dict):
+        request_state(params, principal)  # raises the precise -32602
+        raise InvalidMeta("Invalid params: _meta is incomplete")  # pragma: no cover - request_state raised
+    if version_header != meta_version(params):
+        raise HeaderMismatch(f"MCP-Protocol-Version header value {version_header!r} does not match body value "
+                             f"{meta_version(params)!r}")
+    state = request_state(params, principal)
+    method = _required(scope, "Mcp-Method")
+    if method != request.method:
+        raise HeaderMismatch(f"Mcp-Method header value {method!r} does not match body value {request.method!r}")
+    key = NAMED.get(request.method)
+    if key is not None:
+        sent = decode(_required(scope, "Mcp-Name"), "Mcp-Name")
+        if sent != params.get(key):
+            raise HeaderMismatch(f"Mcp-Name header value {sent!r} does not match body value {params.get(key)!r}")
+    if request.method == "tools/call":
+        tool = server.tools.get(params.get("name"))  # type: ignore[arg-type]
+        if tool is not None and tool.header_params:
+            arguments = params.get("arguments")
+            for param in tool.header_params:
+                body = param.value(arguments)
+                if body is None:
+                    continue  # absent or null: no header is expected
+                name = f"Mcp-Param-{param.header}"
+                raw = header(scope, name.lower().encode())
+                if raw is None:
+                    raise HeaderMismatch(f"{name} header is missing but the body's argument is present")
+                sent = decode(raw.strip(" \t"), name)
+                if not _matches(sent, body, param.type):
+                    raise HeaderMismatch(f"{name} header value {sent!r} does not match body value {body!r}")
+    return state

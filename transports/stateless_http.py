@@ -1,0 +1,134 @@
+"""Streamable HTTP for the stateless era (2026-07-28): one POST, one request, no session.
+
+Each request is checked (headers against body, ``_meta``), run, and answered with
+``application/json`` when its handler sends nothing but the result, or with an SSE
+stream (no event ids, no resumption) when it sends notifications first, as
+``subscriptions/listen`` does. Closing the stream, or the connection before the answer,
+cancels the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from app import jsonrpc
+from app.answer import Answer, answer
+from app.errors import INVALID_REQUEST, BadRequest, MCPError
+from app.server import MCPServer
+from app.state import SessionState
+from app.types import JSONObject
+from transports import request_headers
+from transports.asgi import Receive, Scope, SendASGI, respond, respond_error, respond_json
+
+log = logging.getLogger("mcpwire.http")
+
+_BACKLOG = 1024
+"""Messages a request may have queued for a slow stream before its handler waits."""
+
+_DONE: JSONObject = {}
+"""Queued after the last related message of a request: the answer is ready."""
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class StatelessHandler:
+    """Serves one stateless message that the endpoint has read and classified."""
+
+    def __init__(self, server: MCPServer, *, keepalive: float) -> None:
+        self.server = server
+        self.keepalive = keepalive
+        self.tasks: set[asyncio.Task[Answer]] = set()
+
+    async def handle(self, message: jsonrpc.Message | list[jsonrpc.Message], scope: Scope, receive: Receive,
+                     send: SendASGI) -> None:
+        if isinstance(message, jsonrpc.Notification):
+            await respond(send, 202)  # nothing to do: on HTTP, cancelling is closing the stream
+            return
+        if not isinstance(message, jsonrpc.Request):
+            await respond_error(send, 400, INVALID_REQUEST,
+                                "Invalid Request: the stateless era takes one request or notification per POST")
+            return
+        try:
+            state = request_headers.check(scope, message, self.server)
+        except MCPError as exc:
+            status = 400 if isinstance(exc, BadRequest) else 200
+            await respond_json(send, status, {"jsonrpc": "2.0", "id": message.id, "error": exc.to_error()})
+            return
+        await self._run(message, state, scope, receive, send)
+
+    async def _run(self, request: jsonrpc.Request, state: SessionState, scope: Scope, receive: Receive,
+                   send: SendASGI) -> None:
+        buffered: list[JSONObject] = []
+        queue: asyncio.Queue[JSONObject] | None = None
+        sent = asyncio.Event()
+        room = asyncio.Event()  # set while the stream's reader keeps up
+
+        async def related(message: JSONObject) -> None:
+            if queue is None:
+                buffered.append(message)
+                sent.set()
+                return
+            queue.put_nowait(message)
+            if queue.qsize() >= _BACKLOG:  # the client reads slowly: the handler waits for it
+                room.clear()
+                await room.wait()
+
+        task = asyncio.get_running_loop().create_task(
+            answer(self.server, request, related, modern=True, state=state))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        waiting = asyncio.ensure_future(sent.wait())
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait({task, waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+            gone.cancel()
+        if gone.done() and not gone.cancelled() and not task.done():
+            task.cancel()  # the client went away: that is cancellation in this era
+            return
+        if task.cancelled():
+            await respond_error(send, 503, INVALID_REQUEST, "Service Unavailable: the server is shutting down")
+            return
+        if task.done() and not buffered:
+            done = task.result()
+            await respond_json(send, done.status, done.message)
+            return
+        queue = asyncio.Queue()
+        task.add_done_callback(lambda _: queue.put_nowait(_DONE) if queue is not None else None)
+
+        async def events() -> AsyncIterator[ServerSentEvent]:
+            try:
+                for message in buffered:
+                    yield _event(message)
+                assert queue is not None
+                while (message := await queue.get()) is not _DONE:
+                    if queue.qsize() < _BACKLOG // 2:
+                        room.set()
+                    yield _event(message)
+                if not task.cancelled():
+                    yield _event(task.result().message)
+            finally:
+                room.set()
+                if not task.done():
+                    task.cancel()  # the stream closed before the answer: cancel the request
+
+        await EventSourceResponse(events(), ping=self.keepalive)(scope, receive, send)
+
+    async def close(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+def _event(message: JSONObject) -> ServerSentEvent:
+    return ServerSentEvent(data=jsonrpc.dumps(message).decode(), event="message")
