@@ -11,11 +11,20 @@ import logging
 import sys
 
 from app.loader import load_server
+from app.request_state import RequestStateSealer
 from app.server import MCPServer
 from app.settings import Settings
 from transports.events import InMemoryEventStore
 from transports.http_app import MCPHttpApp
 from transports.streamable_http import HttpOptions
+
+
+def configure(server: MCPServer, settings: Settings) -> MCPServer:
+    """Apply the settings that belong to the server itself (shared ``requestState`` keys)."""
+    if settings.request_state_keys:
+        server.request_states = RequestStateSealer.from_strings(settings.request_state_keys,
+                                                                ttl=settings.request_state_ttl_seconds)
+    return server
 
 
 def build_http_app(server: MCPServer, settings: Settings) -> MCPHttpApp:
@@ -25,7 +34,7 @@ def build_http_app(server: MCPServer, settings: Settings) -> MCPHttpApp:
     events = InMemoryEventStore(max_events=settings.event_store_max_events,
                                 max_bytes=settings.event_store_max_bytes,
                                 max_age=settings.event_store_max_age_seconds)
-    return MCPHttpApp(server, path=settings.path, options=options, events=events,
+    return MCPHttpApp(configure(server, settings), path=settings.path, options=options, events=events,
                       idle_timeout=settings.session_idle_seconds, max_sessions=settings.max_sessions,
                       legacy_sse_path="/sse" if settings.legacy_sse else None,
                       allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins)
@@ -43,7 +52,7 @@ def build_asgi(settings: Settings | None = None) -> MCPHttpApp:
 def serve_stdio(server: MCPServer, settings: Settings) -> None:
     from transports.stdio import serve_stdio as serve
 
-    asyncio.run(serve(server, max_message_bytes=settings.max_message_bytes,
+    asyncio.run(serve(configure(server, settings), max_message_bytes=settings.max_message_bytes,
                       drain_seconds=settings.stdio_drain_seconds))
 
 

@@ -25,14 +25,23 @@ log = logging.getLogger("mcpwire.resources")
 class Resource(Component):
     """A resource at a fixed URI, or (with ``template`` set) a family of them."""
 
-    __slots__ = ("_adapters", "annotations", "mime_type", "size", "template", "uri")
+    __slots__ = ("_adapters", "annotations", "cache", "mime_type", "size", "template", "uri")
 
     def __init__(self, uri: str, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, mime_type: str | None = None, size: int | None = None,
                  annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
-                 meta: JSONObject | None = None, scopes: list[str] | None = None) -> None:
+                 meta: JSONObject | None = None, scopes: list[str] | None = None, ttl_ms: int | None = None,
+                 cache_scope: str | None = None) -> None:
         super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
                          scopes=scopes)
+        if (ttl_ms is not None and ttl_ms < 0) or cache_scope not in (None, "public", "private"):
+            raise ValueError(f"resource {uri}: ttl_ms must be >= 0 and cache_scope 'public' or 'private'")
+        self.cache: JSONObject = {}
+        """Caching hints for reads of this resource (stateless era), overriding the server's."""
+        if ttl_ms is not None:
+            self.cache["ttlMs"] = ttl_ms
+        if cache_scope is not None:
+            self.cache["cacheScope"] = cache_scope
         self.uri = uri
         self.mime_type = mime_type
         self.size = size
@@ -136,4 +145,6 @@ class Resources:
         contents = await resource.read(uri, variables, ctx)
         if not contents:
             raise ResourceNotFound(uri)
+        if ctx.modern and resource.cache:
+            return {"contents": contents, **resource.cache}
         return {"contents": contents}

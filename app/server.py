@@ -137,13 +137,15 @@ class MCPServer:
     def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, mime_type: str | None = None, size: int | None = None,
                  annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
-                 meta: JSONObject | None = None, scopes: list[str] | None = None) -> Callable[[F], F]:
-        """Register a resource at ``uri``; a URI with ``{variables}`` (RFC 6570) registers a template."""
+                 meta: JSONObject | None = None, scopes: list[str] | None = None, ttl_ms: int | None = None,
+                 cache_scope: Literal["public", "private"] | None = None) -> Callable[[F], F]:
+        """Register a resource at ``uri``; a URI with ``{variables}`` (RFC 6570) registers a template.
+        ``ttl_ms`` and ``cache_scope`` are the caching hints of its reads (stateless era)."""
 
         def register(fn: F) -> F:
             self.resources.add(Resource(uri, fn, name=name, title=title, description=description,
                                         mime_type=mime_type, size=size, annotations=annotations, icons=icons,
-                                        meta=meta, scopes=scopes))
+                                        meta=meta, scopes=scopes, ttl_ms=ttl_ms, cache_scope=cache_scope))
             return fn
 
         return register

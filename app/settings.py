@@ -90,6 +90,11 @@ class Settings:
     event_store_max_age_seconds: float = 600.0
     legacy_sse: bool = True
     """Serve the 2024-11-05 HTTP+SSE transport at /sse and /messages."""
+    request_state_keys: tuple[str, ...] = ()
+    """Keys (base64, 16/24/32 bytes, comma-separated; the first seals) for the stateless era's
+    ``requestState``. Replicas behind one load balancer must share them; unset, each process makes its own."""
+    request_state_ttl_seconds: float = 600.0
+    """How long a ``requestState`` stays valid."""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -112,4 +117,6 @@ class Settings:
             event_store_max_bytes=_int("MCPWIRE_EVENT_STORE_MAX_BYTES", d.event_store_max_bytes),
             event_store_max_age_seconds=_float("MCPWIRE_EVENT_STORE_MAX_AGE_SECONDS", d.event_store_max_age_seconds),
             legacy_sse=_bool("MCPWIRE_LEGACY_SSE", d.legacy_sse),
+            request_state_keys=_list("MCPWIRE_REQUEST_STATE_KEYS", d.request_state_keys),
+            request_state_ttl_seconds=_float("MCPWIRE_REQUEST_STATE_TTL_SECONDS", d.request_state_ttl_seconds),
         )

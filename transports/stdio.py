@@ -171,6 +171,7 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int = 0, stdout_fd: int | 
         await asyncio.wait({reader_task, stopper, writer_task}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         eof = reader_task.done() and not stop.is_set()
+        server.bus.end_all()  # open subscriptions/listen requests answer and end
         reader_task.cancel()
         stopper.cancel()
         if eof:

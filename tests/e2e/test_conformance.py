@@ -101,3 +101,13 @@ def test_conformance_0_2_0_alpha_12_spec_2025_11_25_all_scenarios_pass(node_bin:
     assert not failed, output[-4000:]
     assert len(passed) == 33, output[-4000:]
     assert re.search(r"^Total: \d+ passed, 0 failed", output, re.M), output[-4000:]
+
+
+def test_conformance_0_2_0_alpha_12_spec_2026_07_28_all_scenarios_pass(node_bin: Path,
+                                                                      everything: UvicornProcess) -> None:
+    output = run_suite(node_bin, "0.2.0-alpha.12", everything.url, "--spec-version", "2026-07-28")
+    passed, failed = scenarios(output)
+    assert not failed, output[-4000:]
+    assert len(passed) == 40, output[-4000:]
+    assert re.search(r"^Total: \d+ passed, 0 failed", output, re.M), output[-4000:]
+    assert "WARNING" not in output[output.rfind("=== SUMMARY ==="):], output[-4000:]
