@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from app import jsonrpc
+from app.modern import declares_modern
 from app.session import ServerSession
 from app.types import JSONObject
 
@@ -41,9 +42,11 @@ class Connection:
         if isinstance(decoded, jsonrpc.Request):
             # At most ``max_concurrent`` requests run at once; past that, reading waits (backpressure).
             await self._slots.acquire()
-            if decoded.method == "initialize" or not self.session.state.initialized:
+            if decoded.method == "initialize" or not (self.session.state.initialized
+                                                      or declares_modern(decoded.params)):
                 # the handshake is serialized with what comes before and after it: a request that
-                # arrives before initialize is judged (refused) on arrival, not when a task gets to it
+                # arrives before initialize is judged (refused) on arrival, not when a task gets to it;
+                # stateless requests (served whatever the session) run concurrently from the start
                 await self._run_in_slot(decoded)
             else:
                 self._spawn(self._run_in_slot(decoded))

@@ -226,7 +226,7 @@ class Context:
         """Ask the user to fill in a form (form mode). ``schema`` is a pydantic model or a flat JSON Schema."""
         caps = self.require_capability("elicitation")
         if caps and "form" not in caps and "url" in caps:
-            raise ClientCapabilityMissing("elicitation.form")
+            self.require_capability("elicitation", "form")  # stateless era: -32021, else ClientCapabilityMissing
         model = schema if isinstance(schema, type) else None
         requested = elicitation_schema(schema) if isinstance(schema, type) else schema
         params: JSONObject = {"message": message, "requestedSchema": requested}

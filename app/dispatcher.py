@@ -21,7 +21,7 @@ from app.errors import (
     ResourceNotFound,
 )
 from app.mrtr import INPUT_CAPABLE, INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
-from app.protocol import LOG_LEVEL_RANK, META_SUBSCRIPTION, negotiate
+from app.protocol import LOG_LEVEL_RANK, META_SERVER_INFO, META_SUBSCRIPTION, negotiate
 from app.subscriptions import Filter
 from app.types import JSONObject
 
@@ -67,7 +67,9 @@ def _check_input_request(request: Any, ctx: Context) -> None:
     params = request.get("params")
     params = params if isinstance(params, dict) else {}
     if method == "elicitation/create":
-        ctx.require_capability("elicitation", "url" if params.get("mode") == "url" else None)
+        caps = ctx.require_capability("elicitation", "url" if params.get("mode") == "url" else None)
+        if params.get("mode") != "url" and "form" not in caps and "url" in caps:  # a url-only client
+            ctx.require_capability("elicitation", "form")
     elif method == "sampling/createMessage":
         ctx.require_capability("sampling", "tools" if "tools" in params or "toolChoice" in params else None)
     else:
@@ -165,7 +167,7 @@ class Dispatcher:
         for request in exc.input_requests.values():
             _check_input_request(request, ctx)
         answers = ctx.exchange.answers if ctx.exchange is not None else {}
-        result: JSONObject = {"resultType": "input_required"}
+        result: JSONObject = {"resultType": "input_required", "_meta": {META_SERVER_INFO: self.server.identity()}}
         if exc.input_requests:
             result["inputRequests"] = exc.input_requests
         result["requestState"] = self.server.request_states.seal(

@@ -20,6 +20,7 @@ from app.types import JSONObject
 KEYWORD = "x-mcp-header"
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _TYPES = ("string", "integer", "boolean")
+_VALUES = frozenset({"default", "const", "enum", "examples"})
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
@@ -46,14 +47,17 @@ class HeaderParam:
         return arguments
 
 
-def _occurrences(node: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any, Any]]:
-    """Every ``x-mcp-header`` in a schema: (path of keys to it, its value, the schema holding it)."""
+def _occurrences(node: Any, path: tuple[str, ...], names: bool = False) -> list[tuple[tuple[str, ...], Any, Any]]:
+    """Every ``x-mcp-header`` in a schema: (path of keys to it, its value, the schema holding it). The keys of
+    a ``properties`` map are names (``names``), and instance values (``default``, ...) are data, not schemas."""
     found: list[tuple[tuple[str, ...], Any, Any]] = []
     if isinstance(node, dict):
-        if KEYWORD in node:
+        if KEYWORD in node and not names:
             found.append((path, node[KEYWORD], node))
         for key, child in node.items():
-            found.extend(_occurrences(child, (*path, key)))
+            if not names and key in _VALUES:
+                continue
+            found.extend(_occurrences(child, (*path, key), not names and key == "properties"))
     elif isinstance(node, list):
         for index, child in enumerate(node):
             found.extend(_occurrences(child, (*path, str(index))))
@@ -68,7 +72,7 @@ def header_params(schema: JSONObject, tool: str) -> list[HeaderParam]:
         where = "/".join(path) or "the schema root"
         if len(path) < 2 or any(path[i] != "properties" for i in range(0, len(path), 2)) or len(path) % 2:
             raise ValueError(f"tool {tool}: x-mcp-header at {where} is not reachable through 'properties' only")
-        if not isinstance(name, str) or not name or not _TOKEN.match(name):
+        if not isinstance(name, str) or not name or not _TOKEN.fullmatch(name):
             raise ValueError(f"tool {tool}: x-mcp-header {name!r} at {where} is not an HTTP token")
         if name.lower() in seen:
             raise ValueError(f"tool {tool}: x-mcp-header {name!r} is declared twice (case-insensitively)")

@@ -92,6 +92,8 @@ class RequestStateSealer:
             raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         except (ValueError, TypeError):
             raise RequestStateRejected("not a state this server issued") from None
+        if base64.urlsafe_b64encode(raw).decode().rstrip("=") != token:  # the decoder skips stray characters
+            raise RequestStateRejected("not a state this server issued")
         key_id, nonce, sealed = raw[:_KEY_ID], raw[_KEY_ID:_KEY_ID + _NONCE], raw[_KEY_ID + _NONCE:]
         aead = self._keys.get(key_id)
         if aead is None or len(nonce) != _NONCE:

@@ -30,14 +30,26 @@ FLAGS = {
 FLAG_CAPABILITY = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class Subscription:
     """One listener's view of the bus: an async iterator of events, ended by ``close`` or the bus."""
 
     def __init__(self, bus: InMemorySubscriptionBus) -> None:
         self._bus = bus
         self._queue: asyncio.Queue[JSONObject | None] = asyncio.Queue(QUEUE)
+        self._loop = asyncio.get_running_loop()
 
     def deliver(self, event: JSONObject | None) -> None:
+        if _running_loop() is not self._loop:  # published off the loop, e.g. by a sync tool on a worker thread
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is listening any more
+                self._loop.call_soon_threadsafe(self.deliver, event)
+            return
         if self._queue.full():
             # A listener that does not keep up loses the oldest change: list_changed events are
             # idempotent hints (the client re-lists), so the newest ones are the ones worth keeping.

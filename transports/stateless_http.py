@@ -46,6 +46,7 @@ class StatelessHandler:
         self.server = server
         self.keepalive = keepalive
         self.tasks: set[asyncio.Task[Answer]] = set()
+        self.listens: set[asyncio.Task[Answer]] = set()
 
     async def handle(self, message: jsonrpc.Message | list[jsonrpc.Message], scope: Scope, receive: Receive,
                      send: SendASGI) -> None:
@@ -85,6 +86,9 @@ class StatelessHandler:
             answer(self.server, request, related, modern=True, state=state))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        if request.method == "subscriptions/listen":
+            self.listens.add(task)
+            task.add_done_callback(self.listens.discard)
         waiting = asyncio.ensure_future(sent.wait())
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
@@ -123,7 +127,9 @@ class StatelessHandler:
 
         await EventSourceResponse(events(), ping=self.keepalive)(scope, receive, send)
 
-    async def close(self) -> None:
+    async def close(self, grace: float = 1.0) -> None:
+        if self.listens:  # the bus was just ended: let listen requests send their clean end first
+            await asyncio.wait(list(self.listens), timeout=grace)
         for task in list(self.tasks):
             task.cancel()
         with contextlib.suppress(Exception):

@@ -1,10 +1,16 @@
-"""The official MCP Python SDK client (``mcp``) against a real ``uvicorn app:asgi`` over Streamable HTTP.
+"""The official MCP Python SDK client (``mcp``) against a real ``uvicorn app:asgi`` over Streamable HTTP, in both eras.
 
-One uvicorn process serves ``examples.everything:server`` for the module. In its default
-``mode="auto"`` the client first probes ``server/discover`` without a session; the server answers
-400 with a JSON-RPC error and the client falls back to ``initialize``. ``mode="legacy"`` goes
-straight to ``initialize``. Every HTTP exchange is recorded, so the tests also check that the
-client ends its session with ``DELETE`` and that the server forgets it.
+One uvicorn process serves ``examples.everything:server`` for the module (another one serves
+``examples.word_count:server``), and both eras talk to the same process:
+
+- ``mode="auto"`` (the default) probes ``server/discover``; the server answers it, so the client
+  speaks the stateless era (2026-07-28): one POST per request, headers mirroring the body, no session
+  (no ``Mcp-Session-Id``, no GET stream, no DELETE), and input asked for with ``InputRequiredResult``
+  and answered by a retry instead of with a server-to-client request.
+- ``mode="legacy"`` goes straight to ``initialize`` (2025-11-25): a session the client ends with DELETE.
+
+Every HTTP exchange is recorded by the client's transport, bodies included (a tee, so streams stay
+streams), and each test checks what its era looks like on the wire.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
@@ -23,6 +29,8 @@ import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ToolsListChanged
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
     BlobResourceContents,
     CreateMessageRequestParams,
@@ -33,70 +41,195 @@ from mcp.types import (
     EmbeddedResource,
     ErrorData,
     ImageContent,
+    ListRootsResult,
     LoggingMessageNotificationParams,
+    PromptReference,
+    RequestParamsMeta,
+    Root,
     TextContent,
     TextResourceContents,
 )
 
-from tests.support_http import UvicornProcess, post_headers, request_body, run_uvicorn
+from tests.support_http import UvicornProcess, parse_sse, post_headers, request_body, run_uvicorn
 
 EVERYTHING = "examples.everything:server"
+WORD_COUNT = "examples.word_count:server"
 WAIT = 10.0  # an upper bound for awaited things, never a sleep
-TRANSPORTS = "2025-11-25/basic/transports"
-MODES = ["auto", "legacy"]
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+VERSION = {"auto": MODERN, "legacy": LEGACY}
+LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+METHOD_NOT_FOUND = -32601
+MISSING_CAPABILITY = -32021
+UNKNOWN = "test://nonexistent-resource-for-conformance-testing"
 
 pytestmark = [
-    # logging/setLevel and resources/(un)subscribe are deprecated in 2026-07-28; this server speaks 2025-11-25
+    # logging/setLevel and resources/(un)subscribe are deprecated in 2026-07-28; legacy mode still uses them
     pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
     pytest.mark.timeout(30),
 ]
 
 
-@pytest.fixture(scope="module")
-def everything() -> Iterator[UvicornProcess]:
-    with run_uvicorn(EVERYTHING) as server:
+def eras(modern: str | tuple[str, ...], legacy: str | tuple[str, ...]) -> list[Any]:
+    """Both connect modes, each tagged with the spec sections (``page#section``) it checks in its era."""
+
+    def marks(revision: str, sections: str | tuple[str, ...]) -> list[pytest.MarkDecorator]:
+        return [pytest.mark.spec(f"{revision}/{section}")
+                for section in ((sections,) if isinstance(sections, str) else sections)]
+
+    return [pytest.param("auto", marks=marks(MODERN, modern), id="auto-2026-07-28"),
+            pytest.param("legacy", marks=marks(LEGACY, legacy), id="legacy-2025-11-25")]
+
+
+def serve(target: str) -> Iterator[UvicornProcess]:
+    with run_uvicorn(target) as server:
         yield server
         output = server.output()
     assert "Traceback" not in output, output
 
 
+@pytest.fixture(scope="module")
+def everything() -> Iterator[UvicornProcess]:
+    yield from serve(EVERYTHING)
+
+
+@pytest.fixture(scope="module")
+def word_count() -> Iterator[UvicornProcess]:
+    yield from serve(WORD_COUNT)
+
+
+# -- the wire, recorded ----------------------------------------------------------------------------------------
 @dataclass
-class Exchanges:
-    """(method, Mcp-Session-Id sent, status) of every HTTP request the client made."""
+class Exchange:
+    """One HTTP request of the client and the server's answer (its body as far as the client read it)."""
 
-    seen: list[tuple[str, str | None, int]] = field(default_factory=list)
+    method: str
+    headers: httpx2.Headers
+    body: Any
+    """The request's JSON body (None for GET and DELETE)."""
+    status: int
+    response_headers: httpx2.Headers
+    content: bytearray = field(default_factory=bytearray)
 
-    async def record(self, response: httpx2.Response) -> None:
-        request = response.request
-        self.seen.append((request.method, request.headers.get("mcp-session-id"), response.status_code))
+    @property
+    def session_id(self) -> str | None:
+        return self.headers.get("mcp-session-id")
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The JSON-RPC messages the server sent in this answer: a JSON body, or every complete SSE event."""
+        kind = self.response_headers.get("content-type", "")
+        if kind.startswith("application/json") and self.content:
+            body = json.loads(self.content)
+            return body if isinstance(body, list) else [body]
+        if kind.startswith("text/event-stream"):
+            return [event.message for event in parse_sse(self.content.decode()) if event.data]
+        return []
+
+
+class _Tee(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, into: bytearray) -> None:
+        self._inner = inner
+        self._into = into
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._into.extend(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class Wire(httpx2.AsyncBaseTransport):
+    """The client's HTTP transport: a real one, recording every exchange."""
+
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self.exchanges: list[Exchange] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        raw = await request.aread()
+        response = await self._inner.handle_async_request(request)
+        assert "content-encoding" not in response.headers  # the tee reads the bytes as they came
+        exchange = Exchange(request.method, request.headers, json.loads(raw) if raw else None,
+                            response.status_code, response.headers)
+        self.exchanges.append(exchange)
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        response.stream = _Tee(response.stream, exchange.content)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    # -- what was seen ---------------------------------------------------------------------------------------
+    @property
+    def posts(self) -> list[Exchange]:
+        return [e for e in self.exchanges if e.method == "POST"]
+
+    def requests(self, method: str) -> list[Exchange]:
+        """The POSTs of JSON-RPC requests named ``method``."""
+        return [e for e in self.posts if isinstance(e.body, dict) and e.body.get("method") == method and "id" in e.body]
+
+    def calls(self, tool: str) -> list[Exchange]:
+        """The POSTs of ``tools/call`` for ``tool``: one per round of a retried call."""
+        return [e for e in self.requests("tools/call") if e.body["params"]["name"] == tool]
+
+    @property
+    def received(self) -> list[dict[str, Any]]:
+        return [message for e in self.exchanges for message in e.messages]
+
+    @property
+    def server_requests(self) -> list[dict[str, Any]]:
+        """Server-to-client JSON-RPC requests (the handshake era's way to ask for input)."""
+        return [m for m in self.received if "method" in m and "id" in m]
+
+    @property
+    def client_responses(self) -> list[dict[str, Any]]:
+        """JSON-RPC responses the client POSTed (answers to server-to-client requests)."""
+        return [e.body for e in self.posts if isinstance(e.body, dict) and "method" not in e.body]
 
     @property
     def session_id(self) -> str:
-        ids = {sid for _, sid, _ in self.seen if sid is not None}
-        assert len(ids) == 1, self.seen
+        ids = {e.session_id for e in self.exchanges if e.session_id is not None}
+        assert len(ids) == 1, ids
         return ids.pop()
 
 
 @asynccontextmanager
-async def connect(server: UvicornProcess, mode: str = "auto", exchanges: Exchanges | None = None,
-                  **callbacks: Any) -> AsyncIterator[Client]:
-    """A connected client; on exit, checks it ended its session with DELETE and the server forgot it."""
-    exchanges = exchanges if exchanges is not None else Exchanges()
+async def connect(server: UvicornProcess, mode: str = "auto", wire: Wire | None = None,
+                  **options: Any) -> AsyncIterator[Client]:
+    """A connected client. On exit, checks the era on the wire: a stateless-era client never has a
+    session (no ``Mcp-Session-Id`` either way, no GET, no DELETE, no ``initialize``); a handshake-era
+    client ends its session with DELETE, after which the server no longer knows it."""
+    wire = wire if wire is not None else Wire()
     problems: list[Exception] = []
 
     async def on_message(message: Any) -> None:
         if isinstance(message, Exception):
             problems.append(message)
 
-    async with httpx2.AsyncClient(timeout=httpx2.Timeout(WAIT, read=60.0),
-                                  event_hooks={"response": [exchanges.record]}) as http:
+    async with httpx2.AsyncClient(transport=wire, timeout=httpx2.Timeout(WAIT, read=60.0)) as http:
         transport = streamable_http_client(server.url, http_client=http)
         async with Client(transport, mode=mode, read_timeout_seconds=WAIT, message_handler=on_message,
-                          **callbacks) as client:
+                          **options) as client:
+            assert client.protocol_version == VERSION[mode]
             yield client
     assert problems == []
-    sid = exchanges.session_id
-    assert ("DELETE", sid, 200) in exchanges.seen
+    if mode == "auto":
+        assert [e.method for e in wire.exchanges] == ["POST"] * len(wire.exchanges)
+        assert all("mcp-session-id" not in e.headers and "mcp-session-id" not in e.response_headers
+                   for e in wire.exchanges)  # no session is ever minted
+        assert wire.requests("initialize") == []
+        for e in wire.posts:  # every request describes itself, in its body and in its headers
+            assert e.body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN
+            assert e.headers["mcp-protocol-version"] == MODERN
+            assert e.headers["mcp-method"] == e.body["method"]
+        return
+    sid = wire.session_id
+    assert wire.requests("server/discover") == []
+    assert wire.posts[0].body["method"] == "initialize"
+    assert ("DELETE", sid, 200) in [(e.method, e.session_id, e.status) for e in wire.exchanges]
     async with httpx.AsyncClient(timeout=WAIT) as raw:
         after = await raw.post(server.url, content=json.dumps(request_body(1, "ping")),
                                headers=post_headers(**{"mcp-session-id": sid}))
@@ -109,50 +242,160 @@ def only_text(blocks: list[Any]) -> str:
     return block.text
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.spec(f"{TRANSPORTS}#session-management")
-@pytest.mark.spec("2025-11-25/basic/lifecycle#initialization")
-async def test_connects_lists_and_calls_tools(mode: str, everything: UvicornProcess) -> None:
-    exchanges = Exchanges()
-    async with connect(everything, mode, exchanges) as client:
-        assert client.protocol_version == "2025-11-25"
-        assert client.session.initialize_result is not None  # auto mode fell back from server/discover
-        assert client.session.discover_result is None
+@dataclass
+class Answers:
+    """Elicitation, sampling and roots callbacks with fixed answers; keeps what the server asked."""
+
+    elicited: list[ElicitRequestFormParams] = field(default_factory=list)
+    sampled: list[CreateMessageRequestParams] = field(default_factory=list)
+    roots_listed: int = 0
+
+    async def elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        assert isinstance(params, ElicitRequestFormParams)
+        self.elicited.append(params)
+        properties: dict[str, Any] = params.requested_schema["properties"]
+        if "response" in properties:
+            return ElicitResult(action="accept", content={"response": "blue"})
+        if "color" in properties:
+            return ElicitResult(action="accept", content={"color": "green"})
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def sample(self, context: ClientRequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
+        self.sampled.append(params)
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="Paris"),
+                                   model="test-model", stop_reason="endTurn")
+
+    async def roots(self, context: ClientRequestContext) -> ListRootsResult:
+        self.roots_listed += 1
+        return ListRootsResult(roots=[Root.model_validate({"uri": "file:///work/project", "name": "project"})])
+
+    @property
+    def callbacks(self) -> dict[str, Any]:
+        return {"elicitation_callback": self.elicit, "sampling_callback": self.sample,
+                "list_roots_callback": self.roots}
+
+
+# -- negotiation, tools ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", eras(
+    ("basic/versioning#protocol-version-negotiation", "server/discover#when-to-call",
+     "basic/transports/streamable-http#backward-compatibility"),
+    ("basic/lifecycle#initialization", "basic/transports#session-management")))
+async def test_negotiates_the_era_on_the_same_endpoint(mode: str, everything: UvicornProcess) -> None:
+    wire = Wire()
+    async with connect(everything, mode, wire) as client:
         assert client.server_info is not None
         assert client.server_info.name == "mcpwire-everything"
         assert client.server_capabilities.tools is not None
+        if mode == "auto":
+            assert client.session.discover_result is not None
+            assert {MODERN, LEGACY} <= set(client.session.discover_result.supported_versions)
+            assert client.session.initialize_result is None
+        else:
+            assert client.session.initialize_result is not None
+            assert client.session.discover_result is None
         tools = {tool.name for tool in (await client.list_tools()).tools}
         simple = await client.call_tool("test_simple_text")
         image = await client.call_tool("test_image_content")
         failed = await client.call_tool("test_error_handling")
-    assert {"test_simple_text", "test_sampling", "test_elicitation", "test_tool_with_logging"} <= tools
+    assert {"test_simple_text", "test_sampling", "test_elicitation", "test_input_required_result_multi_round"} <= tools
     assert only_text(simple.content) == "This is a simple text response for testing."
     (png,) = image.content
     assert isinstance(png, ImageContent)
     assert base64.b64decode(png.data).startswith(b"\x89PNG\r\n\x1a\n")
     assert failed.is_error
-    sid = exchanges.session_id
-    handshake = [("POST", None, 200), ("POST", sid, 202)]  # initialize, then notifications/initialized
     if mode == "auto":
-        handshake.insert(0, ("POST", None, 400))  # server/discover without a session: not a modern server
-    posts = [e for e in exchanges.seen if e[0] == "POST"]  # the GET stream opens concurrently
-    assert posts[:len(handshake)] == handshake
-    assert exchanges.seen[-1] == ("DELETE", sid, 200)
+        discover = wire.posts[0]
+        assert discover.body["method"] == "server/discover"
+        assert discover.status == 200
+        assert wire.exchanges[-1].body["method"] == "tools/call"  # and nothing after: no DELETE
+    else:
+        sid = wire.session_id
+        initialize, initialized = wire.posts[:2]
+        assert (initialize.session_id, initialize.status, initialize.response_headers["mcp-session-id"]) == (
+            None, 200, sid)
+        assert (initialized.body["method"], initialized.session_id, initialized.status) == (
+            "notifications/initialized", sid, 202)
+        assert wire.exchanges[-1].method == "DELETE"
 
 
-@pytest.mark.spec("2025-11-25/server/resources#reading-resources")
-@pytest.mark.spec("2025-11-25/server/prompts#getting-a-prompt")
-async def test_reads_resources_and_gets_prompts(everything: UvicornProcess) -> None:
-    async with connect(everything) as client:
+@pytest.mark.parametrize("mode", eras("server/tools#structured-content", "server/tools#structured-content"))
+async def test_word_count_returns_structured_content(mode: str, word_count: UvicornProcess) -> None:
+    async with connect(word_count, mode) as client:
+        (tool,) = (await client.list_tools()).tools
+        result = await client.call_tool("word_count", {"text": "read the wire"})
+    assert tool.name == "word_count"
+    assert tool.output_schema is not None
+    assert tool.output_schema["properties"].keys() == {"words", "chars"}
+    assert not result.is_error
+    assert result.structured_content == {"words": 3, "chars": 13}
+    assert only_text(result.content) == '{"words":3,"chars":13}'
+
+
+@pytest.mark.spec(f"{MODERN}/server/tools#x-mcp-header")
+@pytest.mark.spec(f"{MODERN}/basic/transports/streamable-http#custom-headers-from-tool-parameters")
+@pytest.mark.spec(f"{MODERN}/basic/transports/streamable-http#server-behavior-for-custom-headers")
+async def test_a_header_parameter_travels_as_a_header_too(everything: UvicornProcess) -> None:
+    wire = Wire()
+    async with connect(everything, wire=wire) as client:
+        # not listed yet: the client cannot know the header, the server refuses, the client lists and resends
+        unlisted = await client.call_tool("test_x_mcp_header", {"region": "eu-west-1"})
+        listed = await client.call_tool("test_x_mcp_header", {"region": "ap-south-1"})
+    assert only_text(unlisted.content) == "region=eu-west-1"
+    assert only_text(listed.content) == "region=ap-south-1"
+    refused, resent, direct = wire.calls("test_x_mcp_header")
+    assert "mcp-param-region" not in refused.headers
+    assert refused.status == 400
+    assert refused.messages[0]["error"]["code"] == -32020
+    assert [e.body["method"] for e in wire.posts[1:4]] == ["tools/call", "tools/list", "tools/call"]
+    for call, region in ((resent, "eu-west-1"), (direct, "ap-south-1")):
+        assert call.headers["mcp-name"] == "test_x_mcp_header"
+        assert call.headers["mcp-param-region"] == region
+        assert call.status == 200
+
+
+@pytest.mark.spec(f"{MODERN}/basic/index#_meta")
+@pytest.mark.spec(f"{MODERN}/basic/index#error-codes")
+async def test_a_missing_client_capability_is_400_and_error_32021(everything: UvicornProcess) -> None:
+    wire = Wire()
+    async with connect(everything, wire=wire) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("test_missing_capability")
+    async with connect(everything, sampling_callback=Answers().sample) as client:
+        declared = await client.call_tool("test_missing_capability")
+    assert caught.value.code == MISSING_CAPABILITY
+    assert caught.value.data == {"requiredCapabilities": {"sampling": {}}}
+    (call,) = wire.calls("test_missing_capability")
+    assert call.status == 400
+    assert only_text(declared.content) == "The client declared sampling."
+
+
+# -- resources, prompts, completion -----------------------------------------------------------------------
+@pytest.mark.parametrize("mode", eras(
+    ("server/resources#reading-resources", "server/resources#error-handling", "server/prompts#getting-a-prompt",
+     "server/utilities/completion#completion-results"),
+    ("server/resources#reading-resources", "server/resources#error-handling", "server/resources#subscriptions",
+     "server/prompts#getting-a-prompt", "server/utilities/completion#completion-results")))
+async def test_reads_resources_gets_prompts_and_completes(mode: str, everything: UvicornProcess) -> None:
+    wire = Wire()
+    async with connect(everything, mode, wire) as client:
         listed = {str(r.uri) for r in (await client.list_resources()).resources}
         (text,) = (await client.read_resource("test://static-text")).contents
         (blob,) = (await client.read_resource("test://static-binary")).contents
         (data,) = (await client.read_resource("test://template/42/data")).contents
-        await client.subscribe_resource("test://watched-resource")
-        await client.unsubscribe_resource("test://watched-resource")
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource(UNKNOWN)
+        if mode == "legacy":
+            await client.subscribe_resource("test://watched-resource")
+            await client.unsubscribe_resource("test://watched-resource")
+        else:  # removed in the stateless era: subscriptions/listen replaces it
+            with pytest.raises(MCPError) as caught:
+                await client.subscribe_resource("test://watched-resource")
+            assert caught.value.code == METHOD_NOT_FOUND
         prompts = {p.name for p in (await client.list_prompts()).prompts}
         with_args = await client.get_prompt("test_prompt_with_arguments", {"arg1": "one", "arg2": "two"})
         embedded = await client.get_prompt("test_prompt_with_embedded_resource", {"resourceUri": "test://x"})
+        completed = await client.complete(PromptReference(name="test_prompt_with_arguments"),
+                                          {"name": "arg1", "value": "test"})
     assert {"test://static-text", "test://static-binary", "test://watched-resource"} <= listed
     assert isinstance(text, TextResourceContents)
     assert text.text == "This is the content of the static text resource."
@@ -160,47 +403,105 @@ async def test_reads_resources_and_gets_prompts(everything: UvicornProcess) -> N
     assert base64.b64decode(blob.blob).startswith(b"\x89PNG")
     assert isinstance(data, TextResourceContents)
     assert json.loads(data.text)["id"] == "42"
-    assert "test_simple_prompt" in prompts
+    assert {"test_simple_prompt", "test_input_required_result_prompt"} <= prompts
     message = only_text([m.content for m in with_args.messages])
     assert "arg1='one'" in message
     assert "arg2='two'" in message
     assert any(isinstance(m.content, EmbeddedResource) for m in embedded.messages)
+    assert completed.completion.values == ["testValue1", "testValue2"]
+    # resource not found: -32602 in the stateless era, -32002 before it; both name the URI
+    assert (missing.value.code, missing.value.data) == (-32602 if mode == "auto" else -32002, {"uri": UNKNOWN})
+    if mode == "auto":
+        (subscribe,) = wire.requests("resources/subscribe")
+        assert subscribe.status == 404
+        (read,) = wire.requests("resources/read")[:1]
+        assert read.headers["mcp-name"] == "test://static-text"
+        answer = read.messages[0]["result"]
+        assert answer["resultType"] == "complete"
+        assert isinstance(answer["ttlMs"], int)  # a caching hint on a cacheable result
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.spec(f"{TRANSPORTS}#sending-messages-to-the-server")
-@pytest.mark.spec("2025-11-25/client/sampling#creating-messages")
-@pytest.mark.spec("2025-11-25/client/elicitation#form-mode-elicitation-requests")
+# -- asking the client during a call ----------------------------------------------------------------------
+@pytest.mark.parametrize("mode", eras(
+    ("basic/patterns/mrtr#basic-workflow", "basic/patterns/mrtr#client-requirements-basic-workflow",
+     "client/elicitation#form-mode-elicitation-requests", "client/sampling#creating-messages"),
+    ("basic/transports#sending-messages-to-the-server", "client/elicitation#form-mode-elicitation-requests",
+     "client/sampling#creating-messages")))
 async def test_answers_an_elicitation_and_a_sampling_request_during_a_call(
         mode: str, everything: UvicornProcess) -> None:
-    sampled: list[CreateMessageRequestParams] = []
-    elicited: list[ElicitRequestFormParams] = []
-
-    async def sample(context: ClientRequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
-        sampled.append(params)
-        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="Paris"),
-                                   model="test-model", stop_reason="endTurn")
-
-    async def elicit(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-        assert isinstance(params, ElicitRequestFormParams)
-        elicited.append(params)
-        return ElicitResult(action="accept", content={"response": "blue"})
-
-    async with connect(everything, mode, sampling_callback=sample, elicitation_callback=elicit) as client:
+    answers = Answers()
+    wire = Wire()
+    async with connect(everything, mode, wire, sampling_callback=answers.sample,
+                       elicitation_callback=answers.elicit) as client:
         sampling = await client.call_tool("test_sampling", {"prompt": "Capital of France?"})
         elicitation = await client.call_tool("test_elicitation", {"message": "Favourite colour?"})
     assert only_text(sampling.content) == "LLM response: Paris"
-    (request,) = sampled
+    (request,) = answers.sampled
     assert isinstance(request.messages[0].content, TextContent)
     assert request.messages[0].content.text == "Capital of France?"
     assert only_text(elicitation.content) == "User response: action=accept, response=blue"
-    (question,) = elicited
+    (question,) = answers.elicited
     assert question.message == "Favourite colour?"
     assert "response" in question.requested_schema["properties"]
 
+    if mode == "auto":
+        # no server-to-client request on any stream, no response POSTed by the client: only retries
+        assert wire.server_requests == []
+        assert wire.client_responses == []
+        for tool in ("test_sampling", "test_elicitation"):
+            first, retry = wire.calls(tool)
+            (asked,) = first.messages
+            assert asked["result"]["resultType"] == "input_required"
+            (key,) = asked["result"]["inputRequests"]
+            assert "inputResponses" not in first.body["params"]
+            assert list(retry.body["params"]["inputResponses"]) == [key]
+            assert retry.body["params"]["requestState"] == asked["result"]["requestState"]  # echoed exactly
+            assert retry.body["id"] != first.body["id"]
+            assert retry.messages[0]["result"]["resultType"] == "complete"
+        (answer,) = wire.calls("test_elicitation")[1].body["params"]["inputResponses"].values()
+        assert answer == {"action": "accept", "content": {"response": "blue"}}
+    else:
+        assert [m["method"] for m in wire.server_requests] == ["sampling/createMessage", "elicitation/create"]
+        assert [r["id"] for r in wire.client_responses] == [m["id"] for m in wire.server_requests]
+        assert all(len(wire.calls(tool)) == 1 for tool in ("test_sampling", "test_elicitation"))
 
-@pytest.mark.spec("2025-11-25/server/utilities/logging#log-message-notifications")
-async def test_the_logging_callback_receives_the_tools_log_messages(everything: UvicornProcess) -> None:
+
+@pytest.mark.parametrize("mode", eras(
+    ("basic/patterns/mrtr#basic-workflow", "basic/patterns/mrtr#inputrequests"),
+    ("client/elicitation#form-mode-elicitation-requests", "client/roots#listing-roots")))
+async def test_a_multi_round_tool_completes(mode: str, everything: UvicornProcess) -> None:
+    answers = Answers()
+    wire = Wire()
+    async with connect(everything, mode, wire, **answers.callbacks) as client:
+        result = await client.call_tool("test_input_required_result_multi_round")
+        inputs = await client.call_tool("test_input_required_result_multiple_inputs")
+        prompt = await client.get_prompt("test_input_required_result_prompt")
+    assert only_text(result.content) == "Ada likes green."
+    assert [p.message for p in answers.elicited[:2]] == [
+        "Step 1: What is your name?", "Step 2: What is your favorite color?"]
+    assert only_text(inputs.content) == "All inputs received."
+    assert (len(answers.sampled), answers.roots_listed) == (1, 1)
+    assert only_text([m.content for m in prompt.messages]).startswith("Use the following context:")
+    if mode == "auto":
+        assert wire.server_requests == []
+        rounds = wire.calls("test_input_required_result_multi_round")
+        assert [r.messages[0]["result"]["resultType"] for r in rounds] == ["input_required", "input_required",
+                                                                          "complete"]
+        assert [len(r.body["params"].get("inputResponses", {})) for r in rounds] == [0, 1, 1]
+        first, retry = wire.calls("test_input_required_result_multiple_inputs")
+        keys = {"user_name", "greeting", "client_roots"}  # three questions in one round, answered together
+        assert set(first.messages[0]["result"]["inputRequests"]) == set(retry.body["params"]["inputResponses"]) == keys
+        asked, answered = wire.requests("prompts/get")
+        assert asked.headers["mcp-name"] == answered.headers["mcp-name"] == "test_input_required_result_prompt"
+        assert list(answered.body["params"]["inputResponses"]) == ["user_context"]
+    else:
+        assert len(wire.server_requests) == 6  # 2 + 3 + 1, each a real request on the call's stream
+
+
+# -- notifications ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", eras("server/utilities/logging#per-request-log-level",
+                                      "server/utilities/logging#log-message-notifications"))
+async def test_the_logging_callback_receives_the_tools_log_messages(mode: str, everything: UvicornProcess) -> None:
     messages: list[LoggingMessageNotificationParams] = []
     three = anyio.Event()
 
@@ -209,8 +510,11 @@ async def test_the_logging_callback_receives_the_tools_log_messages(everything: 
         if len(messages) >= 3:
             three.set()
 
-    async with connect(everything, logging_callback=on_log) as client:
-        await client.set_logging_level("debug")
+    # the stateless era: each request opts in with a log level; the handshake era: logging/setLevel
+    async with connect(everything, mode, logging_callback=on_log,
+                       log_level="debug" if mode == "auto" else None) as client:
+        if mode == "legacy":
+            await client.set_logging_level("debug")
         result = await client.call_tool("test_tool_with_logging")
         with anyio.fail_after(WAIT):
             await three.wait()
@@ -219,8 +523,33 @@ async def test_the_logging_callback_receives_the_tools_log_messages(everything: 
         ("info", "Tool execution started"), ("info", "Tool processing data"), ("info", "Tool execution completed")]
 
 
-@pytest.mark.spec("2025-11-25/basic/utilities/progress#progress-flow")
-async def test_the_progress_callback_receives_increasing_progress(everything: UvicornProcess) -> None:
+@pytest.mark.spec(f"{MODERN}/server/utilities/logging#per-request-log-level")
+async def test_stateless_logging_only_for_requests_with_a_log_level(everything: UvicornProcess) -> None:
+    messages: list[LoggingMessageNotificationParams] = []
+    two = anyio.Event()
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        messages.append(params)
+        if len(messages) >= 2:
+            two.set()
+
+    wire = Wire()
+    async with connect(everything, wire=wire, logging_callback=on_log) as client:  # no log_level
+        silent = await client.call_tool("test_logging_tool")
+        opted_in = await client.call_tool("test_logging_tool", meta=cast(RequestParamsMeta, {LOG_LEVEL: "warning"}))
+        with anyio.fail_after(WAIT):
+            await two.wait()
+    assert only_text(silent.content) == only_text(opted_in.content) == "logged"
+    quiet, loud = wire.calls("test_logging_tool")
+    assert quiet.response_headers["content-type"].startswith("application/json")  # nothing but the result
+    assert [m.get("method") for m in quiet.messages] == [None]
+    assert [m["params"]["level"] for m in loud.messages if m.get("method") == "notifications/message"] == [
+        "warning", "error"]
+    assert [(m.level, m.data) for m in messages] == [("warning", "a warning message"), ("error", "a error message")]
+
+
+@pytest.mark.parametrize("mode", eras("basic/patterns/progress#progress-flow", "basic/utilities/progress#progress-flow"))
+async def test_the_progress_callback_receives_increasing_progress(mode: str, everything: UvicornProcess) -> None:
     updates: list[tuple[float, float | None]] = []
     three = anyio.Event()
 
@@ -229,9 +558,34 @@ async def test_the_progress_callback_receives_increasing_progress(everything: Uv
         if len(updates) >= 3:
             three.set()
 
-    async with connect(everything) as client:
+    async with connect(everything, mode) as client:
         result = await client.call_tool("test_tool_with_progress", progress_callback=on_progress)
         with anyio.fail_after(WAIT):
             await three.wait()
     assert not result.is_error
     assert updates == [(0, 100), (50, 100), (100, 100)]
+
+
+@pytest.mark.spec(f"{MODERN}/basic/patterns/subscriptions#opening-a-stream")
+@pytest.mark.spec(f"{MODERN}/basic/patterns/subscriptions#receiving-notifications")
+@pytest.mark.spec(f"{MODERN}/server/tools#list-changed-notification")
+async def test_listen_receives_a_tools_list_change(everything: UvicornProcess) -> None:
+    wire = Wire()
+    async with connect(everything, wire=wire) as client:
+        async with client.listen(tools_list_changed=True) as subscription:
+            assert subscription.honored.tools_list_changed is True
+            assert only_text((await client.call_tool("test_trigger_tool_change")).content) == "tool list changed"
+            with anyio.fail_after(WAIT):
+                event = await anext(subscription)
+        tools = {tool.name for tool in (await client.list_tools(cache_mode="refresh")).tools}
+    assert event == ToolsListChanged()
+    assert "transient_tool" not in tools
+    (listen,) = wire.requests("subscriptions/listen")
+    assert listen.response_headers["content-type"].startswith("text/event-stream")
+    ack, *changes = listen.messages
+    tag = {"io.modelcontextprotocol/subscriptionId": listen.body["id"]}
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"] == {"_meta": tag, "notifications": {"toolsListChanged": True}}
+    assert changes
+    assert all(m == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": tag}}
+               for m in changes)

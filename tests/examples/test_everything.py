@@ -1,7 +1,10 @@
 """examples/everything.py against the shape rules of the official conformance suite, in process.
 
 The rules come from /work/shared/spec/conformance-fixtures.md: every fixture name the suite
-looks for is present, and each answers with the shape the suite checks.
+looks for is present, and each answers with the shape the suite checks. The first part drives
+the server in the handshake era (2025-11-25, ``initialize``); the last part in the stateless era
+(2026-07-28: per-request ``_meta``, ``InputRequiredResult`` instead of server-to-client requests,
+``subscriptions/listen``), where the in-memory client answers input requests and retries by itself.
 """
 
 from __future__ import annotations
@@ -18,21 +21,35 @@ from contextlib import asynccontextmanager
 import pytest
 
 from app.errors import MCPError
+from app.protocol import META_SERVER_INFO, META_SUBSCRIPTION
+from app.subscriptions import InMemorySubscriptionBus
 from app.types import JSONObject
-from examples.everything import CONTACT_SCHEMA, server
+from examples.everything import CONFIRM_SCHEMA, CONTACT_SCHEMA, NAME_SCHEMA, server
 from transports.memory import Client, ClientHandler
 
-TOOLS = {
+HANDSHAKE_TOOLS = {
     "test_simple_text", "test_image_content", "test_audio_content", "test_embedded_resource",
     "test_multiple_content_types", "test_tool_with_logging", "test_error_handling", "test_tool_with_progress",
     "test_sampling", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
     "json_schema_2020_12_tool", "test_reconnection",
 }
+INPUT_REQUIRED_TOOLS = {
+    "test_input_required_result_elicitation", "test_input_required_result_sampling",
+    "test_input_required_result_list_roots", "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs", "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state", "test_input_required_result_capabilities",
+}
+STATELESS_TOOLS = {
+    "test_missing_capability", "test_x_mcp_header", "test_logging_tool", "test_streaming_elicitation",
+    "test_trigger_tool_change", "test_trigger_prompt_change", *INPUT_REQUIRED_TOOLS,
+}
+TOOLS = HANDSHAKE_TOOLS | STATELESS_TOOLS
 RESOURCES = {"test://static-text", "test://static-binary", "test://watched-resource"}
 TEMPLATES = {"test://template/{id}/data"}
 PROMPTS = {"test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
-           "test_prompt_with_image"}
+           "test_prompt_with_image", "test_input_required_result_prompt"}
 WAIT = 5.0  # an upper bound for awaited events, never a sleep
+MODERN = "2026-07-28"
 
 
 @asynccontextmanager
@@ -424,6 +441,7 @@ async def test_prompts_are_listed_with_descriptions_and_arguments() -> None:
     assert resource_uri["required"] is True
     assert "arguments" not in prompts["test_simple_prompt"]
     assert "arguments" not in prompts["test_prompt_with_image"]
+    assert "arguments" not in prompts["test_input_required_result_prompt"]
 
 
 @pytest.mark.spec("2025-11-25/server/prompts#getting-a-prompt")
@@ -484,3 +502,476 @@ async def test_completion_for_arg1_returns_values() -> None:
     assert typed["completion"]["values"] == ["testValue1", "testValue2"]
     assert other["completion"]["values"] == ["example"]
     assert uncompleted["completion"]["values"] == []
+
+
+# -- the stateless era (2026-07-28) ---------------------------------------------------------------------------
+MRTR = "2026-07-28/basic/patterns/mrtr"
+SUBSCRIPTIONS = "2026-07-28/basic/patterns/subscriptions"
+ADA: JSONObject = {"action": "accept", "content": {"name": "Ada"}}
+PARIS: JSONObject = {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "test-model",
+                     "stopReason": "endTurn"}
+ROOTS: JSONObject = {"roots": [{"uri": "file:///work/project", "name": "project"}]}
+ELICIT_NAME: JSONObject = {"method": "elicitation/create", "params": {
+    "mode": "form", "message": "What is your name?", "requestedSchema": NAME_SCHEMA}}
+
+
+class Recorder:
+    """Client-side handlers for input requests that answer with fixed values and keep what they were asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, JSONObject]] = []
+
+    async def elicit(self, params: JSONObject) -> JSONObject:
+        self.asked.append(("elicitation/create", params))
+        properties = params["requestedSchema"]["properties"]
+        if "color" in properties:
+            return {"action": "accept", "content": {"color": "green"}}
+        if "ok" in properties:
+            return {"action": "accept", "content": {"ok": True}}
+        if "context" in properties:
+            return {"action": "accept", "content": {"context": "the wire"}}
+        if "response" in properties:
+            return {"action": "accept", "content": {"response": "blue"}}
+        return ADA
+
+    async def sample(self, params: JSONObject) -> JSONObject:
+        self.asked.append(("sampling/createMessage", params))
+        return PARIS
+
+    async def roots(self, params: JSONObject) -> JSONObject:
+        self.asked.append(("roots/list", params))
+        return ROOTS
+
+    @property
+    def methods(self) -> list[str]:
+        return [method for method, _ in self.asked]
+
+
+@asynccontextmanager
+async def stateless(recorder: Recorder | None = None, *, elicitation: bool = True, sampling: bool = True,
+                    roots: bool = True, log_level: str | None = None) -> AsyncIterator[Client]:
+    """A 2026-07-28 client: no handshake, ``_meta`` on every request, input requests answered by ``recorder``."""
+    answers = recorder or Recorder()
+    async with Client(server, protocol_version=MODERN, log_level=log_level,
+                      elicitation=answers.elicit if elicitation else None,
+                      sampling=answers.sample if sampling else None,
+                      roots=answers.roots if roots else None) as client:
+        assert client.initialize_result is None
+        yield client
+
+
+async def first_round(client: Client, method: str, params: JSONObject) -> JSONObject:
+    """The result of one request sent once, as the server answered it (no retry)."""
+    response = await client.request_raw(method, client.with_meta(params))
+    assert "error" not in response, response
+    result: JSONObject = response["result"]
+    return result
+
+
+async def call_once(client: Client, tool: str, arguments: JSONObject | None = None,
+                    **extra: object) -> JSONObject:
+    return await first_round(client, "tools/call", {"name": tool, "arguments": arguments or {}, **extra})
+
+
+def assert_input_required(result: JSONObject, requests: JSONObject) -> str:
+    """An ``InputRequiredResult`` with exactly ``requests``; returns its (opaque) ``requestState``."""
+    assert result["resultType"] == "input_required"
+    assert result["inputRequests"] == requests
+    assert "content" not in result
+    assert result["_meta"][META_SERVER_INFO]["name"] == "mcpwire-everything"
+    state = result["requestState"]
+    assert isinstance(state, str)
+    assert state
+    return state
+
+
+def text_of(result: JSONObject) -> str:
+    assert result["resultType"] == "complete"
+    assert "isError" not in result, result
+    (block,) = result["content"]
+    assert block["type"] == "text"
+    text: str = block["text"]
+    return text
+
+
+@pytest.mark.spec("2026-07-28/server/discover#response")
+@pytest.mark.spec("2026-07-28/basic/versioning#protocol-version-negotiation")
+async def test_discover_names_both_eras_and_every_feature() -> None:
+    async with stateless() as client:
+        result = await client.request("server/discover")
+    assert result["resultType"] == "complete"
+    assert {MODERN, "2025-11-25"} <= set(result["supportedVersions"])
+    caps = result["capabilities"]
+    assert caps["tools"] == {"listChanged": True}
+    assert caps["prompts"]["listChanged"] is True
+    assert caps["resources"]["subscribe"] is True
+    assert {"completions", "logging"} <= set(caps)
+    assert result["instructions"]
+    assert result["_meta"][META_SERVER_INFO]["name"] == "mcpwire-everything"
+    assert isinstance(result["ttlMs"], int)
+    assert result["cacheScope"] in ("public", "private")
+
+
+@pytest.mark.spec("2026-07-28/server/tools#listing-tools")
+@pytest.mark.spec("2026-07-28/server/utilities/caching#cacheable-results")
+async def test_stateless_lists_have_every_fixture_with_caching_hints() -> None:
+    async with stateless() as client:
+        tools = await first_round(client, "tools/list", {})
+        prompts = await first_round(client, "prompts/list", {})
+        resources = await client.list_resources()
+    assert {tool["name"] for tool in tools["tools"]} == TOOLS
+    assert {prompt["name"] for prompt in prompts["prompts"]} == PROMPTS
+    assert {r["uri"] for r in resources} == RESOURCES
+    for listed in (tools, prompts):
+        assert listed["resultType"] == "complete"
+        assert isinstance(listed["ttlMs"], int)
+        assert listed["cacheScope"] in ("public", "private")
+
+
+@pytest.mark.spec("2026-07-28/basic/index#_meta")
+@pytest.mark.spec("2026-07-28/basic/index#error-codes")
+async def test_missing_capability_without_sampling_is_error_32021() -> None:
+    async with stateless(sampling=False) as client:
+        response = await client.request_raw("tools/call", client.with_meta(
+            {"name": "test_missing_capability", "arguments": {}}))
+    assert "result" not in response
+    assert response["error"]["code"] == -32021
+    assert response["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+
+
+@pytest.mark.spec("2026-07-28/basic/index#_meta")
+async def test_missing_capability_with_sampling_succeeds() -> None:
+    recorder = Recorder()
+    async with stateless(recorder, elicitation=False, roots=False) as client:
+        result = await client.call_tool("test_missing_capability")
+    assert text_of(result) == "The client declared sampling."
+    assert recorder.asked == []  # declaring the capability is enough: nothing is asked
+
+
+@pytest.mark.spec("2026-07-28/basic/index#statelessness")
+async def test_each_request_declares_its_own_capabilities() -> None:
+    """Same connection, two requests: only the one whose ``_meta`` declares sampling gets through."""
+    async with stateless(sampling=False) as client:
+        without = await client.request_raw("tools/call", client.with_meta(
+            {"name": "test_missing_capability", "arguments": {}}))
+        declared = await client.request_raw("tools/call", client.with_meta({
+            "name": "test_missing_capability", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}}))
+        again = await client.request_raw("tools/call", client.with_meta(
+            {"name": "test_missing_capability", "arguments": {}}))
+    assert without["error"]["code"] == -32021
+    assert text_of(declared["result"]) == "The client declared sampling."
+    assert again["error"]["code"] == -32021
+
+
+@pytest.mark.spec("2026-07-28/basic/index#error-codes")
+async def test_sampling_without_the_capability_is_error_32021_in_the_stateless_era() -> None:
+    async with stateless(sampling=False) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("test_sampling", {"prompt": "hello"})
+    assert caught.value.code == -32021
+    assert caught.value.data == {"requiredCapabilities": {"sampling": {}}}
+
+
+@pytest.mark.spec("2026-07-28/server/tools#x-mcp-header")
+async def test_x_mcp_header_is_declared_on_the_region_property() -> None:
+    async with stateless() as client:
+        tools = {tool["name"]: tool for tool in await client.list_tools()}
+        given = await client.call_tool("test_x_mcp_header", {"region": "eu-west-1"})
+        default = await client.call_tool("test_x_mcp_header")
+    region = tools["test_x_mcp_header"]["inputSchema"]["properties"]["region"]
+    assert region["type"] == "string"
+    assert region["x-mcp-header"] == "Region"
+    assert text_of(given) == "region=eu-west-1"
+    assert text_of(default) == "region=<none>"
+
+
+@pytest.mark.parametrize(("log_level", "levels"), [
+    (None, []),
+    ("warning", ["warning", "error"]),
+    ("debug", ["debug", "info", "warning", "error"]),
+])
+@pytest.mark.spec("2026-07-28/server/utilities/logging#per-request-log-level")
+async def test_logging_tool_logs_only_at_the_requested_level(log_level: str | None, levels: list[str]) -> None:
+    async with stateless(log_level=log_level) as client:
+        result = await client.call_tool("test_logging_tool")
+        # messages go out before the response on the same channel, so all of them have arrived
+        messages = [n["params"] for n in client.notifications if n["method"] == "notifications/message"]
+    assert text_of(result) == "logged"
+    assert [m["level"] for m in messages] == levels
+    assert all(m["data"] == f"a {m['level']} message" for m in messages)
+
+
+@pytest.mark.spec("2026-07-28/server/utilities/logging#per-request-log-level")
+async def test_no_log_level_no_log_messages_even_from_the_handshake_fixture() -> None:
+    async with stateless() as client:
+        silent = await client.call_tool("test_tool_with_logging")
+        assert [n for n in client.notifications if n["method"] == "notifications/message"] == []
+        opted_in = await client.request("tools/call", {
+            "name": "test_tool_with_logging", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/logLevel": "info"}})
+        messages = await asyncio.wait_for(client.wait_for_notification("notifications/message", 3), WAIT)
+    assert text_of(silent) == text_of(opted_in) == "Tool with logging executed successfully"
+    assert [m["params"]["level"] for m in messages] == ["info", "info", "info"]
+
+
+@pytest.mark.spec("2026-07-28/basic/patterns/progress#progress-flow")
+@pytest.mark.spec(f"{MRTR}#basic-workflow")
+async def test_streaming_elicitation_reports_progress_around_an_input_request() -> None:
+    recorder = Recorder()
+    async with stateless(recorder) as client:
+        first = await call_once(client, "test_streaming_elicitation", _meta={"progressToken": "stream-1"})
+        first_progress = [n["params"] for n in client.notifications]
+        client.notifications.clear()
+        result = await client.call_tool("test_streaming_elicitation", progress_token="stream-2")
+    (key,) = first["inputRequests"]
+    assert_input_required(first, {key: {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "What is your name?", "requestedSchema": NAME_SCHEMA}}})
+    assert first_progress == [{"progressToken": "stream-1", "progress": 0, "total": 2}]
+    assert text_of(result) == "Hello, Ada!"
+    assert recorder.methods == ["elicitation/create"]
+    progress = [n["params"] for n in client.notifications if n["method"] == "notifications/progress"]
+    assert all(p["progressToken"] == "stream-2" for p in progress)
+    assert progress[-1] == {"progressToken": "stream-2", "progress": 2, "total": 2}
+
+
+async def listen(client: Client, listen_id: str, notifications: JSONObject) -> asyncio.Task[JSONObject]:
+    """Open ``subscriptions/listen`` and wait for its acknowledgment; the task ends with its response."""
+    task = asyncio.create_task(client.request_raw(
+        "subscriptions/listen", client.with_meta({"notifications": notifications}), id=listen_id))
+    (ack,) = await asyncio.wait_for(client.wait_for_notification("notifications/subscriptions/acknowledged"), WAIT)
+    assert ack["params"]["_meta"] == {META_SUBSCRIPTION: listen_id}
+    return task
+
+
+@pytest.mark.spec(f"{SUBSCRIPTIONS}#acknowledgment")
+@pytest.mark.spec(f"{SUBSCRIPTIONS}#receiving-notifications")
+@pytest.mark.spec(f"{SUBSCRIPTIONS}#graceful-closure")
+async def test_trigger_tool_change_reaches_a_tools_listener_only() -> None:
+    async with stateless() as client:
+        listening = await listen(client, "listen-tools", {"toolsListChanged": True})
+        assert client.notifications[0]["params"]["notifications"] == {"toolsListChanged": True}
+        assert text_of(await client.call_tool("test_trigger_prompt_change")) == "prompt list changed"
+        assert text_of(await client.call_tool("test_trigger_tool_change")) == "tool list changed"
+        changes = await asyncio.wait_for(client.wait_for_notification("notifications/tools/list_changed"), WAIT)
+        server.bus.end_all()  # the server ends the subscription: it answers the listen request
+        closed = await asyncio.wait_for(listening, WAIT)
+        tools = {tool["name"] for tool in await client.list_tools()}
+    # add + remove is two changes; the listener gets them in order, and nothing it did not ask for
+    assert [c["params"] for c in changes] == [{"_meta": {META_SUBSCRIPTION: "listen-tools"}}] * len(changes)
+    assert not [n for n in client.notifications if n["method"] == "notifications/prompts/list_changed"]
+    assert closed["result"]["resultType"] == "complete"
+    assert closed["result"]["_meta"][META_SUBSCRIPTION] == "listen-tools"
+    assert "transient_tool" not in tools
+    assert tools == TOOLS
+
+
+@pytest.mark.spec(f"{SUBSCRIPTIONS}#notification-filter")
+@pytest.mark.spec("2026-07-28/server/prompts#list-changed-notification")
+async def test_trigger_prompt_change_reaches_a_prompts_listener() -> None:
+    async with stateless() as client:
+        listening = await listen(client, "listen-prompts", {"promptsListChanged": True})
+        await client.call_tool("test_trigger_tool_change")
+        await client.call_tool("test_trigger_prompt_change")
+        changes = await asyncio.wait_for(client.wait_for_notification("notifications/prompts/list_changed"), WAIT)
+        await client.notify("notifications/cancelled", {"requestId": "listen-prompts"})  # stdio's way to stop
+        prompts = {prompt["name"] for prompt in await client.list_prompts()}
+    listening.cancel()  # a cancelled request is not answered
+    assert changes[0]["params"]["_meta"] == {META_SUBSCRIPTION: "listen-prompts"}
+    assert not [n for n in client.notifications if n["method"] == "notifications/tools/list_changed"]
+    assert prompts == PROMPTS
+    assert isinstance(server.bus, InMemorySubscriptionBus)
+    assert server.bus.listeners == 0  # the cancelled listen request let go of its subscription
+
+
+# -- multi round-trip requests: InputRequiredResult ----------------------------------------------------------------
+@pytest.mark.spec(f"{MRTR}#inputrequiredresult")
+@pytest.mark.spec(f"{MRTR}#client-requirements-basic-workflow")
+async def test_input_required_result_elicitation() -> None:
+    recorder = Recorder()
+    async with stateless(recorder) as client:
+        first = await call_once(client, "test_input_required_result_elicitation")
+        result = await client.call_tool("test_input_required_result_elicitation")
+    assert_input_required(first, {"user_name": ELICIT_NAME})
+    assert text_of(result) == "Hello, Ada!"
+    assert recorder.asked == [("elicitation/create", ELICIT_NAME["params"])]
+
+
+@pytest.mark.spec(f"{MRTR}#inputrequests")
+async def test_input_required_result_sampling() -> None:
+    recorder = Recorder()
+    async with stateless(recorder) as client:
+        first = await call_once(client, "test_input_required_result_sampling")
+        result = await client.call_tool("test_input_required_result_sampling")
+    assert_input_required(first, {"capital_question": {"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "What is the capital of France?"}}],
+        "maxTokens": 100}}})
+    assert text_of(result) == "Model said: Paris"
+    assert recorder.methods == ["sampling/createMessage"]
+
+
+@pytest.mark.spec(f"{MRTR}#inputrequests")
+async def test_input_required_result_list_roots() -> None:
+    recorder = Recorder()
+    async with stateless(recorder) as client:
+        first = await call_once(client, "test_input_required_result_list_roots")
+        result = await client.call_tool("test_input_required_result_list_roots")
+    assert_input_required(first, {"client_roots": {"method": "roots/list"}})
+    assert text_of(result) == "Client exposed 1 root(s)."
+    assert recorder.methods == ["roots/list"]
+
+
+@pytest.mark.spec(f"{MRTR}#server-requirements-basic-workflow")
+@pytest.mark.spec(f"{MRTR}#error-handling")
+async def test_input_required_result_request_state_comes_back_sealed() -> None:
+    confirm: JSONObject = {"confirm": {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Please confirm", "requestedSchema": CONFIRM_SCHEMA}}}
+    answer: JSONObject = {"confirm": {"action": "accept", "content": {"ok": True}}}
+    async with stateless() as client:
+        first = await call_once(client, "test_input_required_result_request_state")
+        state = assert_input_required(first, confirm)
+        done = await call_once(client, "test_input_required_result_request_state",
+                               inputResponses=answer, requestState=state)
+        # the answers without the state: the handler still lacks what it needs, so it asks again
+        stateless_retry = await call_once(client, "test_input_required_result_request_state", inputResponses=answer)
+        automatic = await client.call_tool("test_input_required_result_request_state")
+    assert "request-state-nonce" not in state  # the handler's state travels sealed, not in the clear
+    assert text_of(done) == "state-ok: confirmation received"
+    assert_input_required(stateless_retry, confirm)
+    assert text_of(automatic) == "state-ok: confirmation received"
+
+
+@pytest.mark.spec(f"{MRTR}#basic-workflow")
+async def test_input_required_result_multiple_inputs_in_one_round() -> None:
+    recorder = Recorder()
+    async with stateless(recorder) as client:
+        first = await call_once(client, "test_input_required_result_multiple_inputs")
+        result = await client.call_tool("test_input_required_result_multiple_inputs")
+    assert_input_required(first, {
+        "user_name": ELICIT_NAME,
+        "greeting": {"method": "sampling/createMessage", "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}],
+            "maxTokens": 50}},
+        "client_roots": {"method": "roots/list"}})
+    assert text_of(result) == "All inputs received."
+    assert sorted(recorder.methods) == ["elicitation/create", "roots/list", "sampling/createMessage"]
+
+
+@pytest.mark.spec(f"{MRTR}#basic-workflow")
+@pytest.mark.spec(f"{MRTR}#client-requirements-basic-workflow")
+async def test_input_required_result_multi_round_asks_one_question_per_round() -> None:
+    async with stateless() as client:
+        first = await call_once(client, "test_input_required_result_multi_round")
+        (key1,) = first["inputRequests"]
+        second = await call_once(client, "test_input_required_result_multi_round",
+                                 inputResponses={key1: ADA}, requestState=first["requestState"])
+        (key2,) = second["inputRequests"]
+        third = await call_once(client, "test_input_required_result_multi_round",
+                                inputResponses={key2: {"action": "accept", "content": {"color": "green"}}},
+                                requestState=second["requestState"])
+        recorder = Recorder()
+    async with stateless(recorder) as other:
+        automatic = await other.call_tool("test_input_required_result_multi_round")
+    assert first["inputRequests"][key1]["params"]["message"] == "Step 1: What is your name?"
+    assert second["resultType"] == "input_required"
+    assert key2 != key1
+    assert second["inputRequests"][key2]["params"]["message"] == "Step 2: What is your favorite color?"
+    assert second["requestState"] != first["requestState"]  # it now carries the first answer too
+    assert text_of(third) == "Ada likes green."
+    assert text_of(automatic) == "Ada likes green."
+    assert [params["message"] for _, params in recorder.asked] == [
+        "Step 1: What is your name?", "Step 2: What is your favorite color?"]
+
+
+@pytest.mark.spec(f"{MRTR}#server-requirements-basic-workflow")
+async def test_input_required_result_tampered_state_is_refused() -> None:
+    answer: JSONObject = {"confirm": {"action": "accept", "content": {"ok": True}}}
+    async with stateless() as client:
+        first = await call_once(client, "test_input_required_result_tampered_state")
+        state: str = first["requestState"]
+        tampered = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
+        refused = await client.request_raw("tools/call", client.with_meta({
+            "name": "test_input_required_result_tampered_state", "arguments": {},
+            "inputResponses": answer, "requestState": tampered}))
+        other_tool = await client.request_raw("tools/call", client.with_meta({
+            "name": "test_input_required_result_request_state", "arguments": {},
+            "inputResponses": answer, "requestState": state}))
+        accepted = await call_once(client, "test_input_required_result_tampered_state",
+                                   inputResponses=answer, requestState=state)
+        asked = await call_once(client, "test_elicitation", {"message": "Favourite colour?"})
+        other_arguments = await client.request_raw("tools/call", client.with_meta({
+            "name": "test_elicitation", "arguments": {"message": "Favourite food?"},
+            "inputResponses": {key: {"action": "accept", "content": {"response": "soup"}}
+                               for key in asked["inputRequests"]},
+            "requestState": asked["requestState"]}))
+    assert refused["error"]["code"] == -32602
+    # bound to the request it was issued for: the same method and the same parameters
+    assert other_tool["error"]["code"] == -32602
+    assert other_arguments["error"]["code"] == -32602
+    assert text_of(accepted) == "state-ok: round-1"
+
+
+@pytest.mark.parametrize(("declared", "keys"), [
+    ({"sampling": True, "elicitation": True}, {"sample", "ask"}),
+    ({"sampling": True}, {"sample"}),
+    ({"elicitation": True}, {"ask"}),
+    ({}, set()),
+])
+@pytest.mark.spec(f"{MRTR}#server-requirements-basic-workflow")
+async def test_input_required_result_capabilities_asks_only_for_what_was_declared(
+        declared: dict[str, bool], keys: set[str]) -> None:
+    async with stateless(sampling=declared.get("sampling", False),
+                         elicitation=declared.get("elicitation", False), roots=False) as client:
+        result = await call_once(client, "test_input_required_result_capabilities")
+    assert result["resultType"] == "input_required"
+    assert set(result.get("inputRequests", {})) == keys
+    assert result["requestState"]  # at least one of inputRequests and requestState, always
+
+
+@pytest.mark.spec(f"{MRTR}#supported-requests")
+@pytest.mark.spec("2026-07-28/server/prompts#getting-a-prompt")
+async def test_input_required_result_prompt() -> None:
+    recorder = Recorder()
+    async with stateless(recorder) as client:
+        first = await first_round(client, "prompts/get", {"name": "test_input_required_result_prompt"})
+        result = await client.get_prompt("test_input_required_result_prompt")
+    (request,) = first["inputRequests"].values()
+    assert list(first["inputRequests"]) == ["user_context"]
+    assert first["resultType"] == "input_required"
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["requestedSchema"]["required"] == ["context"]
+    assert result["resultType"] == "complete"
+    (message,) = result["messages"]
+    assert message == {"role": "user", "content": {"type": "text", "text": "Use the following context: the wire"}}
+    assert recorder.methods == ["elicitation/create"]
+
+
+@pytest.mark.spec("2026-07-28/basic/index#statelessness")
+@pytest.mark.spec(f"{MRTR}#basic-workflow")
+async def test_a_retry_needs_nothing_from_the_connection_that_started_it() -> None:
+    async with stateless() as client:
+        first = await call_once(client, "test_input_required_result_request_state")
+    async with stateless() as other:  # a new connection: everything the retry needs is in the request
+        done = await call_once(other, "test_input_required_result_request_state",
+                               inputResponses={"confirm": {"action": "accept", "content": {"ok": True}}},
+                               requestState=first["requestState"])
+    assert text_of(done) == "state-ok: confirmation received"
+
+
+@pytest.mark.spec("2026-07-28/client/elicitation#form-mode-elicitation-requests")
+@pytest.mark.spec("2026-07-28/client/sampling#creating-messages")
+async def test_handshake_fixtures_ask_through_input_requests_in_the_stateless_era() -> None:
+    recorder = Recorder()
+    async with stateless(recorder) as client:
+        first = await call_once(client, "test_elicitation", {"message": "Favourite colour?"})
+        elicited = await client.call_tool("test_elicitation", {"message": "Favourite colour?"})
+        sampled = await client.call_tool("test_sampling", {"prompt": "Capital of France?"})
+        defaults = await client.call_tool("test_elicitation_sep1034_defaults")
+    (request,) = first["inputRequests"].values()
+    assert first["resultType"] == "input_required"
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["message"] == "Favourite colour?"
+    assert text_of(elicited) == "User response: action=accept, response=blue"
+    assert text_of(sampled) == "LLM response: Paris"
+    assert text_of(defaults).startswith("Elicitation result: action=accept")
+    assert recorder.methods == ["elicitation/create", "sampling/createMessage", "elicitation/create"]

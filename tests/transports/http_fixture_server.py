@@ -8,8 +8,9 @@ which events exist at any moment.
 from __future__ import annotations
 
 import asyncio
+from typing import Annotated, Any
 
-from app import Context, MCPServer
+from app import Context, MCPServer, param_header
 from app.tools import Tool
 
 server = MCPServer("http-fixture", "1.0.0", title="HTTP transport fixtures")
@@ -128,3 +129,109 @@ async def poll(name: str, ctx: Context) -> str:
     await ctx.info("while the client was away")
     gate.passed.put_nowait(1)
     return f"{name}: closed={closed}"
+
+
+# -- the stateless era (2026-07-28) ---------------------------------------------------------------------------
+@server.tool()
+def routed(query: str, region: Annotated[str, param_header("Region")] = "<none>",
+           count: Annotated[int, param_header("Count")] = 0,
+           dry_run: Annotated[bool, param_header("Dry-Run")] = False) -> str:
+    """Echo parameters that also travel as ``Mcp-Param-*`` headers (x-mcp-header)."""
+    return f"{query}: region={region} count={count} dry_run={dry_run}"
+
+
+@server.tool(input_schema={"type": "object", "properties": {"target": {"type": "object", "properties": {
+    "zone": {"type": "string", "x-mcp-header": "Zone"}}}}})
+def zoned(target: dict[str, Any] | None = None) -> str:
+    """A header parameter nested in an object parameter (``Mcp-Param-Zone`` mirrors ``target.zone``)."""
+    return f"zone={(target or {}).get('zone')}"
+
+
+@server.tool()
+async def needs_sampling(ctx: Context) -> str:
+    """Needs the client's sampling capability (stateless era: -32021 when the request did not declare it)."""
+    ctx.require_capability("sampling")
+    return "sampling declared"
+
+
+@server.tool()
+async def count_up(steps: int, ctx: Context) -> str:
+    """Report progress 1..steps (if asked for it), then answer."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+    return f"counted to {steps}"
+
+
+class _Watch:
+    def __init__(self) -> None:
+        self.started: asyncio.Queue[None] = asyncio.Queue()
+        self.outcome: asyncio.Queue[str] = asyncio.Queue()
+
+
+_watches: dict[str, _Watch] = {}
+
+
+def _watch(name: str) -> _Watch:
+    watch = _watches.get(name)
+    if watch is None:
+        watch = _watches[name] = _Watch()
+    return watch
+
+
+@server.tool()
+async def until_cancelled(name: str, ctx: Context) -> str:
+    """Report progress 0 (if asked for it), then wait until cancelled, recording how it ended for
+    ``cancel_outcome(name)``."""
+    watch = _watch(name)
+    await ctx.report_progress(0)
+    watch.started.put_nowait(None)
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError as exc:
+        watch.outcome.put_nowait(type(exc).__name__)
+        raise
+    return f"{name}: never cancelled"
+
+
+@server.tool()
+async def until_cancelled_started(name: str) -> str:
+    """Answer once ``until_cancelled(name)`` is running."""
+    await _watch(name).started.get()
+    return f"{name}: started"
+
+
+@server.tool()
+async def cancel_outcome(name: str) -> str:
+    """Answer once ``until_cancelled(name)`` has ended: with the exception that ended it."""
+    return f"{name}: {await _watch(name).outcome.get()}"
+
+
+@server.prompt()
+def greeting(who: str) -> str:
+    """Greet someone."""
+    return f"Hello, {who}!"
+
+
+@server.resource("fixture://cached/both", name="cached-both", mime_type="text/plain", ttl_ms=60_000,
+                 cache_scope="public")
+def cached_both() -> str:
+    """Reads carry their own ttlMs and cacheScope."""
+    return "cached both"
+
+
+@server.resource("fixture://cached/ttl", name="cached-ttl", mime_type="text/plain", ttl_ms=5_000)
+def cached_ttl() -> str:
+    """Reads carry their own ttlMs; the cacheScope is the server's."""
+    return "cached ttl"
+
+
+@server.resource("fixture://items/{item}", name="item", mime_type="text/plain", cache_scope="public")
+def item(item: str) -> str:
+    """A template whose reads are public; the ttlMs is the server's."""
+    return f"item {item}"
+
+
+@server.resource("fixture://grüße", name="greetings", mime_type="text/plain")
+def greetings() -> str:
+    """A resource whose URI is not plain ASCII (its Mcp-Name needs the base64 sentinel)."""
+    return "grüße"

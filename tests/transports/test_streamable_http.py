@@ -224,6 +224,12 @@ ERRORS: list[tuple[str, int, int, int | None, Make]] = [
     ("rebinding-host", 421, INVALID_REQUEST, None, lambda s, srv: _ping(s, host=f"127.0.0.1.evil.example:{srv.port}")),
     ("unknown-session", 404, INVALID_REQUEST, None, _unknown_session),
     ("after-delete", 404, INVALID_REQUEST, None, _after_delete),
+    # Without a session, GET and DELETE belong to no era (the stateless one has neither): 405, Allow: POST.
+    ("get-without-session", 405, INVALID_REQUEST, None,
+     lambda s, _: s.client.get(s.url, headers={"accept": "text/event-stream"})),
+    ("get-without-session-with-version", 405, INVALID_REQUEST, None,
+     lambda s, _: s.client.get(s.url, headers={"accept": "text/event-stream", "mcp-protocol-version": s.version})),
+    ("delete-without-session", 405, INVALID_REQUEST, None, lambda s, _: s.client.delete(s.url)),
     ("put", 405, INVALID_REQUEST, None, lambda s, _: s.client.put(s.url, content=b"{}", headers=s.headers())),
     ("patch", 405, INVALID_REQUEST, None, lambda s, _: s.client.patch(s.url, content=b"{}", headers=s.headers())),
 ]
@@ -241,7 +247,8 @@ async def test_error_answers_have_the_exact_status_and_a_json_rpc_error(
     assert response.status_code == status, response.text
     assert error_of(response) == (code, rid)  # no id but where the request's could be read
     if status == 405:
-        assert response.headers["allow"] == "GET, POST, DELETE"
+        with_session = "mcp-session-id" in response.request.headers
+        assert response.headers["allow"] == ("GET, POST, DELETE" if with_session else "POST")
     await still_served(session, witness)
 
 

@@ -1,0 +1,121 @@
+"""MRTR across replicas: two real ``uvicorn app:asgi`` processes that share ``MCPWIRE_REQUEST_STATE_KEYS``
+finish each other's exchanges; a process with another key refuses the state with -32602.
+
+Each round of a two-round exchange is sent to a chosen process, as a load balancer without
+affinity would; the final answer names the process that completed it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.errors import INVALID_PARAMS
+from app.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
+from tests.support_http import ACCEPT_BOTH, READ_BOUND, UvicornProcess, run_uvicorn
+
+SERVER = "tests.e2e.replica_server:server"
+VERSION = "2026-07-28"
+
+pytestmark = [pytest.mark.timeout(60), pytest.mark.spec(f"{VERSION}/basic/patterns/mrtr#basic-workflow")]
+
+
+def _key() -> str:
+    return base64.urlsafe_b64encode(os.urandom(32)).decode()
+
+
+@pytest.fixture(scope="module")
+def replicas() -> Iterator[dict[str, UvicornProcess]]:
+    """A and B share a key; C has another one."""
+    shared, other = _key(), _key()
+    with run_uvicorn(SERVER, {"MCPWIRE_REQUEST_STATE_KEYS": shared}) as a, \
+            run_uvicorn(SERVER, {"MCPWIRE_REQUEST_STATE_KEYS": shared}) as b, \
+            run_uvicorn(SERVER, {"MCPWIRE_REQUEST_STATE_KEYS": other}) as c:
+        processes = {"A": a, "B": b, "C": c}
+        yield processes
+        outputs = {name: p.output() for name, p in processes.items()}
+    for name, output in outputs.items():
+        assert "Traceback" not in output, (name, output)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=READ_BOUND) as client:
+        yield client
+
+
+class Exchange:
+    """One ``book`` call and its retries, each round sent to whichever process the test picks."""
+
+    def __init__(self, http: httpx.AsyncClient, city: str) -> None:
+        self.http = http
+        self.params: dict[str, Any] = {
+            "name": "book", "arguments": {"city": city},
+            "_meta": {META_VERSION: VERSION, META_CAPABILITIES: {"elicitation": {}},
+                      META_CLIENT_INFO: {"name": "replica-test", "version": "0"}}}
+        self.rid = 0
+
+    async def send(self, process: UvicornProcess, **retry: Any) -> tuple[int, dict[str, Any]]:
+        self.rid += 1
+        body = {"jsonrpc": "2.0", "id": self.rid, "method": "tools/call", "params": {**self.params, **retry}}
+        headers = {"accept": ACCEPT_BOTH, "content-type": "application/json", "mcp-protocol-version": VERSION,
+                   "mcp-method": "tools/call", "mcp-name": "book"}
+        response = await self.http.post(process.url, content=json.dumps(body), headers=headers)
+        assert response.headers["content-type"] == "application/json", response.headers
+        answer = response.json()
+        assert answer["id"] == self.rid
+        return response.status_code, answer
+
+    async def round(self, process: UvicornProcess, **retry: Any) -> dict[str, Any]:
+        status, answer = await self.send(process, **retry)
+        assert status == 200, answer
+        assert "error" not in answer, answer
+        result: dict[str, Any] = answer["result"]
+        return result
+
+
+def accept(value: str) -> dict[str, Any]:
+    return {"action": "accept", "content": {"value": value}}
+
+
+@pytest.mark.parametrize("route", ["ABA", "AAB", "ABB", "BAB"])
+async def test_replicas_sharing_the_keys_finish_each_others_exchanges(
+        route: str, replicas: dict[str, UvicornProcess], http: httpx.AsyncClient) -> None:
+    first, second, third = (replicas[name] for name in route)
+    exchange = Exchange(http, "Oslo")
+    round_1 = await exchange.round(first)
+    assert round_1["resultType"] == "input_required"
+    assert list(round_1["inputRequests"]) == ["elicitation-1"]
+    assert round_1["inputRequests"]["elicitation-1"]["method"] == "elicitation/create"
+    round_2 = await exchange.round(second, inputResponses={"elicitation-1": accept("May 3-5")},
+                                   requestState=round_1["requestState"])
+    assert round_2["resultType"] == "input_required"
+    assert list(round_2["inputRequests"]) == ["elicitation-2"]
+    # The last retry carries only the last answer: the first one comes from the state the other process sealed.
+    done = await exchange.round(third, inputResponses={"elicitation-2": accept("yes")},
+                                requestState=round_2["requestState"])
+    assert done["resultType"] == "complete"
+    assert done["content"][0]["text"] == f"Oslo: May 3-5, yes (pid {third.process.pid})"
+
+
+@pytest.mark.parametrize(("issuer", "receiver"), [("A", "C"), ("C", "B")])
+async def test_a_replica_with_another_key_refuses_the_state(issuer: str, receiver: str,
+                                                           replicas: dict[str, UvicornProcess],
+                                                           http: httpx.AsyncClient) -> None:
+    exchange = Exchange(http, "Bergen")
+    round_1 = await exchange.round(replicas[issuer])
+    status, answer = await exchange.send(replicas[receiver], inputResponses={"elicitation-1": accept("June")},
+                                         requestState=round_1["requestState"])
+    assert status in (200, 400)  # the spec leaves the status of this error open; the code is what counts
+    assert answer["error"]["code"] == INVALID_PARAMS
+    assert answer["error"]["message"] == "Invalid requestState: not a state this server issued"
+    # The issuer still completes its own exchange (what the client would do on a sticky retry).
+    round_2 = await exchange.round(replicas[issuer], inputResponses={"elicitation-1": accept("June")},
+                                   requestState=round_1["requestState"])
+    assert list(round_2["inputRequests"]) == ["elicitation-2"]
