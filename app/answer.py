@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from app import jsonrpc
 from app.context import Context
-from app.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, BadRequest, MCPError
+from app.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, BadRequest, InsufficientScope, MCPError
 from app.modern import request_state
 from app.types import JSONObject, Send, StreamControl
 
@@ -25,7 +25,10 @@ log = logging.getLogger("mcpwire.dispatcher")
 class Answer:
     message: JSONObject
     status: int = 200
-    """What Streamable HTTP answers with: 400 for malformed stateless requests, 404 for unknown methods."""
+    """What Streamable HTTP answers with: 400 for malformed stateless requests, 404 for unknown methods,
+    403 when the caller lacks scopes."""
+    scopes: list[str] | None = None
+    """With 403: the scopes the step-up challenge must name."""
 
 
 async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, modern: bool,
@@ -38,12 +41,18 @@ async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, mod
             assert modern, "a handshake-era request needs its session's state"
             state = request_state(request.params, principal)
         ctx = Context(server, state, request.id, request.method, request.params, send, session=session,
-                      control=control)
+                      control=control, principal=principal)
         value = await server.dispatcher.dispatch(request.method, request.params, ctx)
         return Answer(jsonrpc.result(request.id, value))
     except MCPError as exc:
-        status = 400 if isinstance(exc, BadRequest) else 404 if modern and exc.code == METHOD_NOT_FOUND else 200
-        return Answer({"jsonrpc": "2.0", "id": request.id, "error": exc.to_error()}, status)
+        if isinstance(exc, InsufficientScope):
+            status = 403
+        elif isinstance(exc, BadRequest):
+            status = 400
+        else:
+            status = 404 if modern and exc.code == METHOD_NOT_FOUND else 200
+        return Answer({"jsonrpc": "2.0", "id": request.id, "error": exc.to_error()}, status,
+                      exc.scopes if isinstance(exc, InsufficientScope) else None)
     except Exception:
         log.exception("internal error handling %s", request.method)
         return Answer(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), 500 if modern else 200)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from app import jsonrpc
 from app.modern import declares_modern
@@ -33,8 +34,9 @@ class Connection:
     async def _send(self, message: JSONObject) -> None:
         await self._write(message)
 
-    async def feed(self, frame: bytes | str) -> None:
-        """Handle one frame (a line on stdio). Requests are started, not awaited."""
+    async def feed(self, frame: bytes | str, principal: Any = None) -> None:
+        """Handle one frame (a line on stdio). Requests are started, not awaited. ``principal``: who sent
+        it, where the transport authenticates each message (HTTP+SSE)."""
         decoded = jsonrpc.decode(frame)
         if isinstance(decoded, list):
             await self._batch(decoded)
@@ -47,9 +49,9 @@ class Connection:
                 # the handshake is serialized with what comes before and after it: a request that
                 # arrives before initialize is judged (refused) on arrival, not when a task gets to it;
                 # stateless requests (served whatever the session) run concurrently from the start
-                await self._run_in_slot(decoded)
+                await self._run_in_slot(decoded, principal)
             else:
-                self._spawn(self._run_in_slot(decoded))
+                self._spawn(self._run_in_slot(decoded, principal))
         elif isinstance(decoded, jsonrpc.Notification):
             self.session.handle_notification(decoded)
         elif isinstance(decoded, jsonrpc.Response):
@@ -62,14 +64,14 @@ class Connection:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run_in_slot(self, request: jsonrpc.Request) -> None:
+    async def _run_in_slot(self, request: jsonrpc.Request, principal: Any = None) -> None:
         try:
-            await self._run(request)
+            await self._run(request, principal)
         finally:
             self._slots.release()
 
-    async def _run(self, request: jsonrpc.Request) -> None:
-        response = await self.session.handle_request(request, self._send)
+    async def _run(self, request: jsonrpc.Request, principal: Any = None) -> None:
+        response = await self.session.handle_request(request, self._send, principal=principal)
         if response is not None:
             await self._write(response)
 

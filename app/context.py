@@ -69,13 +69,14 @@ def elicitation_schema(model: type[BaseModel]) -> JSONObject:
 class Context:
     """Handed to a handler that declares a parameter annotated ``Context``."""
 
-    __slots__ = ("_control", "_last_progress", "_send", "exchange", "meta", "method", "modern", "params",
-                 "request_id", "server", "session", "state")
+    __slots__ = ("_control", "_last_progress", "_principal", "_send", "exchange", "meta", "method", "modern",
+                 "params", "request_id", "server", "session", "state")
 
     def __init__(self, server: MCPServer, state: SessionState, request_id: RequestId, method: str,
                  params: JSONObject, send: Send, *, session: ServerSession | None = None,
-                 control: StreamControl | None = None) -> None:
+                 control: StreamControl | None = None, principal: Any = None) -> None:
         self.server = server
+        self._principal = principal
         self.state = state
         """The handshake session's state, or (stateless era) the state this request's ``_meta`` declares."""
         self.session = session
@@ -110,7 +111,9 @@ class Context:
 
     @property
     def principal(self) -> Any:
-        return self.state.principal
+        """Who sent this request, as the transport's authentication established it (over HTTP with auth on:
+        an ``auth.Principal`` with issuer, subject, client id, scopes and claims); None without auth."""
+        return self._principal if self._principal is not None else self.state.principal
 
     @property
     def input_responses(self) -> JSONObject:

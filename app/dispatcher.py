@@ -22,6 +22,7 @@ from app.errors import (
 )
 from app.mrtr import INPUT_CAPABLE, INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
 from app.protocol import LOG_LEVEL_RANK, META_SERVER_INFO, META_SUBSCRIPTION, negotiate
+from app.scopes import authorize, missing
 from app.subscriptions import Filter
 from app.types import JSONObject
 
@@ -52,7 +53,7 @@ _NEEDS = {
 
 def _principal(ctx: Context) -> str:
     """Who ``requestState`` is bound to."""
-    principal = ctx.state.principal
+    principal = ctx.principal
     if principal is None:
         return ""
     subject = getattr(principal, "key", None)
@@ -74,6 +75,14 @@ def _check_input_request(request: Any, ctx: Context) -> None:
         ctx.require_capability("sampling", "tools" if "tools" in params or "toolChoice" in params else None)
     else:
         ctx.require_capability("roots")
+
+
+def _visible(items: list[Any], ctx: Context, server: MCPServer) -> list[Any]:
+    """With ``filter_lists_by_scope``, a list shows only what the caller may use."""
+    granted = getattr(ctx.principal, "scopes", None)
+    if granted is None or not server.filter_lists_by_scope:
+        return items
+    return [item for item in items if not item.scopes or not missing(granted, item.scopes)]
 
 
 def _string(params: JSONObject, key: str, method: str) -> str:
@@ -249,13 +258,14 @@ class Dispatcher:
         return result
 
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page(list(self.server.tools.values()), params, "tools")
+        return self._page(_visible(list(self.server.tools.values()), ctx, self.server), params, "tools")
 
     async def _tools_call(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = _string(params, "name", "tools/call")
         tool = self.server.tools.get(name)
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name}")
+        authorize(tool.scopes, ctx.principal)
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
@@ -265,10 +275,12 @@ class Dispatcher:
 
     # -- resources -----------------------------------------------------------------------------
     async def _resources_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page(list(self.server.resources.static.values()), params, "resources")
+        return self._page(_visible(list(self.server.resources.static.values()), ctx, self.server), params,
+                          "resources")
 
     async def _templates_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page(list(self.server.resources.templates.values()), params, "resourceTemplates")
+        return self._page(_visible(list(self.server.resources.templates.values()), ctx, self.server), params,
+                          "resourceTemplates")
 
     async def _resources_read(self, params: JSONObject, ctx: Context) -> JSONObject:
         return await self.server.resources.read(params.get("uri"), ctx)
@@ -285,13 +297,14 @@ class Dispatcher:
 
     # -- prompts -------------------------------------------------------------------------------
     async def _prompts_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page(list(self.server.prompts.values()), params, "prompts")
+        return self._page(_visible(list(self.server.prompts.values()), ctx, self.server), params, "prompts")
 
     async def _prompts_get(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = _string(params, "name", "prompts/get")
         prompt = self.server.prompts.get(name)
         if prompt is None:
             raise InvalidParams(f"Unknown prompt: {name}")
+        authorize(prompt.scopes, ctx.principal)
         return await prompt.get(params.get("arguments"), ctx)
 
     # -- completion and logging ------------------------------------------------------------------

@@ -81,6 +81,15 @@ class MissingClientCapability(BadRequest):
                          {"requiredCapabilities": required})
 
 
+class InsufficientScope(MCPError):
+    """The caller's token lacks scopes this component needs (HTTP answers 403 with a step-up challenge)."""
+
+    def __init__(self, scopes: list[str]) -> None:
+        super().__init__(INVALID_REQUEST, f"Forbidden: this needs the scopes {' '.join(scopes)}",
+                         {"requiredScopes": scopes})
+        self.scopes = scopes
+
+
 class ToolError(Exception):
     """Raised by a tool to report a failure to the model as a result with ``isError: true``."""
 

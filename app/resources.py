@@ -13,6 +13,7 @@ from app.component import Component
 from app.content import resource_contents
 from app.errors import INTERNAL_ERROR, InvalidParams, MCPError, ResourceNotFound
 from app.mrtr import InputRequired
+from app.scopes import authorize
 from app.types import JSONObject
 from app.uritemplate import UriTemplate
 
@@ -142,6 +143,7 @@ class Resources:
         if found is None:
             raise ResourceNotFound(uri)
         resource, variables = found
+        authorize(resource.scopes, ctx.principal)
         contents = await resource.read(uri, variables, ctx)
         if not contents:
             raise ResourceNotFound(uri)

@@ -36,7 +36,7 @@ class MCPServer:
                  request_timeout: float = 300.0, cache_ttl_ms: int = 0,
                  cache_scope: Literal["public", "private"] = "private",
                  request_state_keys: Sequence[bytes] | None = None, request_state_ttl: float = 600.0,
-                 bus: SubscriptionBus | None = None) -> None:
+                 bus: SubscriptionBus | None = None, filter_lists_by_scope: bool = True) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
         self.name = name
@@ -57,6 +57,8 @@ class MCPServer:
         """``private`` unless every caller may share the answers (lists that vary by user must stay private)."""
         self.request_states = RequestStateSealer(request_state_keys, ttl=request_state_ttl)
         """Seals ``requestState``; replicas that share the keys can finish each other's exchanges."""
+        self.filter_lists_by_scope = filter_lists_by_scope
+        """With authentication on, lists show only the tools, prompts and resources the caller's scopes allow."""
         self.bus: SubscriptionBus = bus or InMemorySubscriptionBus()
         """Where change events go to ``subscriptions/listen`` streams."""
         self.tools: dict[str, Tool] = {}

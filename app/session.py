@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from app import jsonrpc
-from app.answer import answer
+from app.answer import Answer, answer
 from app.errors import INTERNAL_ERROR, INVALID_REQUEST, ClientError, ClientTimeout
 from app.modern import declares_modern
 from app.protocol import BATCH_VERSIONS
@@ -45,20 +45,26 @@ class ServerSession:
 
     # -- incoming ------------------------------------------------------------------------------
     async def handle_request(self, request: jsonrpc.Request, send: Send,
-                             control: StreamControl | None = None) -> JSONObject | None:
+                             control: StreamControl | None = None, principal: Any = None) -> JSONObject | None:
         """Answer one request. ``send`` carries messages related to it. None: it was cancelled."""
+        done = await self.handle(request, send, control, principal)
+        return done.message if done is not None else None
+
+    async def handle(self, request: jsonrpc.Request, send: Send, control: StreamControl | None = None,
+                     principal: Any = None) -> Answer | None:
+        """``handle_request`` with the HTTP status the answer calls for (None: it was cancelled)."""
         rid = request.id
         task = asyncio.current_task()
         if rid in self._inflight:
-            return jsonrpc.error(rid, -32600, f"Request id {rid!r} is already in use")
+            return Answer(jsonrpc.error(rid, -32600, f"Request id {rid!r} is already in use"))
         if task is not None:
             self._inflight[rid] = (task, request.method)
         try:
             # A request that describes itself in _meta is served statelessly, whatever the session.
             modern = declares_modern(request.params)
-            done = await answer(self.server, request, send, modern=modern, state=None if modern else self.state,
-                                session=self, control=control, principal=self.state.principal)
-            return done.message
+            return await answer(self.server, request, send, modern=modern, state=None if modern else self.state,
+                                session=self, control=control,
+                                principal=principal if principal is not None else self.state.principal)
         except asyncio.CancelledError:
             if rid in self._cancelled and task is not None:
                 task.uncancel()

@@ -51,6 +51,11 @@ def _list(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(item.strip() for item in raw.split(",") if item.strip())
 
 
+def _words(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    raw = _str(name, "")
+    return tuple(raw.replace(",", " ").split()) if raw else default
+
+
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = tuple(f"{scheme}://{host}" for scheme in ("http", "https") for host in LOOPBACK_HOSTS)
 
@@ -96,6 +101,26 @@ class Settings:
     request_state_ttl_seconds: float = 600.0
     """How long a ``requestState`` stays valid."""
 
+    auth_resource: str = ""
+    """The canonical URL of the MCP endpoint (e.g. ``https://mcp.example.com/mcp``). Setting it turns
+    bearer-token authentication on: tokens must name it as their audience, and the protected resource
+    metadata advertises it."""
+    auth_issuer: str = ""
+    """The authorization server (its issuer URL) whose tokens are accepted."""
+    auth_jwks_url: str = ""
+    """Verify JWT access tokens with the authorization server's keys from this URL."""
+    auth_introspection_url: str = ""
+    """Or verify tokens with RFC 7662 introspection at this URL (with the client id and secret below)."""
+    auth_client_id: str = ""
+    auth_client_secret: str = ""
+    auth_static_tokens: tuple[str, ...] = ()
+    """Development only: fixed tokens, ``token=subject[:scope scope]``, comma-separated."""
+    auth_scopes: tuple[str, ...] = ()
+    """Scopes every request needs (space- or comma-separated)."""
+    auth_scopes_supported: tuple[str, ...] = ()
+    """Scopes advertised in the protected resource metadata."""
+    auth_algorithms: tuple[str, ...] = ("RS256", "ES256", "PS256", "EdDSA")
+
     @classmethod
     def from_env(cls) -> Settings:
         d = cls()
@@ -119,4 +144,14 @@ class Settings:
             legacy_sse=_bool("MCPWIRE_LEGACY_SSE", d.legacy_sse),
             request_state_keys=_list("MCPWIRE_REQUEST_STATE_KEYS", d.request_state_keys),
             request_state_ttl_seconds=_float("MCPWIRE_REQUEST_STATE_TTL_SECONDS", d.request_state_ttl_seconds),
+            auth_resource=_str("MCPWIRE_AUTH_RESOURCE", d.auth_resource),
+            auth_issuer=_str("MCPWIRE_AUTH_ISSUER", d.auth_issuer),
+            auth_jwks_url=_str("MCPWIRE_AUTH_JWKS_URL", d.auth_jwks_url),
+            auth_introspection_url=_str("MCPWIRE_AUTH_INTROSPECTION_URL", d.auth_introspection_url),
+            auth_client_id=_str("MCPWIRE_AUTH_CLIENT_ID", d.auth_client_id),
+            auth_client_secret=_str("MCPWIRE_AUTH_CLIENT_SECRET", d.auth_client_secret),
+            auth_static_tokens=_list("MCPWIRE_AUTH_STATIC_TOKENS", d.auth_static_tokens),
+            auth_scopes=_words("MCPWIRE_AUTH_SCOPES", d.auth_scopes),
+            auth_scopes_supported=_words("MCPWIRE_AUTH_SCOPES_SUPPORTED", d.auth_scopes_supported),
+            auth_algorithms=_words("MCPWIRE_AUTH_ALGORITHMS", d.auth_algorithms),
         )

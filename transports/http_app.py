@@ -6,11 +6,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from app.server import MCPServer
 from app.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
-from transports.asgi import Receive, Scope, SendASGI, respond_error
+from transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
 from transports.events import EventStore, InMemoryEventStore
 from transports.guard import HostOriginGuard
 from transports.legacy_sse import LegacySSEEndpoints
@@ -28,7 +28,8 @@ class MCPHttpApp:
                  idle_timeout: float = 1800.0, max_sessions: int = 10_000,
                  legacy_sse_path: str | None = "/sse", legacy_messages_path: str = "/messages",
                  allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
-                 allowed_origins: Iterable[str] = LOOPBACK_ORIGINS) -> None:
+                 allowed_origins: Iterable[str] = LOOPBACK_ORIGINS,
+                 authenticate: Callable[[ASGIApp], ASGIApp] | None = None) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
         self.manager = SessionManager(server, store, events if events is not None else InMemoryEventStore(),
@@ -38,7 +39,9 @@ class MCPHttpApp:
             if legacy_sse_path else None
         self.legacy_sse_path = legacy_sse_path
         self.legacy_messages_path = legacy_messages_path
-        self._guarded = HostOriginGuard(self._route, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+        routed: ASGIApp = self._route if authenticate is None else authenticate(self._route)
+        # The DNS-rebinding guard comes first, then authentication (``auth.BearerAuth``), then the routes.
+        self._guarded = HostOriginGuard(routed, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         kind = scope["type"]

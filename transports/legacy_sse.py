@@ -19,6 +19,7 @@ from app.connection import Connection
 from app.errors import INVALID_REQUEST
 from app.types import JSONObject
 from transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error
+from transports.identity import PRINCIPAL, principal_key
 from transports.sessions import SessionLimitReached, SessionManager
 from transports.streamable_http import HttpOptions, _Disconnected, _TooLarge, read_body
 
@@ -41,7 +42,7 @@ class LegacySSEEndpoints:
             await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed", headers=[(b"allow", b"GET")])
             return
         try:
-            live = await self.manager.create()
+            live = await self.manager.create(principal_key(scope))
         except SessionLimitReached:
             await respond_error(send, 503, INVALID_REQUEST, "Service Unavailable: too many sessions")
             return
@@ -84,7 +85,7 @@ class LegacySSEEndpoints:
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: session_id is required")
             return
         entry = self._connections.get(sid)
-        if entry is None:
+        if entry is None or entry[0].session.state.principal != principal_key(scope):
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
             return
         content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
@@ -103,5 +104,5 @@ class LegacySSEEndpoints:
         if live is None:
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
             return
-        await connection.feed(body)
+        await connection.feed(body, principal=scope.get(PRINCIPAL))
         await respond(send, 202, b"Accepted", content_type=b"text/plain")

@@ -132,13 +132,14 @@ class SessionManager:
         self.live: dict[str, LiveSession] = {}
         self._reaper: asyncio.Task[None] | None = None
 
-    async def create(self) -> LiveSession:
+    async def create(self, principal: str | None = None) -> LiveSession:
+        """A new session, bound to ``principal`` (the authenticated identity's key) if there is one."""
         if await self.store.count() >= self.max_sessions:
             # Make room from idle sessions before refusing.
             await self.expire_idle()
             if await self.store.count() >= self.max_sessions:
                 raise SessionLimitReached
-        state = SessionState(id=new_session_id())
+        state = SessionState(id=new_session_id(), principal=principal)
         await self.store.create(state)
         live = LiveSession(self.server, state, self.events)
         live.last_seen = self._clock()

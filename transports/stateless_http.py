@@ -24,6 +24,7 @@ from app.state import SessionState
 from app.types import JSONObject
 from transports import request_headers
 from transports.asgi import Receive, Scope, SendASGI, respond, respond_error, respond_json
+from transports.identity import PRINCIPAL, challenge_headers
 
 log = logging.getLogger("mcpwire.http")
 
@@ -58,7 +59,8 @@ class StatelessHandler:
                                 "Invalid Request: the stateless era takes one request or notification per POST")
             return
         try:
-            state = request_headers.check(scope, message, self.server)
+            principal = scope.get(PRINCIPAL)
+            state = request_headers.check(scope, message, self.server, principal)
         except MCPError as exc:
             status = 400 if isinstance(exc, BadRequest) else 200
             await respond_json(send, status, {"jsonrpc": "2.0", "id": message.id, "error": exc.to_error()})
@@ -83,7 +85,7 @@ class StatelessHandler:
                 await room.wait()
 
         task = asyncio.get_running_loop().create_task(
-            answer(self.server, request, related, modern=True, state=state))
+            answer(self.server, request, related, modern=True, state=state, principal=state.principal))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         if request.method == "subscriptions/listen":
@@ -104,7 +106,7 @@ class StatelessHandler:
             return
         if task.done() and not buffered:
             done = task.result()
-            await respond_json(send, done.status, done.message)
+            await respond_json(send, done.status, done.message, challenge_headers(scope, done))
             return
         queue = asyncio.Queue()
         task.add_done_callback(lambda _: queue.put_nowait(_DONE) if queue is not None else None)

@@ -14,10 +14,12 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from app import jsonrpc
+from app.answer import Answer
 from app.errors import INTERNAL_ERROR, INVALID_REQUEST
 from app.modern import declares_modern
 from app.protocol import HANDSHAKE_VERSIONS, at_least
@@ -25,6 +27,7 @@ from app.types import JSONObject
 from transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error, respond_json
 from transports.channels import EventChannel, Item
 from transports.events import parse_event_id
+from transports.identity import PRINCIPAL, challenge_headers, principal_key
 from transports.sessions import (
     STANDALONE_STREAM,
     LiveSession,
@@ -93,12 +96,15 @@ def _is_response(message: JSONObject | None) -> bool:
 class _Run:
     """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
 
-    __slots__ = ("buffer", "changed", "channel", "close_requested", "done", "live", "request", "response",
-                 "to_standalone")
+    __slots__ = ("answer", "buffer", "changed", "channel", "close_requested", "done", "live", "principal", "request",
+                 "response", "to_standalone")
 
-    def __init__(self, live: LiveSession, request: jsonrpc.Request, to_standalone: bool) -> None:
+    def __init__(self, live: LiveSession, request: jsonrpc.Request, to_standalone: bool,
+                 principal: Any = None) -> None:
         self.live = live
         self.request = request
+        self.principal = principal
+        self.answer: Answer | None = None
         self.buffer: list[JSONObject] = []
         self.changed = asyncio.Event()
         self.channel: EventChannel | None = None
@@ -129,7 +135,8 @@ class _Run:
 
     async def execute(self) -> None:
         try:
-            self.response = await self.live.session.handle_request(self.request, self.send, self)
+            self.answer = await self.live.session.handle(self.request, self.send, self, self.principal)
+            self.response = self.answer.message if self.answer is not None else None
         finally:
             self.done = True
             self.changed.set()
@@ -201,7 +208,8 @@ class StreamableHTTPEndpoint:
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
             return None
         live = await self.manager.get(sid)
-        if live is None:
+        if live is None or live.session.state.principal != principal_key(scope):
+            # Another principal's session is as good as unknown: a session id is never a credential.
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown or expired session")
             return None
         version = header(scope, VERSION_HEADER)
@@ -250,7 +258,7 @@ class StreamableHTTPEndpoint:
             await self.stateless.handle(decoded, scope, receive, send)
             return
         if isinstance(decoded, jsonrpc.Request) and decoded.method == "initialize":
-            await self._initialize(decoded, send)
+            await self._initialize(decoded, scope, send)
             return
         live = await self._session(scope, send)
         if live is None:
@@ -268,9 +276,9 @@ class StreamableHTTPEndpoint:
         else:
             await self._request(live, decoded, scope, receive, send)
 
-    async def _initialize(self, request: jsonrpc.Request, send: SendASGI) -> None:
+    async def _initialize(self, request: jsonrpc.Request, scope: Scope, send: SendASGI) -> None:
         try:
-            live = await self.manager.create()
+            live = await self.manager.create(principal_key(scope))
         except SessionLimitReached:
             await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: too many sessions; try again later",
                                 id=request.id, headers=[(b"retry-after", b"30")])
@@ -303,7 +311,7 @@ class StreamableHTTPEndpoint:
 
     async def _request(self, live: LiveSession, request: jsonrpc.Request, scope: Scope, receive: Receive,
                        send: SendASGI) -> None:
-        run = _Run(live, request, to_standalone=self.options.json_response)
+        run = _Run(live, request, to_standalone=self.options.json_response, principal=scope.get(PRINCIPAL))
         task = asyncio.get_running_loop().create_task(run.execute())
         live.spawn(task)
         if self.options.json_response:
@@ -317,7 +325,8 @@ class StreamableHTTPEndpoint:
             if run.response is None:
                 await respond(send, 202)  # cancelled by the client: there is no answer
             else:
-                await respond_json(send, 200, run.response)
+                status = run.answer.status if run.answer is not None and run.answer.status == 403 else 200
+                await respond_json(send, status, run.response, challenge_headers(scope, run.answer))
             return
         version = live.session.state.protocol_version or DEFAULT_VERSION
         channel = EventChannel(live.id, new_stream_id(), self.manager.events)

@@ -1,0 +1,100 @@
+"""Verify opaque access tokens with RFC 7662 token introspection.
+
+The server authenticates to the introspection endpoint as a client (HTTP Basic). Answers
+are cached by a hash of the token, never longer than the token lives nor ``cache_ttl``; a
+token the authorization server calls inactive is refused (and that answer is cached briefly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+import httpx
+
+from auth.jwt_verifier import same_resource
+from auth.principal import Principal
+from auth.scopes import parse
+from auth.verifier import InvalidToken, TokenVerifier
+
+MAX_CACHED = 10_000
+
+
+class IntrospectionVerifier(TokenVerifier):
+    def __init__(self, *, endpoint: str, client_id: str, client_secret: str, audience: str | None = None,
+                 issuer: str | None = None, cache_ttl: float = 60.0, negative_ttl: float = 5.0,
+                 client: httpx.AsyncClient | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.endpoint = endpoint
+        self._auth = (client_id, client_secret)
+        self.audience = audience
+        self.issuer = issuer
+        self.cache_ttl = cache_ttl
+        self.negative_ttl = negative_ttl
+        self._client = client or httpx.AsyncClient(timeout=10.0)
+        self._own_client = client is None
+        self._clock = clock
+        self._cache: OrderedDict[str, tuple[float, Principal | None]] = OrderedDict()
+        self._inflight: dict[str, asyncio.Future[Principal | None]] = {}
+        self.calls = 0
+
+    async def verify(self, token: str) -> Principal:
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        now = self._clock()
+        cached = self._cache.get(digest)
+        if cached is not None and cached[0] > now:
+            principal = cached[1]
+        else:
+            pending = self._inflight.get(digest)
+            if pending is None:  # one introspection per token at a time, however many requests wait
+                pending = asyncio.get_running_loop().create_future()
+                self._inflight[digest] = pending
+                try:
+                    result = await self._introspect(token)
+                    pending.set_result(result)
+                except BaseException as exc:
+                    pending.set_exception(exc)
+                    raise
+                finally:
+                    self._inflight.pop(digest, None)
+            principal = await asyncio.shield(pending)
+            until = min(principal.expires_at, now + self.cache_ttl) if principal and principal.expires_at \
+                else now + (self.cache_ttl if principal else self.negative_ttl)
+            self._cache[digest] = (until, principal)
+            while len(self._cache) > MAX_CACHED:
+                self._cache.popitem(last=False)
+        if principal is None:
+            raise InvalidToken("the authorization server says the token is not active")
+        if principal.expires_at is not None and principal.expires_at < now:
+            raise InvalidToken("the token has expired")
+        return principal
+
+    async def _introspect(self, token: str) -> Principal | None:
+        self.calls += 1
+        try:
+            response = await self._client.post(self.endpoint, data={"token": token,
+                                                                    "token_type_hint": "access_token"},
+                                               auth=self._auth)
+            response.raise_for_status()
+            data = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise InvalidToken(f"introspection failed: {exc}") from None
+        if not isinstance(data, dict) or data.get("active") is not True:
+            return None
+        if self.issuer is not None and data.get("iss") not in (None, self.issuer):
+            return None
+        if self.audience is not None:
+            audiences = data.get("aud")
+            audiences = [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else []
+            if not any(isinstance(a, str) and same_resource(a, self.audience) for a in audiences):
+                return None
+        exp = data.get("exp")
+        return Principal(issuer=str(data.get("iss") or self.issuer or ""), subject=str(data.get("sub") or ""),
+                         client_id=data.get("client_id"), scopes=parse(data.get("scope")),
+                         expires_at=float(exp) if isinstance(exp, int | float) else None, claims=data)
+
+    async def aclose(self) -> None:
+        if self._own_client:
+            await self._client.aclose()

@@ -1,0 +1,82 @@
+"""OAuth 2.0 Protected Resource Metadata (RFC 9728) for the MCP endpoint.
+
+The canonical resource URL of the endpoint (RFC 8707) is configured once: it is what the
+metadata advertises as ``resource``, what tokens must carry as their audience, and where
+the metadata URLs come from, so that "advertise" and "validate" can never drift apart,
+whether the app runs at the root, under a prefix, or behind a proxy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import orjson
+
+from transports.asgi import Receive, Scope, SendASGI, respond
+
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedResource:
+    resource: str
+    """The canonical URL of the MCP endpoint, e.g. ``https://mcp.example.com/mcp``."""
+    authorization_servers: tuple[str, ...]
+    scopes_supported: tuple[str, ...] = ()
+    resource_name: str | None = None
+    resource_documentation: str | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.resource)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
+            raise ValueError(f"the resource must be an absolute http(s) URL without a fragment: {self.resource!r}")
+        if not self.authorization_servers:
+            raise ValueError("protected resource metadata needs at least one authorization server")
+
+    @property
+    def origin(self) -> str:
+        parts = urlsplit(self.resource)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def resource_path(self) -> str:
+        return urlsplit(self.resource).path.rstrip("/")
+
+    @property
+    def metadata_url(self) -> str:
+        """The path-inserted well-known URL (what the 401 challenge points to)."""
+        return self.origin + WELL_KNOWN + self.resource_path
+
+    @property
+    def metadata_paths(self) -> tuple[str, ...]:
+        """Where the document is served: path-inserted, and at the root."""
+        return (WELL_KNOWN + self.resource_path, WELL_KNOWN) if self.resource_path else (WELL_KNOWN,)
+
+    def document(self) -> dict[str, object]:
+        doc: dict[str, object] = {
+            "resource": self.resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        scopes = [s for s in self.scopes_supported if s != "offline_access"]
+        if scopes:
+            doc["scopes_supported"] = scopes
+        if self.resource_name:
+            doc["resource_name"] = self.resource_name
+        if self.resource_documentation:
+            doc["resource_documentation"] = self.resource_documentation
+        doc.update(self.extra)
+        return doc
+
+    def matches(self, path: str) -> bool:
+        return path.rstrip("/") in self.metadata_paths
+
+    async def serve(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if scope["method"] not in ("GET", "HEAD"):
+            await respond(send, 405, headers=[(b"allow", b"GET, HEAD")])
+            return
+        await respond(send, 200, orjson.dumps(self.document()), content_type=b"application/json",
+                      headers=[(b"cache-control", b"public, max-age=3600"),
+                               (b"access-control-allow-origin", b"*")])

@@ -1,0 +1,108 @@
+"""Bearer-token authentication in front of the MCP routes (OAuth 2.1 resource server).
+
+Every request to the MCP endpoint (and the legacy SSE endpoints) must carry
+``Authorization: Bearer <token>``; the protected resource metadata is served without one.
+A missing or bad token gets 401 with a ``WWW-Authenticate`` challenge naming the metadata
+URL and the scopes needed; a valid token that lacks them gets 403 ``insufficient_scope``.
+The verified ``Principal`` travels in the ASGI scope (``mcpwire.principal``); tokens are
+never logged and never passed on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from urllib.parse import parse_qsl
+
+from app.errors import INVALID_REQUEST
+from auth.metadata import ProtectedResource
+from auth.scopes import missing
+from auth.verifier import InvalidToken, TokenVerifier
+from transports.asgi import ASGIApp, Receive, Scope, SendASGI, header, respond_error
+from transports.identity import CHALLENGE, PRINCIPAL
+
+log = logging.getLogger("mcpwire.auth")
+
+
+
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class Challenge:
+    """Builds ``WWW-Authenticate`` values for this resource."""
+
+    def __init__(self, resource: ProtectedResource) -> None:
+        self.resource = resource
+
+    def __call__(self, *, error: str | None = None, scopes: Iterable[str] = (), description: str | None = None) -> str:
+        parts = []
+        if error:
+            parts.append(f'error="{error}"')
+        scope_list = [s for s in scopes if s != "offline_access"]
+        if scope_list:
+            parts.append(f'scope="{_quote(" ".join(scope_list))}"')
+        parts.append(f'resource_metadata="{self.resource.metadata_url}"')
+        if description:
+            parts.append(f'error_description="{_quote(description)}"')
+        return "Bearer " + ", ".join(parts)
+
+
+class BearerAuth:
+    """ASGI middleware: authenticate every request but the metadata document."""
+
+    def __init__(self, app: ASGIApp, *, verifier: TokenVerifier, resource: ProtectedResource,
+                 required_scopes: Sequence[str] = ()) -> None:
+        self.app = app
+        self.verifier = verifier
+        self.resource = resource
+        self.required_scopes = list(required_scopes)
+        self.challenge = Challenge(resource)
+        self.failures = 0
+
+    async def _refuse(self, send: SendASGI, status: int, message: str, *, error: str | None = None,
+                      scopes: Iterable[str] = ()) -> None:
+        self.failures += 1
+        value = self.challenge(error=error, scopes=scopes)
+        await respond_error(send, status, INVALID_REQUEST, message,
+                            headers=[(b"www-authenticate", value.encode("latin-1"))])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        root = scope.get("root_path", "")
+        if self.resource.matches(path) or (root and path.startswith(root) and self.resource.matches(path[len(root):])):
+            await self.resource.serve(scope, receive, send)
+            return
+        query = scope.get("query_string", b"").decode("latin-1")
+        if any(key == "access_token" for key, _ in parse_qsl(query, keep_blank_values=True)):
+            await self._refuse(send, 401, "Unauthorized: send the token in the Authorization header, never the URL",
+                               error="invalid_request", scopes=self.required_scopes)
+            return
+        authorization = header(scope, b"authorization")
+        if authorization is None:
+            await self._refuse(send, 401, "Unauthorized: a bearer token is required", scopes=self.required_scopes)
+            return
+        kind, _, token = authorization.strip().partition(" ")
+        token = token.strip()
+        if kind.lower() != "bearer" or not token or " " in token:
+            await self._refuse(send, 401, "Unauthorized: the Authorization header must be 'Bearer <token>'",
+                               error="invalid_token", scopes=self.required_scopes)
+            return
+        try:
+            principal = await self.verifier.verify(token)
+        except InvalidToken as exc:
+            log.info("refused a bearer token: %s", exc)  # the reason, never the token
+            await self._refuse(send, 401, "Unauthorized: the token is not valid", error="invalid_token",
+                               scopes=self.required_scopes)
+            return
+        lacking = missing(principal.scopes, self.required_scopes)
+        if lacking:
+            await self._refuse(send, 403, "Forbidden: the token lacks the scopes this server needs",
+                               error="insufficient_scope", scopes=self.required_scopes)
+            return
+        scope[PRINCIPAL] = principal
+        scope[CHALLENGE] = self.challenge
+        await self.app(scope, receive, send)
