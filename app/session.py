@@ -30,6 +30,13 @@ Post = Callable[[JSONObject], None]
 """Delivers a message unrelated to any request (list_changed, resources/updated); must not block."""
 
 
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
 class ServerSession:
     """Runs requests of one session through the dispatcher; one per stdio process or HTTP session."""
 
@@ -41,6 +48,10 @@ class ServerSession:
         self._cancelled: set[RequestId] = set()
         self._pending: dict[RequestId, asyncio.Future[JSONObject]] = {}
         self._ids = itertools.count(1)
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
         server.attach(self)
 
     # -- incoming ------------------------------------------------------------------------------
@@ -152,8 +163,16 @@ class ServerSession:
             log.debug("could not tell the client that request %r was cancelled", rid)
 
     def post(self, message: JSONObject) -> None:
-        """Deliver a message unrelated to any request on the session's standalone channel, if it has one."""
-        if self._post is not None:
+        """Deliver a message unrelated to any request on the session's standalone channel, if it has one.
+
+        Safe from any thread: a sync tool (on a worker thread) that changes a list is handed over to the
+        session's event loop."""
+        if self._post is None:
+            return
+        loop = self._loop
+        if loop is not None and not _on_loop(loop):
+            loop.call_soon_threadsafe(self._post, message)
+        else:
             self._post(message)
 
     # -- teardown -------------------------------------------------------------------------------
