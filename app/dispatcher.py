@@ -323,6 +323,7 @@ class Dispatcher:
             prompt = self.server.prompts.get(target) if isinstance(target, str) else None
             if prompt is None:
                 raise InvalidParams(f"Unknown prompt: {target}")
+            authorize(prompt.scopes, ctx.principal)
             if arg_name not in {a["name"] for a in prompt.arguments}:
                 raise InvalidParams(f"Prompt {target} has no argument {arg_name}")
         elif kind == "ref/resource":
@@ -330,6 +331,7 @@ class Dispatcher:
             template = self.server.resources.templates.get(target) if isinstance(target, str) else None
             if template is None or template.template is None:
                 raise InvalidParams(f"Unknown resource template: {target}")
+            authorize(template.scopes, ctx.principal)
             if arg_name not in template.template.variables:
                 raise InvalidParams(f"Resource template {target} has no variable {arg_name}")
         else:

@@ -31,10 +31,13 @@ def parse(value: object) -> frozenset[str]:
 def authorize(needed: Iterable[str], principal: object) -> None:
     """Raise ``InsufficientScope`` if ``principal`` (anything with ``scopes``) lacks what is needed.
 
-    Without a principal that has scopes (stdio, no auth configured) there is nothing to check."""
+    Without a principal (stdio, no auth configured) there is nothing to check; a principal that carries
+    no scopes is refused (fail closed)."""
     from app.errors import InsufficientScope
 
     needed = list(needed)
+    if not needed or principal is None:
+        return
     granted = getattr(principal, "scopes", None)
-    if needed and granted is not None and missing(granted, needed):
+    if granted is None or missing(granted, needed):  # an identity without scopes fails closed
         raise InsufficientScope(needed)

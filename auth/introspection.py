@@ -8,6 +8,7 @@ token the authorization server calls inactive is refused (and that answer is cac
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import time
 from collections import OrderedDict
@@ -49,16 +50,10 @@ class IntrospectionVerifier(TokenVerifier):
         else:
             pending = self._inflight.get(digest)
             if pending is None:  # one introspection per token at a time, however many requests wait
-                pending = asyncio.get_running_loop().create_future()
+                # In a task of its own: if the request that started it goes away, the others still get the answer.
+                pending = asyncio.ensure_future(self._introspect(token))
                 self._inflight[digest] = pending
-                try:
-                    result = await self._introspect(token)
-                    pending.set_result(result)
-                except BaseException as exc:
-                    pending.set_exception(exc)
-                    raise
-                finally:
-                    self._inflight.pop(digest, None)
+                pending.add_done_callback(functools.partial(self._landed, digest))
             principal = await asyncio.shield(pending)
             until = min(principal.expires_at, now + self.cache_ttl) if principal and principal.expires_at \
                 else now + (self.cache_ttl if principal else self.negative_ttl)
@@ -70,6 +65,11 @@ class IntrospectionVerifier(TokenVerifier):
         if principal.expires_at is not None and principal.expires_at < now:
             raise InvalidToken("the token has expired")
         return principal
+
+    def _landed(self, digest: str, future: asyncio.Future[Principal | None]) -> None:
+        self._inflight.pop(digest, None)
+        if not future.cancelled():
+            future.exception()  # retrieved, so a failure nobody waited for is not reported as never retrieved
 
     async def _introspect(self, token: str) -> Principal | None:
         self.calls += 1
@@ -90,8 +90,10 @@ class IntrospectionVerifier(TokenVerifier):
             audiences = [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else []
             if not any(isinstance(a, str) and same_resource(a, self.audience) for a in audiences):
                 return None
+        if not data.get("sub"):
+            return None  # sessions and requestState are bound to issuer and subject: no subject, no principal
         exp = data.get("exp")
-        return Principal(issuer=str(data.get("iss") or self.issuer or ""), subject=str(data.get("sub") or ""),
+        return Principal(issuer=str(data.get("iss") or self.issuer or ""), subject=str(data["sub"]),
                          client_id=data.get("client_id"), scopes=parse(data.get("scope")),
                          expires_at=float(exp) if isinstance(exp, int | float) else None, claims=data)
 

@@ -56,15 +56,19 @@ class JWKSVerifier(TokenVerifier):
         self._clock = clock
         self._keys: jwk.KeySet | None = None
         self._fetched_at = 0.0
+        self._tried_at = float("-inf")  # the last fetch attempt, successful or not
         self._lock = asyncio.Lock()
         self.fetches = 0
 
     async def _key_set(self, *, refresh: bool = False) -> jwk.KeySet:
         async with self._lock:
             now = self._clock()
-            stale = self._keys is None or now - self._fetched_at > self.cache_ttl
-            may_refresh = now - self._fetched_at >= self.refresh_interval
-            if stale or (refresh and may_refresh):
+            stale = now - self._fetched_at > self.cache_ttl
+            # Attempts, failed ones included, are rate-limited: an AS that is down must not turn stale keys
+            # or a flood of unknown kids into one JWKS request per token.
+            may_refresh = now - self._tried_at >= self.refresh_interval
+            if self._keys is None or ((stale or refresh) and may_refresh):
+                self._tried_at = now
                 try:
                     response = await self._client.get(self.jwks_url)
                     response.raise_for_status()

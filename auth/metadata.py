@@ -73,6 +73,19 @@ class ProtectedResource:
     def matches(self, path: str) -> bool:
         return path.rstrip("/") in self.metadata_paths
 
+    async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        """The document as an ASGI app of its own, for when the MCP app is mounted under a prefix: the
+        well-known URLs live at the host's root, outside the mount. In a Starlette app,
+        ``Route(WELL_KNOWN, resource)`` serves the root one and ``Mount(WELL_KNOWN, resource)`` the
+        path-inserted one; any other path gets 404."""
+        if scope["type"] != "http":
+            return
+        path, root = scope["path"], scope.get("root_path", "")
+        if not (self.matches(path) or (root and not path.startswith(root) and self.matches(root + path))):
+            await respond(send, 404, b"Not Found", content_type=b"text/plain")
+            return
+        await self.serve(scope, receive, send)
+
     async def serve(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["method"] not in ("GET", "HEAD"):
             await respond(send, 405, headers=[(b"allow", b"GET, HEAD")])

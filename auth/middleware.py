@@ -18,7 +18,7 @@ from app.errors import INVALID_REQUEST
 from auth.metadata import ProtectedResource
 from auth.scopes import missing
 from auth.verifier import InvalidToken, TokenVerifier
-from transports.asgi import ASGIApp, Receive, Scope, SendASGI, header, respond_error
+from transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
 from transports.identity import CHALLENGE, PRINCIPAL
 
 log = logging.getLogger("mcpwire.auth")
@@ -78,16 +78,19 @@ class BearerAuth:
             return
         query = scope.get("query_string", b"").decode("latin-1")
         if any(key == "access_token" for key, _ in parse_qsl(query, keep_blank_values=True)):
+            # 401 goes with invalid_token (RFC 6750 §3.1 pairs invalid_request with 400): a token was sent,
+            # and one sent in the URL is never acceptable.
             await self._refuse(send, 401, "Unauthorized: send the token in the Authorization header, never the URL",
-                               error="invalid_request", scopes=self.required_scopes)
+                               error="invalid_token", scopes=self.required_scopes)
             return
-        authorization = header(scope, b"authorization")
-        if authorization is None:
+        authorizations = [value for key, value in scope["headers"] if key == b"authorization"]
+        if not authorizations:
             await self._refuse(send, 401, "Unauthorized: a bearer token is required", scopes=self.required_scopes)
             return
-        kind, _, token = authorization.strip().partition(" ")
+        kind, _, token = authorizations[0].decode("latin-1").strip().partition(" ")
         token = token.strip()
-        if kind.lower() != "bearer" or not token or " " in token:
+        # Two Authorization headers are as malformed as two tokens in one: never pick one of them.
+        if kind.lower() != "bearer" or not token or " " in token or len(authorizations) > 1:
             await self._refuse(send, 401, "Unauthorized: the Authorization header must be 'Bearer <token>'",
                                error="invalid_token", scopes=self.required_scopes)
             return

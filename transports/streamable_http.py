@@ -264,7 +264,7 @@ class StreamableHTTPEndpoint:
         if live is None:
             return
         if isinstance(decoded, list):
-            await self._batch(live, decoded, send)
+            await self._batch(live, decoded, scope, send)
         elif isinstance(decoded, jsonrpc.Notification):
             live.session.handle_notification(decoded)
             if decoded.method == "notifications/initialized":
@@ -291,7 +291,7 @@ class StreamableHTTPEndpoint:
         await self.manager.save(live)
         await respond_json(send, 200, response, [(SESSION_HEADER, live.id.encode())])
 
-    async def _batch(self, live: LiveSession, items: list[jsonrpc.Message], send: SendASGI) -> None:
+    async def _batch(self, live: LiveSession, items: list[jsonrpc.Message], scope: Scope, send: SendASGI) -> None:
         sorted_batch = live.session.sort_batch(items)
         if isinstance(sorted_batch, dict):
             await respond_json(send, 400, sorted_batch)
@@ -299,8 +299,11 @@ class StreamableHTTPEndpoint:
         requests, replies = sorted_batch
         if requests:
             # Related messages of batched requests go to the GET stream; the answers come back together.
+            # Each request runs as the caller (the verified principal, with its scopes), like a single one.
+            principal = scope.get(PRINCIPAL)
             results = await asyncio.gather(*(
-                asyncio.ensure_future(live.session.handle_request(r, live.standalone.send)) for r in requests))
+                asyncio.ensure_future(live.session.handle_request(r, live.standalone.send, principal=principal))
+                for r in requests))
             replies.extend(r for r in results if r is not None)
             if any(r.method in MUTATING for r in requests):
                 await self.manager.save(live)

@@ -1,0 +1,285 @@
+"""``IntrospectionVerifier``: opaque-token checks with the development AS's RFC 7662 endpoint.
+
+The AS app is reached through httpx without a socket; a gate in front of it holds introspection
+requests so concurrency is exact; time is an injected clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+import auth.introspection
+from auth.introspection import IntrospectionVerifier
+from auth.verifier import InvalidToken
+from examples.dev_auth_server import Client, DevAuthServer
+from tests.auth.support import Clock
+from transports.asgi import Receive, Scope, SendASGI
+
+SPEC = "2025-11-25/basic/authorization"
+ISSUER = "https://as.example.test"
+RESOURCE = "https://mcp.example.test/mcp"
+
+
+class Gate:
+    """The AS app, with introspection requests counted and, while ``closed``, held until opened."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.open = asyncio.Event()
+        self.open.set()
+        self.arrived = asyncio.Event()
+        self.down = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if scope["type"] == "http" and scope["path"] == "/introspect":
+            self.arrived.set()
+            await self.open.wait()
+            if self.down:
+                await JSONResponse({"error": "down"}, 503)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+@pytest.fixture(scope="module")
+def das() -> DevAuthServer:
+    return DevAuthServer(issuer=ISSUER)
+
+
+@pytest.fixture
+def client(das: DevAuthServer) -> Client:
+    """The MCP server's own credentials at the AS."""
+    das.counts["introspect"] = 0
+    return das.register_client(grant_types=["client_credentials"], name="resource server")
+
+
+@pytest.fixture
+def gate(das: DevAuthServer) -> Gate:
+    return Gate(das.app())
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def http(gate: Gate) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url=ISSUER) as out:
+        yield out
+
+
+def make(client: Client, http: httpx.AsyncClient, clock: Clock, **options: Any) -> IntrospectionVerifier:
+    assert client.client_secret is not None
+    settings: dict[str, Any] = {"audience": RESOURCE, "issuer": ISSUER, **options}
+    return IntrospectionVerifier(endpoint=ISSUER + "/introspect", client_id=client.client_id,
+                                 client_secret=client.client_secret, client=http, clock=clock, **settings)
+
+
+@pytest.fixture
+def verifier(client: Client, http: httpx.AsyncClient, clock: Clock) -> IntrospectionVerifier:
+    return make(client, http, clock)
+
+
+def token(das: DevAuthServer, subject: str = "alice", *, audience: str | None = RESOURCE, ttl: int = 3600) -> str:
+    out: str = das.issue(subject=subject, client_id="app-1", scope="mcp:tools mcp:read", audience=audience, ttl=ttl)
+    return out
+
+
+# -- answers ------------------------------------------------------------------------------------------------------
+@pytest.mark.spec(f"{SPEC}#token-handling")
+async def test_an_active_token_becomes_a_principal(das: DevAuthServer, verifier: IntrospectionVerifier) -> None:
+    principal = await verifier.verify(token(das))
+    assert (principal.issuer, principal.subject, principal.client_id) == (ISSUER, "alice", "app-1")
+    assert principal.scopes == frozenset({"mcp:tools", "mcp:read"})
+    assert principal.expires_at is not None
+    assert principal.expires_at == pytest.approx(time.time() + 3600, abs=5)
+    assert principal.key == f"{ISSUER}|alice"
+
+
+@pytest.mark.spec(f"{SPEC}#token-handling")
+async def test_revoked_and_unknown_tokens_are_refused(das: DevAuthServer, client: Client,
+                                                     verifier: IntrospectionVerifier, http: httpx.AsyncClient) -> None:
+    revoked = token(das)
+    assert client.client_secret is not None
+    answer = await http.post("/revoke", data={"token": revoked}, auth=(client.client_id, client.client_secret))
+    assert answer.status_code == 200
+    with pytest.raises(InvalidToken, match="not active"):
+        await verifier.verify(revoked)
+    with pytest.raises(InvalidToken, match="not active"):
+        await verifier.verify("opaque-garbage")
+    with pytest.raises(InvalidToken, match="not active"):
+        await verifier.verify(token(das, ttl=-10))  # the AS says an expired token is inactive
+
+
+@pytest.mark.parametrize("audience", [None, "https://mcp.example.test/other", "https://evil.example.test/mcp"])
+@pytest.mark.spec(f"{SPEC}#token-audience-binding-and-validation")
+async def test_a_token_for_another_resource_is_refused(audience: str | None, das: DevAuthServer,
+                                                       verifier: IntrospectionVerifier) -> None:
+    with pytest.raises(InvalidToken):
+        await verifier.verify(token(das, audience=audience))
+
+
+async def test_uppercase_scheme_and_host_in_the_audience_are_accepted(das: DevAuthServer,
+                                                                      verifier: IntrospectionVerifier) -> None:
+    assert (await verifier.verify(token(das, audience="HTTPS://MCP.Example.test/mcp"))).subject == "alice"
+
+
+async def test_another_issuer_is_refused(das: DevAuthServer, client: Client, http: httpx.AsyncClient,
+                                         clock: Clock) -> None:
+    verifier = make(client, http, clock, issuer="https://other-as.example.test")
+    with pytest.raises(InvalidToken):
+        await verifier.verify(token(das))
+
+
+async def test_a_wrong_client_secret_fails_closed(das: DevAuthServer, client: Client, http: httpx.AsyncClient,
+                                                  clock: Clock) -> None:
+    verifier = IntrospectionVerifier(endpoint=ISSUER + "/introspect", client_id=client.client_id,
+                                     client_secret="wrong", audience=RESOURCE, client=http, clock=clock)
+    with pytest.raises(InvalidToken, match="introspection failed"):
+        await verifier.verify(token(das))
+
+
+# -- caching ---------------------------------------------------------------------------------------------------------
+@pytest.mark.spec(f"{SPEC}#token-handling")
+async def test_answers_are_cached_for_cache_ttl(das: DevAuthServer, verifier: IntrospectionVerifier,
+                                                clock: Clock) -> None:
+    good = token(das)
+    for _ in range(5):
+        await verifier.verify(good)
+    assert (verifier.calls, das.counts["introspect"]) == (1, 1)
+    clock.advance(59)
+    await verifier.verify(good)
+    assert verifier.calls == 1
+    clock.advance(2)
+    await verifier.verify(good)
+    assert verifier.calls == 2
+
+
+async def test_refusals_are_cached_briefly(das: DevAuthServer, verifier: IntrospectionVerifier, clock: Clock) -> None:
+    for _ in range(3):
+        with pytest.raises(InvalidToken):
+            await verifier.verify("unknown")
+    assert verifier.calls == 1
+    clock.advance(5.5)
+    with pytest.raises(InvalidToken):
+        await verifier.verify("unknown")
+    assert verifier.calls == 2
+
+
+async def test_the_cache_never_outlives_the_token(das: DevAuthServer, verifier: IntrospectionVerifier,
+                                                  clock: Clock) -> None:
+    short = token(das, ttl=20)
+    await verifier.verify(short)
+    assert verifier.calls == 1
+    clock.advance(10)
+    await verifier.verify(short)  # cached: cache_ttl is 60 s, but the entry lives only as long as the token
+    assert verifier.calls == 1
+    clock.advance(11)
+    with pytest.raises(InvalidToken, match="expired"):
+        await verifier.verify(short)
+    assert verifier.calls == 2
+
+
+async def test_the_cache_is_bounded(das: DevAuthServer, verifier: IntrospectionVerifier,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auth.introspection, "MAX_CACHED", 3)
+    tokens = [token(das, f"user-{i}") for i in range(4)]
+    for t in tokens:
+        await verifier.verify(t)
+    await verifier.verify(tokens[-1])
+    assert verifier.calls == 4
+    await verifier.verify(tokens[0])  # the oldest entry was dropped
+    assert verifier.calls == 5
+
+
+# -- single flight -------------------------------------------------------------------------------------------------------
+@pytest.mark.spec(f"{SPEC}#token-handling")
+async def test_concurrent_requests_with_one_token_introspect_once(das: DevAuthServer, verifier: IntrospectionVerifier,
+                                                                  gate: Gate) -> None:
+    gate.open.clear()
+    good = token(das)
+    waiting = [asyncio.ensure_future(verifier.verify(good)) for _ in range(100)]
+    await gate.arrived.wait()
+    gate.open.set()
+    principals = await asyncio.gather(*waiting)
+    assert {p.key for p in principals} == {f"{ISSUER}|alice"}
+    assert (verifier.calls, das.counts["introspect"]) == (1, 1)
+
+
+async def test_a_failed_introspection_fails_every_waiter_and_is_not_cached(
+        das: DevAuthServer, verifier: IntrospectionVerifier, gate: Gate) -> None:
+    gate.open.clear()
+    gate.down = True
+    good = token(das)
+    waiting = [asyncio.ensure_future(verifier.verify(good)) for _ in range(10)]
+    await gate.arrived.wait()
+    gate.open.set()
+    results = await asyncio.gather(*waiting, return_exceptions=True)
+    assert all(isinstance(r, InvalidToken) for r in results), results
+    assert verifier.calls == 1
+    gate.down = False
+    assert (await verifier.verify(good)).subject == "alice"
+    assert verifier.calls == 2
+
+
+async def test_a_cancelled_first_request_does_not_cancel_the_others(das: DevAuthServer,
+                                                                    verifier: IntrospectionVerifier,
+                                                                    gate: Gate) -> None:
+    """The request that started the introspection goes away (its client disconnected): the requests
+    that wait for the same answer still get it."""
+    gate.open.clear()
+    good = token(das)
+    first = asyncio.ensure_future(verifier.verify(good))
+    await gate.arrived.wait()
+    second = asyncio.ensure_future(verifier.verify(good))
+    await asyncio.sleep(0)  # let the second one join the flight (a scheduling step, not a wait for time)
+    first.cancel()
+    gate.open.set()
+    assert (await second).subject == "alice"
+    assert first.cancelled()
+    assert verifier.calls == 1
+
+
+# -- what an introspection answer must carry --------------------------------------------------------------------------------
+def introspection_endpoint(answer: dict[str, Any]) -> Starlette:
+    async def introspect(request: Request) -> Response:
+        return JSONResponse(answer)
+
+    return Starlette(routes=[Route("/introspect", introspect, methods=["POST"])])
+
+
+@pytest.mark.spec(f"{SPEC}#token-handling")
+async def test_an_active_answer_without_a_subject_is_refused(clock: Clock) -> None:
+    """Sessions and requestState are bound to issuer and subject: two tokens without a subject must not
+    become the same principal."""
+    answer = {"active": True, "iss": ISSUER, "aud": RESOURCE, "client_id": "some-client", "scope": "mcp:tools",
+              "exp": int(time.time()) + 600}
+    transport = httpx.ASGITransport(app=introspection_endpoint(answer))
+    async with httpx.AsyncClient(transport=transport, base_url=ISSUER) as http:
+        verifier = IntrospectionVerifier(endpoint=ISSUER + "/introspect", client_id="rs", client_secret="s",
+                                         audience=RESOURCE, issuer=ISSUER, client=http, clock=clock)
+        with pytest.raises(InvalidToken):
+            await verifier.verify("opaque-1")
+        with pytest.raises(InvalidToken):
+            await verifier.verify("opaque-2")
+
+
+@pytest.mark.parametrize("answer", [
+    [], "active", {"active": "true", "sub": "a"}, {"active": 1, "sub": "a"}, {"sub": "a"}])
+async def test_anything_but_active_true_is_inactive(answer: Any, clock: Clock) -> None:
+    transport = httpx.ASGITransport(app=introspection_endpoint(answer))
+    async with httpx.AsyncClient(transport=transport, base_url=ISSUER) as http:
+        verifier = IntrospectionVerifier(endpoint=ISSUER + "/introspect", client_id="rs", client_secret="s",
+                                         client=http, clock=clock)
+        with pytest.raises(InvalidToken, match="not active"):
+            await verifier.verify("opaque")
