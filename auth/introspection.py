@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import httpx
 
-from auth.jwt_verifier import same_resource
+from auth.jwt_verifier import audience_matches
 from auth.principal import Principal
 from auth.scopes import parse
 from auth.verifier import InvalidToken, TokenVerifier
@@ -85,11 +85,8 @@ class IntrospectionVerifier(TokenVerifier):
             return None
         if self.issuer is not None and data.get("iss") not in (None, self.issuer):
             return None
-        if self.audience is not None:
-            audiences = data.get("aud")
-            audiences = [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else []
-            if not any(isinstance(a, str) and same_resource(a, self.audience) for a in audiences):
-                return None
+        if self.audience is not None and not audience_matches(data.get("aud"), self.audience):
+            return None
         if not data.get("sub"):
             return None  # sessions and requestState are bound to issuer and subject: no subject, no principal
         exp = data.get("exp")

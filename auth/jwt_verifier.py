@@ -37,6 +37,12 @@ def same_resource(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
+def audience_matches(claim: object, resource: str) -> bool:
+    """Whether an ``aud`` claim (a string or a list of them) names ``resource``."""
+    audiences = [claim] if isinstance(claim, str) else claim if isinstance(claim, list) else []
+    return any(isinstance(a, str) and same_resource(a, resource) for a in audiences)
+
+
 class JWKSVerifier(TokenVerifier):
     def __init__(self, *, jwks_url: str, issuer: str, audience: str, algorithms: Sequence[str] = DEFAULT_ALGORITHMS,
                  leeway: float = 30.0, refresh_interval: float = 60.0, cache_ttl: float = 3600.0,
@@ -100,9 +106,7 @@ class JWKSVerifier(TokenVerifier):
             registry.validate(claims)
         except JoseError as exc:
             raise InvalidToken(f"the token's claims are not acceptable: {exc}") from None
-        audiences = claims.get("aud")
-        audiences = [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else []
-        if not any(isinstance(a, str) and same_resource(a, self.audience) for a in audiences):
+        if not audience_matches(claims.get("aud"), self.audience):
             raise InvalidToken("the token was not issued for this resource (audience)")
         scopes = parse(claims.get("scope")) | parse(claims.get("scp"))
         client_id = claims.get("client_id") or claims.get("azp")
