@@ -1,14 +1,22 @@
-"""Streamable HTTP load test: mcpwire vs the official MCP SDK vs a bare-ASGI ceiling, driven by wrk.
+"""Streamable HTTP load test: mcpwire vs the official MCP SDK vs a bare-ASGI ceiling, in both protocol eras, driven by wrk.
 
     .venv/bin/python bench/http_load.py                      # defaults: 5 s runs after a 2 s warm-up
-    .venv/bin/python bench/http_load.py --duration 10 --servers mcpwire,official,ceiling
+    .venv/bin/python bench/http_load.py --repeat 3           # 3 interleaved rounds, median reported
+    .venv/bin/python bench/http_load.py --eras 2026-07-28 --servers mcpwire,official-modern,ceiling
 
-For every server: start uvicorn on a free 127.0.0.1 port pinned to one core (``taskset -c 0``), do the
-initialize handshake over HTTP (keeping the ``Mcp-Session-Id``), send ``notifications/initialized``,
-check one ``tools/call`` answer in full, then run ``wrk`` pinned to the other core (``taskset -c 1``)
-with 32 connections sending ``tools/call`` (and ``tools/list``) on that one session. The wrk script
-(``bench/tools_call.lua``) checks every answer (status 200 and the expected JSON-RPC result, also when
-it comes as an SSE stream). See bench/README.md.
+Every server runs under uvicorn on a free 127.0.0.1 port pinned to one core (``taskset -c 0``); wrk runs
+pinned to the other core (``taskset -c 1``) with 32 keep-alive connections. Two protocol eras:
+
+* 2025-11-25 (handshake era): the harness does initialize + notifications/initialized over HTTP and
+  all 32 connections send their requests on that one ``Mcp-Session-Id``;
+* 2026-07-28 (stateless era): no initialize and no session; every POST carries ``_meta`` (protocol
+  version, client capabilities, client info) in its params and the ``MCP-Protocol-Version``,
+  ``Mcp-Method`` and ``Mcp-Name`` headers.
+
+Workloads: ``tools/call`` (word_count), ``tools/list`` (one tool) and ``tools/list@500`` (500 tools,
+served by a separate 500-tool process of each server). Before the load the harness checks one answer
+of each workload in full; during it the wrk script (``bench/tools_call.lua``) checks every answer (status,
+JSON-RPC id, era, result) and exits non-zero if any was wrong. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -28,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,46 +45,77 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.machine import warn_if_busy  # noqa: E402
-from bench.servers import EXPECTED, PROTOCOL_VERSION, TEXT  # noqa: E402
+from bench.machine import busy_cpu_seconds, wait_quiet, warn_if_busy  # noqa: E402
+from bench.servers import (  # noqa: E402
+    CATALOG_SIZE,
+    EXPECTED,
+    MODERN_VERSION,
+    PROTOCOL_VERSION,
+    TEXT,
+    catalog_names,
+)
 
 LUA = ROOT / "bench" / "tools_call.lua"
 PATH = "/mcp"
 ACCEPT = "application/json, text/event-stream"
-METHODS = ("tools/call", "tools/list")
+HANDSHAKE, STATELESS = PROTOCOL_VERSION, MODERN_VERSION
+ERAS = (HANDSHAKE, STATELESS)
+WORKLOADS = ("tools/call", "tools/list", f"tools/list@{CATALOG_SIZE}")
+CATALOGS = (1, CATALOG_SIZE)
+CLIENT_INFO = {"name": "mcpwire-bench", "version": "1.0.0"}
+WRK_FAILED = 3
+"""tools_call.lua's exit status when an answer failed its checks (the report is still complete)."""
+
+
+def split_workload(workload: str) -> tuple[str, int]:
+    """``tools/list@500`` -> (``tools/list``, 500); ``tools/call`` -> (``tools/call``, 1)."""
+    method, _, size = workload.partition("@")
+    return method, int(size) if size else 1
 
 
 @dataclass(frozen=True, slots=True)
 class ServerSpec:
     name: str
-    app: str
+    apps: dict[int, tuple[str, dict[str, str]]]
+    """uvicorn's app (and extra environment) for each catalog size the server has: 1 and/or 500 tools."""
+    eras: tuple[str, ...]
     factory: bool = False
-    env: dict[str, str] = field(default_factory=dict)
     note: str = ""
 
 
+_MCPWIRE = "app:asgi"
 SERVERS: dict[str, ServerSpec] = {
     spec.name: spec for spec in (
-        ServerSpec("ceiling", "bench.servers:ceiling_app",
-                   note="bare ASGI: orjson parse, fixed result"),
-        ServerSpec("mcpwire", "app:asgi", env={"MCPWIRE_SERVER": "bench.servers:mcpwire_server"},
-                   note="app:asgi, default settings (JSON unless the handler streams or runs > 0.5 s)"),
-        ServerSpec("mcpwire-json", "app:asgi",
-                   env={"MCPWIRE_SERVER": "bench.servers:mcpwire_server", "MCPWIRE_JSON_RESPONSE": "true"},
-                   note="app:asgi, MCPWIRE_JSON_RESPONSE=true"),
-        ServerSpec("official", "bench.servers:official_json_app", factory=True,
-                   note="mcp 2.3.0 streamable_http_app(json_response=True, stateless_http=False)"),
-        ServerSpec("official-sse", "bench.servers:official_sse_app", factory=True,
-                   note="mcp 2.3.0 streamable_http_app(json_response=False, stateless_http=False)"),
+        ServerSpec("ceiling", {1: ("bench.servers:ceiling_app", {}),
+                               CATALOG_SIZE: ("bench.servers:ceiling_catalog_app", {})}, ERAS,
+                   note="bare ASGI: orjson parse, fixed result in the era's shape"),
+        ServerSpec("mcpwire", {1: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_server"}),
+                               CATALOG_SIZE: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_catalog_server"})},
+                   ERAS, note="app:asgi, default settings (both eras on one endpoint)"),
+        ServerSpec("mcpwire-json", {1: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_server",
+                                                   "MCPWIRE_JSON_RESPONSE": "true"})}, (HANDSHAKE,),
+                   note="app:asgi, MCPWIRE_JSON_RESPONSE=true (a handshake-era setting only)"),
+        ServerSpec("official", {1: ("bench.servers:official_json_app", {}),
+                                CATALOG_SIZE: ("bench.servers:official_catalog_json_app", {})}, (HANDSHAKE,),
+                   factory=True, note="mcp 2.3.0 streamable_http_app(json_response=True, stateless_http=False)"),
+        ServerSpec("official-sse", {1: ("bench.servers:official_sse_app", {})}, ERAS, factory=True,
+                   note="mcp 2.3.0 streamable_http_app(json_response=False, stateless_http=False), the default"),
+        ServerSpec("official-modern", {1: ("bench.servers:official_modern_app", {}),
+                                       CATALOG_SIZE: ("bench.servers:official_catalog_modern_app", {})},
+                   (STATELESS,), factory=True,
+                   note="mcp 2.3.0 streamable_http_app(json_response=True, stateless_http=True)"),
     )
 }
-DEFAULT_SERVERS = "ceiling,mcpwire,mcpwire-json,official,official-sse"
+DEFAULT_SERVERS = "ceiling,mcpwire,mcpwire-json,official,official-sse,official-modern"
+OFFICIAL = {HANDSHAKE: "official", STATELESS: "official-modern"}
+"""The official SDK's configuration each era's ratios are taken against (JSON answers in both)."""
 
 
 @dataclass(slots=True)
 class Result:
     server: str
-    method: str
+    era: str
+    workload: str
     requests: int = 0
     seconds: float = 0.0
     rps: float = 0.0
@@ -91,6 +131,17 @@ class Result:
     timeouts: int = 0
     first_bad: str = ""
     wrk_rps: float = 0.0
+    server_cpu: float = 0.0
+    """CPU time of the server process / wall time of the run (1.0 = one core busy)."""
+    client_cpu: float = 0.0
+    """The same for wrk (near 1.0 would mean the client, not the server, was the limit)."""
+    other_cpu: float = 0.0
+    """CPU busy on the machine beyond the server and wrk, in cores (other processes, the kernel, steal)."""
+    clean: bool = True
+    """other_cpu stayed within --max-other."""
+    runs: int = 1
+    clean_runs: int = 1
+    """Over how many runs (and how many of them clean) the counters were summed and the median taken."""
 
     @property
     def failures(self) -> int:
@@ -139,29 +190,80 @@ def wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path, timeout:
 
 
 @contextlib.contextmanager
-def uvicorn_server(spec: ServerSpec, cpu: str | None, loop: str, http: str, logdir: Path) -> Iterator[int]:
-    """Run ``spec`` under uvicorn on a free loopback port; yields the port and always stops the process."""
+def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, http: str,
+                   logdir: Path) -> Iterator[tuple[int, int]]:
+    """Run ``spec``'s app for ``catalog`` under uvicorn on a free loopback port; yields (port, pid) and
+    always stops the process."""
+    app, extra_env = spec.apps[catalog]
     port = free_port()
-    argv = [sys.executable, "-m", "uvicorn", spec.app, "--host", "127.0.0.1", "--port", str(port),
+    argv = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
             "--log-level", "warning", "--no-access-log", "--lifespan", "on", "--loop", loop, "--http", http]
     if spec.factory:
         argv.append("--factory")
-    env = {**os.environ, "MCPWIRE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT), **spec.env}
-    log = logdir / f"{spec.name}.log"
+    env = {**os.environ, "MCPWIRE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT), **extra_env}
+    log = logdir / f"{spec.name}-{catalog}.log"
     with log.open("wb") as out:
+        # taskset execs the command: the pid is the server's.
         proc = subprocess.Popen(pin(cpu, argv), cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT)
     try:
         wait_listening(proc, port, log)
-        yield port
+        yield port, proc.pid
     finally:
         stop(proc)
 
 
-# -- the handshake ---------------------------------------------------------------------------------
-def post(port: int, message: dict[str, Any], session: str | None) -> tuple[int, dict[str, str], Any]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process, from /proc (0.0 where /proc is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_idle(pid: int, timeout: float = 120.0) -> float:
+    """Wait until the server has worked off what the last wrk run left in flight (wrk closes its connections
+    with up to ``--connections`` requests unanswered, and most servers finish them anyway): the next run
+    must not start with a backlog. Returns the seconds waited."""
+    start = time.monotonic()
+    quiet, last = 0, cpu_seconds(pid)
+    while quiet < 2 and time.monotonic() - start < timeout:
+        time.sleep(0.1)
+        now = cpu_seconds(pid)
+        quiet = quiet + 1 if now - last < 0.02 else 0
+        last = now
+    return time.monotonic() - start
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# -- the handshake and the full checks -------------------------------------------------------------
+def modern_meta() -> dict[str, Any]:
+    return {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": CLIENT_INFO}
+
+
+def message_for(era: str, method: str, request_id: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """One request as the wrk script sends it, and its era's extra headers."""
+    params: dict[str, Any] = {"name": "word_count", "arguments": {"text": TEXT}} if method == "tools/call" else {}
+    headers: dict[str, str] = {}
+    if era == STATELESS:
+        params["_meta"] = modern_meta()
+        headers["Mcp-Method"] = method
+        if method == "tools/call":
+            headers["Mcp-Name"] = "word_count"
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}, headers
+
+
+def post(port: int, message: dict[str, Any], version: str, session: str | None,
+         extra: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
     """POST one message; returns status, headers (lower-case names) and the JSON-RPC answer (JSON or SSE)."""
-    headers = {"Accept": ACCEPT, "Content-Type": "application/json", "MCP-Protocol-Version": PROTOCOL_VERSION}
+    headers = {"Accept": ACCEPT, "Content-Type": "application/json", "MCP-Protocol-Version": version,
+               **(extra or {})}
     if session is not None:
         headers["Mcp-Session-Id"] = session
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -185,23 +287,43 @@ def post(port: int, message: dict[str, Any], session: str | None) -> tuple[int, 
 
 
 def handshake(port: int) -> str:
-    """initialize + notifications/initialized; checks one tools/call in full. Returns the session id."""
+    """initialize + notifications/initialized. Returns the session id."""
     status, headers, answer = post(port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-        "clientInfo": {"name": "mcpwire-bench", "version": "1.0.0"}}}, None)
+        "protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}}, PROTOCOL_VERSION, None)
     session = headers.get("mcp-session-id")
     if status != 200 or not isinstance(answer, dict) or "result" not in answer or not session:
         raise BenchError(f"initialize failed: HTTP {status} {answer!r} (session {session!r})")
-    status, _, _ = post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    status, _, _ = post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, PROTOCOL_VERSION, session)
     if status != 202:
         raise BenchError(f"notifications/initialized: expected 202, got {status}")
-    status, _, answer = post(port, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                    "params": {"name": "word_count", "arguments": {"text": TEXT}}}, session)
-    result = answer.get("result") if isinstance(answer, dict) else None
-    if status != 200 or not isinstance(result, dict) or result.get("structuredContent") != EXPECTED \
-            or result.get("isError"):
-        raise BenchError(f"tools/call check failed: HTTP {status} {answer!r}")
     return session
+
+
+def check(port: int, era: str, session: str | None, workload: str) -> None:
+    """One answer of ``workload`` in ``era``, parsed and checked in full (the wrk script checks by pattern)."""
+    method, catalog = split_workload(workload)
+    message, extra = message_for(era, method, 1)
+    status, _, answer = post(port, message, era, session, extra)
+    result = answer.get("result") if isinstance(answer, dict) else None
+    problem = ""
+    if status != 200 or not isinstance(result, dict) or answer.get("id") != 1:
+        problem = "no result"
+    elif era == STATELESS and (result.get("resultType") != "complete"
+                               or "io.modelcontextprotocol/serverInfo" not in (result.get("_meta") or {})):
+        problem = "not a complete stateless-era result with serverInfo"
+    elif era == HANDSHAKE and "resultType" in result:
+        problem = "resultType in a handshake-era result"
+    elif method == "tools/call":
+        if result.get("structuredContent") != EXPECTED or result.get("isError") \
+                or json.loads(result["content"][0]["text"]) != EXPECTED:
+            problem = "not the expected word count"
+    else:
+        names = [tool.get("name") for tool in result.get("tools") or []]
+        expected = ["word_count", *catalog_names()[:catalog - 1]]
+        if sorted(names) != sorted(expected) or "nextCursor" in result:
+            problem = f"{len(names)} tools listed, expected {len(expected)} in one answer"
+    if problem:
+        raise BenchError(f"{era} {workload} check failed ({problem}): HTTP {status} {str(answer)[:600]}")
 
 
 # -- wrk -------------------------------------------------------------------------------------------
@@ -215,7 +337,7 @@ def _ms(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def parse_wrk(out: str, server: str, method: str) -> Result:
+def parse_wrk(out: str, server: str, era: str, workload: str) -> Result:
     """Requests/sec and the --latency distribution from wrk's report, counters from the script's BENCH_JSON."""
     line = next((ln for ln in out.splitlines() if ln.startswith("BENCH_JSON ")), None)
     if line is None:
@@ -225,7 +347,7 @@ def parse_wrk(out: str, server: str, method: str) -> Result:
     rps = re.search(r"^Requests/sec:\s+([\d.]+)", out, re.MULTILINE)
     seconds = data["duration_us"] / 1e6
     return Result(
-        server=server, method=method, requests=int(data["requests"]), seconds=seconds,
+        server=server, era=era, workload=workload, requests=int(data["requests"]), seconds=seconds,
         rps=data["requests"] / seconds if seconds else 0.0,
         p50_ms=_ms(dist["50"]) if "50" in dist else data["p50_us"] / 1e3,
         p90_ms=_ms(dist["90"]) if "90" in dist else data["p90_us"] / 1e3,
@@ -238,11 +360,19 @@ def parse_wrk(out: str, server: str, method: str) -> Result:
     )
 
 
-def run_wrk(port: int, session: str, method: str, seconds: int, args: argparse.Namespace) -> str:
+_RUNS = iter(range(1, 1 << 16))
+"""Numbers every wrk run, so that JSON-RPC ids never repeat on a session, even across runs."""
+
+
+def run_wrk(port: int, session: str | None, era: str, workload: str, seconds: int, args: argparse.Namespace) -> str:
+    method, catalog = split_workload(workload)
+    idbase = next(_RUNS) * 10**11  # the script adds thread * 10**9 + a counter: exact in a double up to 2**53
     argv = pin(args.client_cpu, [
         "wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds}s", f"--timeout={args.timeout:g}s",
-        "--latency", "-s", str(LUA), f"http://127.0.0.1:{port}{PATH}", "--",
-        method, session, PROTOCOL_VERSION, TEXT, str(EXPECTED["words"]), str(EXPECTED["chars"]),
+        "--latency", "-s", str(args.lua), f"http://127.0.0.1:{port}{PATH}", "--",
+        f"method={method}", f"version={era}", f"session={session or ''}", f"text={TEXT}",
+        f"words={EXPECTED['words']}", f"chars={EXPECTED['chars']}", f"tools={catalog}",
+        f"last={(['word_count', *catalog_names()])[catalog - 1]}", f"idbase={idbase}",
     ])
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
@@ -252,15 +382,18 @@ def run_wrk(port: int, session: str, method: str, seconds: int, args: argparse.N
     finally:
         stop(proc, grace=2)
     text = out.decode(errors="replace")
-    if proc.returncode != 0:
+    if proc.returncode not in (0, WRK_FAILED):  # WRK_FAILED: counted in BENCH_JSON, reported at the end
         raise BenchError(f"wrk exited with {proc.returncode}:\n{text}")
     return text
 
 
 def combine(runs: list[Result]) -> Result:
-    """The median run by req/s, with the counters summed over all runs."""
-    ordered = sorted(runs, key=lambda r: r.rps)
+    """The median run by req/s among the clean runs without failures (all runs if there is none), with the
+    counters summed over all runs, discarded ones included: every answer ever received counts for the checks."""
+    clean = [r for r in runs if r.clean and not r.failures]  # a run with wrong answers measured something else
+    ordered = sorted(clean or runs, key=lambda r: r.rps)
     result = ordered[len(ordered) // 2]
+    result.runs, result.clean_runs = len(runs), len(clean)
     result.ok, result.requests = sum(r.ok for r in runs), sum(r.requests for r in runs)
     result.non_2xx, result.bad_body = sum(r.non_2xx for r in runs), sum(r.bad_body for r in runs)
     result.socket_errors, result.timeouts = sum(r.socket_errors for r in runs), sum(r.timeouts for r in runs)
@@ -269,69 +402,149 @@ def combine(runs: list[Result]) -> Result:
     return result
 
 
-def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -> list[Result]:
-    """Start every server (each idle but the one under load), warm each up, then run ``--repeat`` rounds.
+@dataclass(slots=True)
+class Target:
+    """One server process under load: where it listens, and its handshake-era session if it has one."""
+    port: int
+    pid: int
+    session: str | None = None
 
-    Each round measures every server and method once, so that other load on the machine spreads over
-    all of them instead of skewing one.
+
+def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -> list[Result]:
+    """Start every server process needed (each idle but the one under load), check each workload once, warm
+    each up, then run ``--repeat`` rounds.
+
+    Each round measures every server, era and workload once, so that other load on the machine spreads
+    over all of them instead of skewing one.
     """
     with contextlib.ExitStack() as stack:
-        sessions: dict[str, tuple[int, str]] = {}
-        for spec in specs:
-            port = stack.enter_context(uvicorn_server(spec, args.server_cpu, args.loop, args.http, logdir))
-            sessions[spec.name] = (port, handshake(port))
-            print(f"{spec.name}: {spec.note} (port {port})", flush=True)
-        runs: dict[tuple[str, str], list[Result]] = {}
-        for round_no in range(args.repeat):
+        targets: dict[tuple[str, int], Target] = {}
+        plan: list[tuple[ServerSpec, str, str, Target]] = []  # one round's runs, in order
+        for era in args.eras:
             for spec in specs:
-                port, session = sessions[spec.name]
-                for method in args.methods:
-                    if round_no == 0 and args.warmup > 0:
-                        run_wrk(port, session, method, args.warmup, args)
-                    out = run_wrk(port, session, method, args.duration, args)
-                    if args.verbose:
-                        print(out)
-                    r = parse_wrk(out, spec.name, method)
-                    runs.setdefault((spec.name, method), []).append(r)
-                    print(f"  round {round_no + 1}: {spec.name:<13} {method:<11} {r.rps:>9.0f} req/s  "
-                          f"p50 {r.p50_ms:7.2f} ms  p99 {r.p99_ms:7.2f} ms  ok {r.ok}/{r.requests}"
+                if era not in spec.eras:
+                    continue
+                for workload in args.methods:
+                    catalog = split_workload(workload)[1]
+                    if catalog not in spec.apps:
+                        continue
+                    key = (spec.name, catalog)
+                    if key not in targets:
+                        port, pid = stack.enter_context(uvicorn_server(spec, catalog, args.server_cpu, args.loop,
+                                                                       args.http, logdir))
+                        targets[key] = Target(port, pid)
+                        print(f"{spec.name} ({catalog} tool{'s' if catalog > 1 else ''}): {spec.note} "
+                              f"(port {port})", flush=True)
+                    target = targets[key]
+                    if era == HANDSHAKE and target.session is None:
+                        target.session = handshake(target.port)
+                    check(target.port, era, target.session if era == HANDSHAKE else None, workload)
+                    plan.append((spec, era, workload, target))
+        runs: dict[tuple[str, str, str], list[Result]] = {}
+        for round_no in range(args.repeat):
+            for spec, era, workload, target in plan:
+                session = target.session if era == HANDSHAKE else None
+                if round_no == 0 and args.warmup > 0:
+                    run_wrk(target.port, session, era, workload, args.warmup, args)
+                for attempt in range(1 + args.retries):
+                    r, drained = measure(target, session, spec.name, era, workload, args)
+                    runs.setdefault((spec.name, era, workload), []).append(r)
+                    print(f"  round {round_no + 1}: {spec.name:<15} {era} {workload:<14} {r.rps:>9.0f} req/s  "
+                          f"p50 {r.p50_ms:7.2f} ms  p99 {r.p99_ms:7.2f} ms  ok {r.ok}/{r.requests}  "
+                          f"cpu server {r.server_cpu:.2f} wrk {r.client_cpu:.2f} other {r.other_cpu:.2f}"
                           + (f"  SSE answers {r.sse}" if r.sse else "")
-                          + (f"  FAILURES {r.failures}: {r.first_bad}" if r.failures else ""), flush=True)
+                          + (f"  (busy {drained:.1f} s after wrk stopped)" if drained > 1 else "")
+                          + (f"  FAILURES {r.failures}: {r.first_bad}" if r.failures else "")
+                          + ("" if r.clean else "  NOISY: other processes were busy"
+                             + (", measuring again" if attempt < args.retries else "")), flush=True)
+                    if r.clean:
+                        break
     return [combine(group) for group in runs.values()]
 
 
+def measure(target: Target, session: str | None, server: str, era: str, workload: str,
+            args: argparse.Namespace) -> tuple[Result, float]:
+    """One measured wrk run, with the CPU time of the server, of wrk and of everything else during it; returns
+    the result and how long the server stayed busy after wrk stopped."""
+    wait_idle(target.pid)
+    if not wait_quiet(timeout=args.settle):
+        print(f"  (the machine did not get quiet within {args.settle:g} s; measuring anyway)", flush=True)
+    server0, client0, all0 = cpu_seconds(target.pid), children_cpu_seconds(), busy_cpu_seconds()
+    wall0 = time.monotonic()
+    out = run_wrk(target.port, session, era, workload, args.duration, args)
+    wall = time.monotonic() - wall0
+    server_cpu, client_cpu = cpu_seconds(target.pid) - server0, children_cpu_seconds() - client0
+    other_cpu = max(busy_cpu_seconds() - all0 - server_cpu - client_cpu, 0.0)
+    if args.verbose:
+        print(out)
+    r = parse_wrk(out, server, era, workload)
+    r.server_cpu, r.client_cpu, r.other_cpu = server_cpu / wall, client_cpu / wall, other_cpu / wall
+    r.clean = r.other_cpu <= args.max_other
+    return r, wait_idle(target.pid)
+
+
 # -- report ----------------------------------------------------------------------------------------
+def ratio_lines(results: Sequence[Result]) -> list[str]:
+    by_key = {(r.server, r.era, r.workload): r for r in results}
+    pairs: list[tuple[str, str, str, str, str]] = []  # (label, server a, era a, server b, era b)
+    for era in ERAS:
+        official = OFFICIAL[era]
+        for ours in ("mcpwire", "mcpwire-json"):
+            for ref in (official, "official-sse", "ceiling"):
+                pairs.append((f"{ours} / {ref}", ours, era, ref, era))
+    for server, handshake_server in (("mcpwire", "mcpwire"), ("ceiling", "ceiling"),
+                                     ("official-modern", "official"), ("official-sse", "official-sse")):
+        pairs.append((f"{server} {STATELESS} / {handshake_server} {HANDSHAKE}", server, STATELESS,
+                      handshake_server, HANDSHAKE))
+    lines: list[str] = []
+    for label, a_name, a_era, b_name, b_era in pairs:
+        for workload in WORKLOADS:
+            a, b = by_key.get((a_name, a_era, workload)), by_key.get((b_name, b_era, workload))
+            if a is None or b is None or not b.rps or not b.p50_ms or not b.p99_ms:
+                continue
+            era = a_era if a_era == b_era else "both"
+            lines.append(f"{label:<50} {era:<10} {workload:<14} {a.rps / b.rps:>7.2f} {a.p50_ms / b.p50_ms:>7.2f} "
+                         f"{a.p99_ms / b.p99_ms:>7.2f}")
+    return lines
+
+
 def report(results: Sequence[Result]) -> None:
     print()
-    print(f"{'server':<13} {'method':<11} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} "
-          f"{'non-2xx':>8} {'bad body':>8} {'sock err':>8} {'SSE':>7}")
-    for r in results:
-        print(f"{r.server:<13} {r.method:<11} {r.rps:>9.0f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} {r.requests:>9} "
-              f"{r.non_2xx:>8} {r.bad_body:>8} {r.socket_errors + r.timeouts:>8} {r.sse:>7}")
-    by_key = {(r.server, r.method): r for r in results}
-    lines: list[str] = []
-    for method in dict.fromkeys(r.method for r in results):
-        for ours in ("mcpwire", "mcpwire-json"):
-            for ref in ("official", "official-sse", "ceiling"):
-                a, b = by_key.get((ours, method)), by_key.get((ref, method))
-                if a is None or b is None or not b.rps or not b.p50_ms or not b.p99_ms:
-                    continue
-                lines.append(f"{ours + ' / ' + ref:<30} {method:<11} {a.rps / b.rps:>10.2f} "
-                             f"{a.p50_ms / b.p50_ms:>10.2f} {a.p99_ms / b.p99_ms:>10.2f}")
+    print(f"{'server':<15} {'era':<10} {'workload':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} "
+          f"{'non-2xx':>7} {'bad body':>8} {'sock err':>8} {'SSE':>7} {'srv cpu':>7} {'wrk cpu':>7} {'other':>6} "
+          f"{'clean':>6}")
+    for r in sorted(results, key=lambda r: (r.era, r.workload, r.server)):
+        print(f"{r.server:<15} {r.era:<10} {r.workload:<14} {r.rps:>8.0f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
+              f"{r.requests:>9} {r.non_2xx:>7} {r.bad_body:>8} {r.socket_errors + r.timeouts:>8} {r.sse:>7} "
+              f"{r.server_cpu:>7.2f} {r.client_cpu:>7.2f} {r.other_cpu:>6.2f} {r.clean_runs:>3}/{r.runs:<2}")
+    lines = ratio_lines(results)
     if lines:
         print()
-        print(f"{'ratio':<30} {'method':<11} {'req/s':>10} {'p50':>10} {'p99':>10}")
+        print(f"{'ratio':<50} {'era':<10} {'workload':<14} {'req/s':>7} {'p50':>7} {'p99':>7}")
         print("\n".join(lines))
+
+
+def source_revision() -> str:
+    """The commit measured, and whether the served code (app/, transports/, bench/) differs from it."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "app", "transports", "bench"],
+                               capture_output=True, text=True, timeout=10).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown revision"
+    changed = sorted({line[3:].split("/")[0] for line in dirty if line.strip()})
+    return f"commit {head or '?'}" + (f" + uncommitted changes in {', '.join(changed)}/" if changed else "")
 
 
 def environment(args: argparse.Namespace) -> str:
     def installed(module: str) -> str:
         return "installed" if importlib.util.find_spec(module) else "not installed"
 
-    return (f"python {sys.version.split()[0]}, uvicorn --loop {args.loop} --http {args.http} "
+    return (f"{source_revision()}, python {sys.version.split()[0]}, uvicorn --loop {args.loop} --http {args.http} "
             f"(uvloop {installed('uvloop')}, httptools {installed('httptools')}), {os.cpu_count()} CPUs, "
             f"server on CPU {args.server_cpu}, wrk on CPU {args.client_cpu}, -t{args.threads} -c{args.connections}, "
-            f"{args.warmup:g} s warm-up + {args.repeat} round(s) of {args.duration:g} s per server and method")
+            f"{args.warmup:g} s warm-up + {args.repeat} round(s) of {args.duration:g} s per server, era and workload")
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -342,15 +555,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--servers", default=DEFAULT_SERVERS,
                         help=f"comma-separated, from {', '.join(SERVERS)} (default: %(default)s)")
-    parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated (default: %(default)s)")
+    parser.add_argument("--methods", default=",".join(WORKLOADS),
+                        help="comma-separated workloads; @500: the 500-tool servers (default: %(default)s)")
+    parser.add_argument("--eras", default=",".join(ERAS),
+                        help="comma-separated protocol eras: 2025-11-25 (handshake, one session) and/or "
+                             "2026-07-28 (stateless) (default: %(default)s)")
     parser.add_argument("--duration", type=int, default=5, help="measured seconds per run (default: 5)")
     parser.add_argument("--warmup", type=int, default=2,
-                        help="warm-up seconds per server and method, 0 for none (default: 2)")
+                        help="warm-up seconds per server, era and workload, 0 for none (default: 2)")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="rounds over all servers and methods; the median run (by req/s) is reported")
+                        help="rounds over all servers, eras and workloads; the median run (by req/s) is reported")
     parser.add_argument("--connections", type=int, default=32, help="wrk connections (default: 32)")
     parser.add_argument("--threads", type=int, default=1, help="wrk threads (default: 1)")
-    parser.add_argument("--timeout", type=float, default=5.0, help="wrk per-request timeout in seconds")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="wrk per-request timeout in seconds (default: 30; a timeout counts as a failure)")
+    parser.add_argument("--max-other", type=float, default=0.25,
+                        help="a run during which other processes used more CPU than this (in cores) is noisy: it "
+                             "is measured again (--retries) and left out of the median if a clean one exists "
+                             "(default: 0.25)")
+    parser.add_argument("--retries", type=int, default=2, help="extra attempts for a noisy run (default: 2)")
+    parser.add_argument("--settle", type=float, default=60.0,
+                        help="before each run, wait up to this many seconds for the CPUs to be quiet (default: 60)")
     parser.add_argument("--server-cpu", default="0", help="CPU list for the server (taskset -c; default 0)")
     parser.add_argument("--client-cpu", default="1", help="CPU list for wrk (taskset -c; default 1)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes with taskset")
@@ -361,12 +586,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="print wrk's full reports")
     args = parser.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    args.eras = [e.strip() for e in args.eras.split(",") if e.strip()]
     names = [n.strip() for n in args.servers.split(",") if n.strip()]
-    unknown = [n for n in names if n not in SERVERS] + [m for m in args.methods if m not in METHODS]
+    unknown = ([n for n in names if n not in SERVERS] + [m for m in args.methods if m not in WORKLOADS]
+               + [e for e in args.eras if e not in ERAS])
     if unknown:
-        parser.error(f"unknown server or method: {', '.join(unknown)}")
-    if args.repeat < 1 or args.duration < 1 or args.warmup < 0:
-        parser.error("--repeat and --duration must be at least 1, --warmup at least 0 (wrk takes whole seconds)")
+        parser.error(f"unknown server, workload or era: {', '.join(unknown)}")
+    if args.repeat < 1 or args.duration < 1 or args.warmup < 0 or args.retries < 0:
+        parser.error("--repeat and --duration must be at least 1, --warmup and --retries at least 0 "
+                     "(wrk takes whole seconds)")
     if args.no_pin:
         args.server_cpu = args.client_cpu = None
     for tool in ("wrk", *(() if args.no_pin else ("taskset",))):
@@ -378,6 +606,10 @@ def main(argv: list[str] | None = None) -> int:
     warn_if_busy()
     results: list[Result] = []
     logdir = Path(tempfile.mkdtemp(prefix="mcpwire-bench-"))
+    # wrk reads the script at every run: a private copy keeps a long run immune to edits (or a git stash) of
+    # the working tree; the servers load their code once, when they start.
+    args.lua = logdir / LUA.name
+    shutil.copyfile(LUA, args.lua)
     try:
         results = bench_all([SERVERS[name] for name in names], args, logdir)
     except BenchError as exc:
@@ -394,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
                                          "results": [asdict(r) for r in results]}, indent=2))
     failed = [r for r in results if r.failures]
     if failed:
-        print(f"\nWARNING: failed answers in {', '.join(f'{r.server} {r.method}' for r in failed)}")
+        print(f"\nWARNING: failed answers in {', '.join(f'{r.server} {r.era} {r.workload}' for r in failed)}")
         return 1
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 
@@ -14,6 +15,15 @@ def _cpu_times() -> tuple[int, int]:
     return total - idle, total
 
 
+def busy_cpu_seconds() -> float:
+    """CPU seconds all CPUs together have been busy since boot (0.0 where /proc/stat is missing)."""
+    try:
+        busy, _ = _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def busy_fraction(seconds: float = 1.0) -> float | None:
     """How busy all CPUs were together over ``seconds`` (0..1); None where /proc/stat is missing."""
     try:
@@ -23,6 +33,18 @@ def busy_fraction(seconds: float = 1.0) -> float | None:
     except (OSError, ValueError, IndexError):
         return None
     return (busy1 - busy0) / (total1 - total0) if total1 > total0 else 0.0
+
+
+def wait_quiet(limit: float = 0.05, timeout: float = 60.0, interval: float = 0.5) -> bool:
+    """Wait (up to ``timeout`` seconds) until all CPUs together are at most ``limit`` busy over ``interval``;
+    whether they were. Call it while nothing of the benchmark's own is running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        busy = busy_fraction(interval)
+        if busy is None or busy <= limit:
+            return True
+        if time.monotonic() >= deadline:
+            return False
 
 
 def warn_if_busy(limit: float = 0.05) -> None:

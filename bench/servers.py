@@ -1,4 +1,5 @@
-"""The servers under benchmark: one tool, ``word_count(text: str) -> {words, chars}``, three ways.
+"""The servers under benchmark: one tool, ``word_count(text: str) -> {words, chars}``, three ways,
+each also as a 500-tool variant (``word_count`` plus 499 ``lookup_NNN`` tools) for ``tools/list``.
 
 * ``mcpwire_server``: the mcpwire definition, reused from ``examples/word_count.py``.
   HTTP: ``MCPWIRE_SERVER=bench.servers:mcpwire_server uvicorn app:asgi``;
@@ -11,6 +12,19 @@
 * the ceiling: a bare ASGI app (``uvicorn bench.servers:ceiling_app``) and a bare stdio line loop
   (``python -m bench.servers ceiling-stdio``) that parse each JSON-RPC message with orjson and
   return a fixed result. No MCP semantics at all: it is what the HTTP server / pipe costs alone.
+  It answers in the shape of the era the request speaks (``resultType`` and ``serverInfo`` for a
+  request whose ``_meta`` names 2026-07-28), so the load script checks it like the real servers.
+
+Both frameworks serve the stateless era (2026-07-28: no initialize, no session, ``_meta`` and the
+mirrored ``Mcp-*`` headers on every request) on the same endpoint as the handshake era. mcpwire picks
+the era per request; the official SDK sends every POST whose ``MCP-Protocol-Version`` header is not a
+handshake-era version to its single-exchange handler (``mcp/server/_streamable_http_modern.py``),
+whatever the app's ``stateless_http`` flag. ``official_modern_app`` is the configuration a
+sessionless deployment of the SDK would use: ``stateless_http=True, json_response=True``.
+
+The 500-tool variants: ``bench.servers:mcpwire_catalog_server`` (a factory; ``page_size=500`` so
+that one answer holds every tool, as the SDK, which does not paginate, sends it),
+``official_catalog_json_app``, ``official_catalog_modern_app`` and ``ceiling_catalog_app``.
 
 The official SDK is imported lazily, so the mcpwire processes never load it.
 """
@@ -23,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from app import MCPServer as MCPWireServer
 from examples.word_count import Counts
 from examples.word_count import server as mcpwire_server
 
@@ -31,21 +46,63 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
 __all__ = [
+    "CATALOG_SIZE",
     "EXPECTED",
+    "MODERN_VERSION",
     "PROTOCOL_VERSION",
     "TEXT",
     "build_official",
+    "catalog_names",
     "ceiling_app",
+    "ceiling_catalog_app",
     "ceiling_stdio",
+    "mcpwire_catalog_server",
     "mcpwire_server",
+    "official_catalog_json_app",
+    "official_catalog_modern_app",
     "official_json_app",
+    "official_modern_app",
     "official_sse_app",
 ]
 
 PROTOCOL_VERSION = "2025-11-25"
+"""The handshake era's version (initialize, Mcp-Session-Id)."""
+MODERN_VERSION = "2026-07-28"
+"""The stateless era's version (no session; ``_meta`` and ``Mcp-*`` headers on every request)."""
 TEXT = "the quick brown fox jumps over the lazy dog"
 """The argument every benchmark call sends."""
 EXPECTED: Counts = {"words": len(TEXT.split()), "chars": len(TEXT)}
+CATALOG_SIZE = 500
+"""Tools in the catalog variants: ``word_count`` and ``CATALOG_SIZE - 1`` fillers."""
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+
+def catalog_names() -> list[str]:
+    """The filler tools' names, in registration order (after ``word_count``)."""
+    return [f"lookup_{i:03d}" for i in range(1, CATALOG_SIZE)]
+
+
+def _filler(name: str) -> tuple[Callable[[str, int], str], str]:
+    """A small sync tool (two parameters, one with a default) and its description."""
+
+    def lookup(key: str, limit: int = 10) -> str:
+        return f"{name}:{key}:{limit}"
+
+    lookup.__name__ = lookup.__qualname__ = name
+    return lookup, f"Look up a key in table {name[-3:]} and return at most `limit` rows."
+
+
+# -- mcpwire ---------------------------------------------------------------------------------------
+def mcpwire_catalog_server() -> MCPWireServer:
+    """``word_count`` plus 499 fillers, one page of 500 (``MCPWIRE_SERVER=bench.servers:mcpwire_catalog_server``)."""
+    server = MCPWireServer("word_count", "1.0.0", title="Word count", page_size=CATALOG_SIZE)
+    for tool in mcpwire_server.tools.values():
+        server.add_tool(tool)  # the very same word_count definition
+    for name in catalog_names():
+        fn, description = _filler(name)
+        server.tool(name, description=description, annotations={"readOnlyHint": True})(fn)
+    return server
 
 
 # -- the official SDK ------------------------------------------------------------------------------
@@ -64,6 +121,17 @@ def build_official() -> OfficialServer[Any]:
     return server
 
 
+def build_official_catalog() -> OfficialServer[Any]:
+    """The official server with ``word_count`` plus the same 499 fillers."""
+    from mcp_types import ToolAnnotations
+
+    server = build_official()
+    for name in catalog_names():
+        fn, description = _filler(name)
+        server.tool(name, description=description, annotations=ToolAnnotations(read_only_hint=True))(fn)
+    return server
+
+
 def official_json_app() -> Starlette:
     """Stateful (Mcp-Session-Id) Streamable HTTP, answers as application/json. For ``uvicorn --factory``."""
     return build_official().streamable_http_app(json_response=True, stateless_http=False)
@@ -74,72 +142,137 @@ def official_sse_app() -> Starlette:
     return build_official().streamable_http_app(json_response=False, stateless_http=False)
 
 
+def official_modern_app() -> Starlette:
+    """Sessionless, JSON answers: how the SDK is deployed for 2026-07-28 clients. For ``uvicorn --factory``.
+
+    A 2026-07-28 POST (its ``MCP-Protocol-Version`` header is no handshake-era version) goes to
+    ``handle_modern_request`` with ``json_response=True``: the request is validated (headers against
+    body, ``_meta``), served by ``serve_one`` in the ASGI task, answered as ``application/json``.
+    """
+    return build_official().streamable_http_app(json_response=True, stateless_http=True)
+
+
+def official_catalog_json_app() -> Starlette:
+    """500 tools, stateful, JSON answers (the handshake era's ``official``)."""
+    return build_official_catalog().streamable_http_app(json_response=True, stateless_http=False)
+
+
+def official_catalog_modern_app() -> Starlette:
+    """500 tools, sessionless, JSON answers (the stateless era's ``official-modern``)."""
+    return build_official_catalog().streamable_http_app(json_response=True, stateless_http=True)
+
+
 # -- the ceiling -----------------------------------------------------------------------------------
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-_TOOL_RESULT = orjson.dumps({
-    "content": [{"type": "text", "text": orjson.dumps(EXPECTED).decode()}],
-    "structuredContent": EXPECTED,
-    "isError": False,
-})
-_TOOLS_RESULT = orjson.dumps({"tools": [{
+_WORD_COUNT_TOOL: dict[str, Any] = {
     "name": "word_count",
     "title": "Word count",
     "description": "Count the words and characters in a text.",
     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     "outputSchema": {"type": "object", "properties": {"words": {"type": "integer"}, "chars": {"type": "integer"}},
                      "required": ["words", "chars"]},
-}]})
-_INIT_RESULT = orjson.dumps({
-    "protocolVersion": PROTOCOL_VERSION,
-    "capabilities": {"tools": {"listChanged": False}},
-    "serverInfo": {"name": "ceiling", "version": "1.0.0"},
-})
+}
+
+
+def _filler_tool(name: str) -> dict[str, Any]:
+    """A filler as the frameworks list it (roughly: the ceiling's answer should weigh about the same)."""
+    return {
+        "name": name,
+        "description": _filler(name)[1],
+        "inputSchema": {"type": "object", "properties": {"key": {"type": "string"},
+                                                         "limit": {"type": "integer", "default": 10}},
+                        "required": ["key"]},
+        "outputSchema": {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]},
+        "annotations": {"readOnlyHint": True},
+    }
+
+
+_CEILING_INFO = {"name": "ceiling", "version": "1.0.0"}
+
+
+def _results(catalog: int) -> dict[tuple[str, bool], bytes]:
+    """The ceiling's fixed results by (method, stateless era?)."""
+    tools = [_WORD_COUNT_TOOL, *(_filler_tool(name) for name in catalog_names()[:catalog - 1])]
+    call: dict[str, Any] = {"content": [{"type": "text", "text": orjson.dumps(EXPECTED).decode()}],
+                            "structuredContent": EXPECTED, "isError": False}
+    listed: dict[str, Any] = {"tools": tools}
+    init: dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {"tools": {"listChanged": False}},
+                            "serverInfo": _CEILING_INFO}
+    meta = {"_meta": {META_SERVER_INFO: _CEILING_INFO}}
+    return {
+        ("tools/call", False): orjson.dumps(call),
+        ("tools/list", False): orjson.dumps(listed),
+        ("initialize", False): orjson.dumps(init),
+        ("tools/call", True): orjson.dumps({"resultType": "complete", **call, **meta}),
+        ("tools/list", True): orjson.dumps({"resultType": "complete", **listed, **meta,
+                                            "ttlMs": 0, "cacheScope": "private"}),
+    }
+
+
+_RESULTS = {1: _results(1), CATALOG_SIZE: _results(CATALOG_SIZE)}
+
+
+def _answer(message: Any, catalog: int) -> tuple[bytes, bool] | None:
+    """The fixed answer to one decoded message and whether it speaks the stateless era; None for a notification."""
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    modern = isinstance(meta, dict) and META_VERSION in meta
+    results = _RESULTS[catalog]
+    result = results.get((str(message.get("method")), modern), results[("tools/call", modern)])
+    return b'{"jsonrpc":"2.0","id":' + orjson.dumps(message["id"]) + b',"result":' + result + b"}", modern
 
 
 def _reply(message: Any) -> bytes | None:
-    """The fixed answer to one decoded message; None for a notification."""
-    if not isinstance(message, dict) or "id" not in message:
-        return None
-    method = message.get("method")
-    result = _INIT_RESULT if method == "initialize" else _TOOLS_RESULT if method == "tools/list" else _TOOL_RESULT
-    return b'{"jsonrpc":"2.0","id":' + orjson.dumps(message["id"]) + b',"result":' + result + b"}"
+    answer = _answer(message, 1)
+    return None if answer is None else answer[0]
 
 
-async def ceiling_app(scope: Scope, receive: Receive, send: Send) -> None:
-    """Bare ASGI: read the body, parse it with orjson, answer a fixed result (202 for a notification)."""
-    if scope["type"] == "lifespan":
+def _ceiling(catalog: int) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    async def ceiling(scope: Scope, receive: Receive, send: Send) -> None:
+        """Bare ASGI: read the body, parse it with orjson, answer a fixed result (202 for a notification)."""
+        if scope["type"] == "lifespan":
+            while True:
+                event = await receive()
+                if event["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif event["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        chunks: list[bytes] = []
         while True:
             event = await receive()
-            if event["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif event["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
+            if event["type"] == "http.disconnect":
                 return
-    if scope["type"] != "http":
-        return
-    chunks: list[bytes] = []
-    while True:
-        event = await receive()
-        if event["type"] == "http.disconnect":
+            chunks.append(event.get("body", b""))
+            if not event.get("more_body", False):
+                break
+        answer = _answer(orjson.loads(b"".join(chunks)), catalog)
+        if answer is None:
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
             return
-        chunks.append(event.get("body", b""))
-        if not event.get("more_body", False):
-            break
-    body = _reply(orjson.loads(b"".join(chunks)))
-    if body is None:
-        await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
-        await send({"type": "http.response.body", "body": b""})
-        return
-    await send({"type": "http.response.start", "status": 200, "headers": [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"mcp-session-id", b"ceiling"),
-    ]})
-    await send({"type": "http.response.body", "body": body})
+        body, modern = answer
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        if not modern:
+            headers.append((b"mcp-session-id", b"ceiling"))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return ceiling
+
+
+ceiling_app = _ceiling(1)
+"""``uvicorn bench.servers:ceiling_app``: one tool."""
+ceiling_catalog_app = _ceiling(CATALOG_SIZE)
+"""``uvicorn bench.servers:ceiling_catalog_app``: tools/list answers 500 tools."""
 
 
 def ceiling_stdio() -> None:
