@@ -602,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{tool} is not installed (apt-get install -y {'wrk' if tool == 'wrk' else 'util-linux'})")
 
     signal.signal(signal.SIGTERM, _terminate)  # so that the finally blocks stop the servers
-    print(environment(args), flush=True)
+    measured = environment(args)  # the revision the servers load now, not whatever HEAD is at the end
+    print(measured, flush=True)
     warn_if_busy()
     results: list[Result] = []
     logdir = Path(tempfile.mkdtemp(prefix="mcpwire-bench-"))
@@ -622,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(logdir, ignore_errors=True)
     report(results)
     if args.json is not None:
-        args.json.write_text(json.dumps({"environment": environment(args), "date": time.strftime("%Y-%m-%d"),
+        args.json.write_text(json.dumps({"environment": measured, "date": time.strftime("%Y-%m-%d"),
                                          "results": [asdict(r) for r in results]}, indent=2))
     failed = [r for r in results if r.failures]
     if failed:
