@@ -95,10 +95,6 @@ class Connection:
         if replies:
             await self._write(replies)
 
-    @property
-    def busy(self) -> int:
-        return len(self._tasks)
-
     async def drain(self, timeout: float) -> None:
         """Give requests in flight up to ``timeout`` seconds to finish."""
         if self._tasks:
