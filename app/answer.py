@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from app import jsonrpc
 from app.context import Context
 from app.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, BadRequest, InsufficientScope, MCPError
+from app.logs import REQUEST_ID
 from app.modern import request_state
 from app.types import JSONObject, Send, StreamControl
 
@@ -35,7 +36,13 @@ async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, mod
                  state: SessionState | None = None, session: ServerSession | None = None,
                  control: StreamControl | None = None, principal: Any = None) -> Answer:
     """Run one request through the dispatcher. Handshake-era requests run in ``state`` (their session's);
-    stateless ones in the state their ``_meta`` declares (read here unless the transport already did)."""
+    stateless ones in the state their ``_meta`` declares (read here unless the transport already did).
+    ``server.observer``, when set, sees the request start and end."""
+    observer = server.observer
+    token = observer.started(request, session.state.id if session is not None else None) \
+        if observer is not None else None
+    logged = REQUEST_ID.set(request.id)
+    done: Answer | None = None  # None at the end: cancelled
     try:
         if state is None:
             assert modern, "a handshake-era request needs its session's state"
@@ -43,7 +50,8 @@ async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, mod
         ctx = Context(server, state, request.id, request.method, request.params, send, session=session,
                       control=control, principal=principal)
         value = await server.dispatcher.dispatch(request.method, request.params, ctx)
-        return Answer(jsonrpc.result(request.id, value))
+        done = Answer(jsonrpc.result(request.id, value))
+        return done
     except MCPError as exc:
         if isinstance(exc, InsufficientScope):
             status = 403
@@ -51,8 +59,14 @@ async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, mod
             status = 400
         else:
             status = 404 if modern and exc.code == METHOD_NOT_FOUND else 200
-        return Answer({"jsonrpc": "2.0", "id": request.id, "error": exc.to_error()}, status,
+        done = Answer({"jsonrpc": "2.0", "id": request.id, "error": exc.to_error()}, status,
                       exc.scopes if isinstance(exc, InsufficientScope) else None)
+        return done
     except Exception:
         log.exception("internal error handling %s", request.method)
-        return Answer(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), 500 if modern else 200)
+        done = Answer(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), 500 if modern else 200)
+        return done
+    finally:
+        REQUEST_ID.reset(logged)
+        if observer is not None:
+            observer.finished(token, done)

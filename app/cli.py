@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from app.loader import load_server
+from app.logs import setup_logging
 from app.settings import Settings
-
-
-def _logging(level: str) -> None:
-    # Logs go to stderr only: on stdio, stdout is the wire.
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     http.add_argument("--host", default="127.0.0.1")
     http.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
-    _logging(settings.log_level)
+    setup_logging(settings.log_level, settings.log_format)  # stderr only: on stdio, stdout is the wire
     server = load_server(args.server)
     # The transports are wired in the composition root, imported only now.
     from app import deployment

@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from app.loader import load_server
+from app.logs import setup_logging
 from app.request_state import RequestStateSealer
 from app.server import MCPServer
 from app.settings import Settings
 from transports.asgi import ASGIApp
-from transports.events import InMemoryEventStore
+from transports.events import EventStore, InMemoryEventStore
 from transports.http_app import MCPHttpApp
 from transports.streamable_http import HttpOptions
+
+if TYPE_CHECKING:
+    from transports.metrics import Metrics
+    from transports.operations import Operations, ReadinessCheck
+    from transports.redis_backend import RedisBackend
 
 log = logging.getLogger("mcpwire")
 
@@ -31,8 +37,10 @@ def configure(server: MCPServer, settings: Settings) -> MCPServer:
     return server
 
 
-def build_auth(settings: Settings) -> Callable[[ASGIApp], ASGIApp] | None:
-    """Bearer-token authentication for the MCP routes, when ``MCPWIRE_AUTH_RESOURCE`` is set."""
+def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = None,
+               ) -> Callable[[ASGIApp], ASGIApp] | None:
+    """Bearer-token authentication for the MCP routes, when ``MCPWIRE_AUTH_RESOURCE`` is set
+    (``on_failure``: called with the reason of each refusal)."""
     if not settings.auth_resource:
         if settings.auth_jwks_url or settings.auth_introspection_url or settings.auth_static_tokens:
             raise ValueError("MCPWIRE_AUTH_RESOURCE (the canonical URL of the MCP endpoint) is required for auth")
@@ -62,36 +70,110 @@ def build_auth(settings: Settings) -> Callable[[ASGIApp], ASGIApp] | None:
         raise ValueError("auth needs MCPWIRE_AUTH_JWKS_URL, MCPWIRE_AUTH_INTROSPECTION_URL or MCPWIRE_AUTH_STATIC_TOKENS")
     resource = ProtectedResource(settings.auth_resource, (settings.auth_issuer,),
                                  settings.auth_scopes_supported or settings.auth_scopes)
-    return lambda app: BearerAuth(app, verifier=verifier, resource=resource, required_scopes=settings.auth_scopes)
+    return lambda app: BearerAuth(app, verifier=verifier, resource=resource, required_scopes=settings.auth_scopes,
+                                  on_failure=on_failure)
 
 
 def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
     options = HttpOptions(json_response=settings.json_response, max_body_bytes=settings.max_message_bytes,
                           sse_after=settings.sse_after_seconds, sse_keepalive=settings.sse_keepalive_seconds,
                           sse_retry_ms=settings.sse_retry_ms)
-    events = InMemoryEventStore(max_events=settings.event_store_max_events,
-                                max_bytes=settings.event_store_max_bytes,
-                                max_age=settings.event_store_max_age_seconds)
-    mcp = MCPHttpApp(configure(server, settings), path=settings.path, options=options, events=events,
+    configure(server, settings)
+    redis = build_redis(server, settings)
+    events: EventStore
+    if redis is not None:
+        events = redis.events
+    else:
+        events = InMemoryEventStore(max_events=settings.event_store_max_events,
+                                    max_bytes=settings.event_store_max_bytes,
+                                    max_age=settings.event_store_max_age_seconds)
+    metrics = build_metrics(settings)
+    mcp = MCPHttpApp(server, path=settings.path, options=options, events=events,
+                     store=redis.sessions if redis is not None else None,
+                     cluster=redis.cluster if redis is not None else None,
                      idle_timeout=settings.session_idle_seconds, max_sessions=settings.max_sessions,
-                     legacy_sse_path="/sse" if settings.legacy_sse else None,
+                     legacy_sse_path="/sse" if settings.legacy_sse and redis is None else None,
                      allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins,
-                     authenticate=build_auth(settings))
-    return mcp
+                     authenticate=build_auth(settings, metrics.auth_failure if metrics is not None else None),
+                     drain_seconds=settings.drain_seconds)
+    if redis is not None and not settings.request_state_keys:
+        backend = redis
+        mcp.on_startup.append(lambda: backend.share_request_state_key(server, settings.request_state_ttl_seconds))
+    checks = {"redis": redis.cluster.ping} if redis is not None else None
+    return build_operations(mcp, metrics, checks)
+
+
+def build_redis(server: MCPServer, settings: Settings) -> RedisBackend | None:
+    """The Redis backend when ``MCPWIRE_REDIS_URL`` is set: sessions, events, routing and the bus."""
+    if not settings.redis_url:
+        return None
+    from transports.redis_backend import RedisBackend
+
+    backend = RedisBackend.connect(settings.redis_url, prefix=settings.redis_prefix,
+                                   timeout=settings.redis_timeout_seconds, replica=settings.replica_id,
+                                   lease=settings.replica_lease_seconds, idle_timeout=settings.session_idle_seconds,
+                                   max_events_per_stream=settings.event_store_max_events,
+                                   max_event_age=settings.event_store_max_age_seconds)
+    backend.attach(server)
+    log.info("sessions in Redis at %s as replica %s", _redacted(settings.redis_url), backend.cluster.replica)
+    return backend
+
+
+def _redacted(url: str) -> str:
+    """A URL fit for logs: no password."""
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = "***@" + rest.split("@", 1)[1]
+    return scheme + sep + rest
+
+
+def build_metrics(settings: Settings) -> Metrics | None:
+    """The deployment's Prometheus metrics, unless ``MCPWIRE_METRICS`` is off."""
+    if not settings.metrics:
+        return None
+    from transports.metrics import Metrics
+
+    return Metrics()
+
+
+def build_operations(mcp: MCPHttpApp, metrics: Metrics | None = None,
+                     checks: Mapping[str, ReadinessCheck] | None = None) -> Operations:
+    """``/healthz``, ``/readyz`` (unready while draining or when one of ``checks`` fails) and ``/metrics``
+    in front of ``mcp``; its requests observed by ``metrics`` and, when configured, OpenTelemetry."""
+    from transports.operations import Operations
+
+    if metrics is not None:
+        metrics.instrument(mcp)
+    enable_tracing(mcp.server)
+    return Operations(mcp, checks=checks, draining=lambda: mcp.draining, metrics=metrics)
+
+
+def enable_tracing(server: MCPServer) -> bool:
+    """Trace ``server``'s requests if OpenTelemetry is installed and a tracer provider is configured."""
+    try:
+        from transports.tracing import Tracing, tracing_observer
+    except ImportError:
+        return False
+    if any(isinstance(o, Tracing) for o in server.observers):
+        return True
+    observer = tracing_observer()
+    if observer is None:
+        return False
+    server.observe(observer)
+    return True
 
 
 def build_asgi(settings: Settings | None = None) -> ASGIApp:
     """The default deployment: the server named by ``MCPWIRE_SERVER`` at ``MCPWIRE_PATH``."""
     settings = settings or Settings.from_env()
-    if not logging.getLogger().handlers:
-        logging.basicConfig(stream=sys.stderr, level=settings.log_level,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    setup_logging(settings.log_level, settings.log_format)
     return build_http_app(load_server(settings.server), settings)
 
 
 def serve_stdio(server: MCPServer, settings: Settings) -> None:
     from transports.stdio import serve_stdio as serve
 
+    enable_tracing(server)
     asyncio.run(serve(configure(server, settings), max_message_bytes=settings.max_message_bytes,
                       drain_seconds=settings.stdio_drain_seconds))
 
@@ -100,4 +182,4 @@ def serve_http(server: MCPServer, *, host: str, port: int, settings: Settings) -
     import uvicorn
 
     uvicorn.run(build_http_app(server, settings), host=host, port=port, log_level=settings.log_level.lower(),
-                lifespan="on")
+                lifespan="on", log_config=None)  # uvicorn's logs go through ours (stderr, format, redaction)

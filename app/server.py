@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from app.completions import Completer
+from app.observer import RequestObserver, joined, listed
 from app.prompts import Prompt
 from app.request_state import RequestStateSealer
 from app.resources import Resource, Resources
@@ -65,6 +66,8 @@ class MCPServer:
         self.prompts: dict[str, Prompt] = {}
         self.resources = Resources(lambda: self._list_changed("resources"))
         self.completers: dict[tuple[str, str, str], Completer] = {}
+        self.observer: RequestObserver | None = None
+        """Sees every request (metrics, tracing); see ``observe``."""
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._dispatcher: Dispatcher | None = None
         self._capabilities: JSONObject | None = None
@@ -160,7 +163,7 @@ class MCPServer:
         message: JSONObject = {"jsonrpc": "2.0", "method": "notifications/resources/updated",
                                "params": {"uri": uri}}
         for session in list(self._sessions):
-            if uri in session.state.subscriptions:
+            if session.state.wants(message):
                 session.post(message)
         self.bus.publish(message)
 
@@ -200,6 +203,19 @@ class MCPServer:
 
         return register
 
+    # -- observers ----------------------------------------------------------------------------
+    def observe(self, observer: RequestObserver) -> None:
+        """Have ``observer`` see every request from now on (after those already observing)."""
+        if observer not in listed(self.observer):
+            self.observer = joined((*listed(self.observer), observer))
+
+    def unobserve(self, observer: RequestObserver) -> None:
+        self.observer = joined(tuple(o for o in listed(self.observer) if o is not observer))
+
+    @property
+    def observers(self) -> tuple[RequestObserver, ...]:
+        return listed(self.observer)
+
     # -- sessions -----------------------------------------------------------------------------
     def attach(self, session: ServerSession) -> None:
         self._sessions.add(session)
@@ -211,6 +227,6 @@ class MCPServer:
         self._capabilities = None
         message: JSONObject = {"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}
         for session in list(self._sessions):
-            if session.state.ready and kind in session.state.server_capabilities:
+            if session.state.wants(message):
                 session.post(message)
         self.bus.publish(message)

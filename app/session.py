@@ -40,14 +40,15 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
 class ServerSession:
     """Runs requests of one session through the dispatcher; one per stdio process or HTTP session."""
 
-    def __init__(self, server: MCPServer, state: SessionState | None = None, *, post: Post | None = None) -> None:
+    def __init__(self, server: MCPServer, state: SessionState | None = None, *, post: Post | None = None,
+                 request_ids: Callable[[], RequestId] | None = None) -> None:
         self.server = server
         self.state = state or SessionState()
         self._post = post
         self._inflight: dict[RequestId, tuple[asyncio.Task[Any], str]] = {}
         self._cancelled: set[RequestId] = set()
         self._pending: dict[RequestId, asyncio.Future[JSONObject]] = {}
-        self._ids = itertools.count(1)
+        self._next_id: Callable[[], RequestId] = request_ids or itertools.count(1).__next__
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -122,6 +123,14 @@ class ServerSession:
                 replies.append(item.reply)
         return requests, replies
 
+    def expects(self, request_id: RequestId) -> bool:
+        """A request this session sent to the client is waiting for this answer."""
+        return request_id in self._pending
+
+    def running(self, request_id: RequestId) -> bool:
+        """A request of this id is being answered here."""
+        return request_id in self._inflight
+
     def handle_response(self, response: jsonrpc.Response) -> None:
         future = self._pending.pop(response.id, None)
         if future is None or future.done():
@@ -139,7 +148,7 @@ class ServerSession:
     async def request_client(self, method: str, params: JSONObject | None, send: Send, timeout: float | None,
                              related: RequestId | None = None) -> JSONObject:
         """Send a request to the client and wait for its result (or raise ClientError/ClientTimeout)."""
-        rid = next(self._ids)
+        rid = self._next_id()
         future: asyncio.Future[JSONObject] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         try:

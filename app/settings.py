@@ -68,6 +68,8 @@ class Settings:
     """The server to serve, as ``MODULE:ATTR``."""
     log_level: str = "INFO"
     """The level of the framework's own logs (always on stderr)."""
+    log_format: str = "text"
+    """``text``, or ``json``: one JSON object per line, with the session and request ids of each record."""
     max_message_bytes: int = 4 << 20
     """The largest message accepted: a stdio line or an HTTP body (413 over HTTP)."""
     stdio_drain_seconds: float = 0.3
@@ -101,6 +103,24 @@ class Settings:
     request_state_ttl_seconds: float = 600.0
     """How long a ``requestState`` stays valid."""
 
+    redis_url: str = ""
+    """A Redis (or Valkey) server, e.g. ``redis://redis:6379/0``. Set, sessions, their event streams,
+    server-to-client routing and the subscription bus live there, so that any replica serves any
+    session; unset, everything stays in this process."""
+    redis_prefix: str = "mcpwire"
+    """The prefix of every Redis key and channel (several deployments can share one Redis)."""
+    redis_timeout_seconds: float = 2.0
+    """How long one Redis command may take before the request fails with 503."""
+    replica_id: str = ""
+    """This process's name among the replicas (logs, routing); unset, a random one."""
+    replica_lease_seconds: float = 5.0
+    """A replica that has not renewed its lease for this long is taken for dead: the requests it was
+    running are answered with an error on their streams when a client resumes them elsewhere."""
+    drain_seconds: float = 10.0
+    """On shutdown (SIGTERM), how long requests in flight may finish before their streams are closed."""
+    metrics: bool = True
+    """Serve Prometheus metrics at ``/metrics``."""
+
     auth_resource: str = ""
     """The canonical URL of the MCP endpoint (e.g. ``https://mcp.example.com/mcp``). Setting it turns
     bearer-token authentication on: tokens must name it as their audience, and the protected resource
@@ -127,6 +147,7 @@ class Settings:
         return cls(
             server=_str("MCPWIRE_SERVER", d.server),
             log_level=_str("MCPWIRE_LOG_LEVEL", d.log_level).upper(),
+            log_format=_str("MCPWIRE_LOG_FORMAT", d.log_format).lower(),
             max_message_bytes=_int("MCPWIRE_MAX_MESSAGE_BYTES", d.max_message_bytes),
             stdio_drain_seconds=_float("MCPWIRE_STDIO_DRAIN_SECONDS", d.stdio_drain_seconds),
             path=_str("MCPWIRE_PATH", d.path),
@@ -144,6 +165,13 @@ class Settings:
             legacy_sse=_bool("MCPWIRE_LEGACY_SSE", d.legacy_sse),
             request_state_keys=_list("MCPWIRE_REQUEST_STATE_KEYS", d.request_state_keys),
             request_state_ttl_seconds=_float("MCPWIRE_REQUEST_STATE_TTL_SECONDS", d.request_state_ttl_seconds),
+            redis_url=_str("MCPWIRE_REDIS_URL", d.redis_url),
+            redis_prefix=_str("MCPWIRE_REDIS_PREFIX", d.redis_prefix),
+            redis_timeout_seconds=_float("MCPWIRE_REDIS_TIMEOUT_SECONDS", d.redis_timeout_seconds),
+            replica_id=_str("MCPWIRE_REPLICA_ID", d.replica_id),
+            replica_lease_seconds=_float("MCPWIRE_REPLICA_LEASE_SECONDS", d.replica_lease_seconds),
+            drain_seconds=_float("MCPWIRE_DRAIN_SECONDS", d.drain_seconds),
+            metrics=_bool("MCPWIRE_METRICS", d.metrics),
             auth_resource=_str("MCPWIRE_AUTH_RESOURCE", d.auth_resource),
             auth_issuer=_str("MCPWIRE_AUTH_ISSUER", d.auth_issuer),
             auth_jwks_url=_str("MCPWIRE_AUTH_JWKS_URL", d.auth_jwks_url),

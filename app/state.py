@@ -23,6 +23,17 @@ class SessionState:
     ready: bool = False  # notifications/initialized received
     principal: Any = None
 
+    def wants(self, message: JSONObject) -> bool:
+        """Whether a server-wide notification (a list changed, a resource was updated) is for this session."""
+        method = message.get("method")
+        if method == "notifications/resources/updated":
+            params = message.get("params")
+            return isinstance(params, dict) and params.get("uri") in self.subscriptions
+        if isinstance(method, str) and method.endswith("/list_changed"):
+            kind = method.split("/")[1]
+            return self.ready and kind in self.server_capabilities
+        return False
+
     def to_dict(self) -> JSONObject:
         data = dataclasses.asdict(self)
         data["subscriptions"] = sorted(self.subscriptions)

@@ -11,7 +11,7 @@ never logged and never passed on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import parse_qsl
 
 from app.errors import INVALID_REQUEST
@@ -22,7 +22,6 @@ from transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
 from transports.identity import CHALLENGE, PRINCIPAL
 
 log = logging.getLogger("mcpwire.auth")
-
 
 
 def _quote(value: str) -> str:
@@ -49,20 +48,26 @@ class Challenge:
 
 
 class BearerAuth:
-    """ASGI middleware: authenticate every request but the metadata document."""
+    """ASGI middleware: authenticate every request but the metadata document.
+
+    ``on_failure``, if given, is called with the reason of every refusal: ``missing_token``,
+    ``token_in_url``, ``malformed``, ``invalid_token`` or ``insufficient_scope`` (metrics count them)."""
 
     def __init__(self, app: ASGIApp, *, verifier: TokenVerifier, resource: ProtectedResource,
-                 required_scopes: Sequence[str] = ()) -> None:
+                 required_scopes: Sequence[str] = (), on_failure: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.verifier = verifier
         self.resource = resource
         self.required_scopes = list(required_scopes)
         self.challenge = Challenge(resource)
+        self.on_failure = on_failure
         self.failures = 0
 
-    async def _refuse(self, send: SendASGI, status: int, message: str, *, error: str | None = None,
+    async def _refuse(self, send: SendASGI, status: int, message: str, *, reason: str, error: str | None = None,
                       scopes: Iterable[str] = ()) -> None:
         self.failures += 1
+        if self.on_failure is not None:
+            self.on_failure(reason)
         value = self.challenge(error=error, scopes=scopes)
         await respond_error(send, status, INVALID_REQUEST, message,
                             headers=[(b"www-authenticate", value.encode("latin-1"))])
@@ -81,30 +86,31 @@ class BearerAuth:
             # 401 goes with invalid_token (RFC 6750 §3.1 pairs invalid_request with 400): a token was sent,
             # and one sent in the URL is never acceptable.
             await self._refuse(send, 401, "Unauthorized: send the token in the Authorization header, never the URL",
-                               error="invalid_token", scopes=self.required_scopes)
+                               reason="token_in_url", error="invalid_token", scopes=self.required_scopes)
             return
         authorizations = [value for key, value in scope["headers"] if key == b"authorization"]
         if not authorizations:
-            await self._refuse(send, 401, "Unauthorized: a bearer token is required", scopes=self.required_scopes)
+            await self._refuse(send, 401, "Unauthorized: a bearer token is required", reason="missing_token",
+                               scopes=self.required_scopes)
             return
         kind, _, token = authorizations[0].decode("latin-1").strip().partition(" ")
         token = token.strip()
         # Two Authorization headers are as malformed as two tokens in one: never pick one of them.
         if kind.lower() != "bearer" or not token or " " in token or len(authorizations) > 1:
             await self._refuse(send, 401, "Unauthorized: the Authorization header must be 'Bearer <token>'",
-                               error="invalid_token", scopes=self.required_scopes)
+                               reason="malformed", error="invalid_token", scopes=self.required_scopes)
             return
         try:
             principal = await self.verifier.verify(token)
         except InvalidToken as exc:
             log.info("refused a bearer token: %s", exc)  # the reason, never the token
-            await self._refuse(send, 401, "Unauthorized: the token is not valid", error="invalid_token",
-                               scopes=self.required_scopes)
+            await self._refuse(send, 401, "Unauthorized: the token is not valid", reason="invalid_token",
+                               error="invalid_token", scopes=self.required_scopes)
             return
         lacking = missing(principal.scopes, self.required_scopes)
         if lacking:
             await self._refuse(send, 403, "Forbidden: the token lacks the scopes this server needs",
-                               error="insufficient_scope", scopes=self.required_scopes)
+                               reason="insufficient_scope", error="insufficient_scope", scopes=self.required_scopes)
             return
         scope[PRINCIPAL] = principal
         scope[CHALLENGE] = self.challenge

@@ -274,11 +274,15 @@ class SSEReader:
         self._lines = response.aiter_lines()
         self._parser = _SSEParser()
         self.ended = False
+        self.last_id: str | None = None
+        """The id of the newest event read (what a client resumes from)."""
 
     async def _next(self) -> SSEEvent | None:
         async for line in self._lines:
             event = self._parser.feed(line.rstrip("\r\n"))
             if event is not None:
+                if event.id:
+                    self.last_id = event.id
                 return event
         self.ended = True
         return None

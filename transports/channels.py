@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from app.types import JSONObject
+from app.types import JSONObject, RequestId
 from transports.events import EventStore
+from transports.unavailable import StoreUnavailable
 
 log = logging.getLogger("mcpwire.http")
 
@@ -19,11 +20,13 @@ Item = tuple[int, JSONObject | None] | None
 class EventChannel:
     """Events of one stream (a POST's response stream, or the session's standalone GET stream)."""
 
-    __slots__ = ("_reader", "_store", "_tasks", "finished", "seq", "session_id", "stream")
+    __slots__ = ("_reader", "_store", "_tasks", "finished", "request_id", "seq", "session_id", "stream")
 
-    def __init__(self, session_id: str, stream: str, store: EventStore | None) -> None:
+    def __init__(self, session_id: str, stream: str, store: EventStore | None,
+                 request_id: RequestId | None = None) -> None:
         self.session_id = session_id
         self.stream = stream
+        self.request_id = request_id
         self._store = store
         self.seq = 0
         self._reader: asyncio.Queue[Item] | None = None
@@ -39,7 +42,11 @@ class EventChannel:
             self.finished = True
             self._deliver(None)
         if self._store is not None:
-            await self._store.append(self.session_id, self.stream, seq, message)
+            try:
+                await self._store.append(self.session_id, self.stream, seq, message, self.request_id)
+            except StoreUnavailable as exc:
+                # Delivered live all the same; only a resume after this point would miss it.
+                log.warning("event %s_%d was not stored: %s", self.stream, seq, exc)
         if self._reader is not None and self._reader.qsize() >= self._reader.maxsize // 2:
             await asyncio.sleep(0)  # a handler sending a burst without yielding: let the reader catch up
         return f"{self.stream}_{seq}"
@@ -50,9 +57,15 @@ class EventChannel:
 
     def emit_later(self, message: JSONObject) -> None:
         """``emit`` from synchronous code; events keep their order."""
-        task = asyncio.get_running_loop().create_task(self.send(message))
+        task = asyncio.get_running_loop().create_task(self._send_logged(message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _send_logged(self, message: JSONObject) -> None:
+        try:
+            await self.send(message)
+        except StoreUnavailable as exc:
+            log.warning("a message for stream %s was lost: %s", self.stream, exc)
 
     def _deliver(self, item: Item) -> None:
         reader = self._reader
@@ -97,3 +110,23 @@ def _end(reader: asyncio.Queue[Item]) -> None:
     if reader.full():
         reader.get_nowait()
     reader.put_nowait(None)
+
+
+class SharedChannel(EventChannel):
+    """A stream that several replicas write (a session's GET stream over a shared store): the store
+    numbers its events, and readers follow the store instead of this process's deliveries."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, session_id: str, stream: str, store: EventStore) -> None:
+        super().__init__(session_id, stream, store)
+        self._lock: asyncio.Lock | None = None
+
+    async def emit(self, message: JSONObject | None, *, final: bool = False) -> str:
+        store = self._store
+        assert store is not None
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # this process's messages keep their order
+            seq = await store.append_next(self.session_id, self.stream, message)
+        return f"{self.stream}_{seq}"

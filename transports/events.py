@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from app.types import JSONObject
+from app.types import JSONObject, RequestId
 
 
 @dataclass(slots=True)
@@ -22,6 +22,10 @@ class StoredEvent:
     stream: str
     seq: int
     message: JSONObject | None  # None: the priming event (id, empty data)
+    owner: str | None = None
+    """The replica that appended it (shared stores only)."""
+    request_id: RequestId | None = None
+    """The request whose response stream it belongs to, when known (shared stores only)."""
 
     @property
     def id(self) -> str:
@@ -42,9 +46,26 @@ def parse_event_id(event_id: str) -> tuple[str, int] | None:
 class EventStore(ABC):
     """Keeps the events of each session's streams so that a client can resume after a disconnect."""
 
+    shared = False
+    """True when other processes append to and read the same streams (Redis): readers then follow
+    the store rather than this process's own deliveries."""
+
     @abstractmethod
-    async def append(self, session_id: str, stream: str, seq: int, message: JSONObject | None) -> None:
-        """Store one event; ``seq`` increases by one per stream."""
+    async def append(self, session_id: str, stream: str, seq: int, message: JSONObject | None,
+                     request_id: RequestId | None = None) -> None:
+        """Store one event; ``seq`` increases by one per stream. A ``seq`` already taken is ignored
+        (shared stores: the first writer wins). ``request_id``: the request the stream answers."""
+
+    async def append_next(self, session_id: str, stream: str, message: JSONObject | None) -> int:
+        """Store one event under the stream's next number, which is returned (for streams with
+        several writers, such as a session's GET stream written by every replica)."""
+        seq = await self.last(session_id, stream) + 1
+        await self.append(session_id, stream, seq, message)
+        return seq
+
+    async def last(self, session_id: str, stream: str) -> int:
+        """The number of the stream's newest event; -1 if it has none."""
+        return -1
 
     @abstractmethod
     async def after(self, session_id: str, stream: str, seq: int) -> list[StoredEvent] | None:
@@ -74,7 +95,8 @@ class InMemoryEventStore(EventStore):
         """(events, bytes) held now."""
         return self._count, self._bytes
 
-    async def append(self, session_id: str, stream: str, seq: int, message: JSONObject | None) -> None:
+    async def append(self, session_id: str, stream: str, seq: int, message: JSONObject | None,
+                     request_id: RequestId | None = None) -> None:
         key = (session_id, stream)
         entry = self._streams.get(key)
         if entry is None:
@@ -106,6 +128,10 @@ class InMemoryEventStore(EventStore):
         if entry is None or seq > entry.last or seq < entry.evicted_upto:
             return None
         return [event for event, _ in entry.events if event.seq > seq]
+
+    async def last(self, session_id: str, stream: str) -> int:
+        entry = self._streams.get((session_id, stream))
+        return -1 if entry is None else entry.last
 
     async def drop_session(self, session_id: str) -> None:
         for stream in self._by_session.pop(session_id, ()):

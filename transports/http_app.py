@@ -6,11 +6,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from app.server import MCPServer
 from app.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
+from transports.cluster import Cluster
+from transports.drain import Drain
 from transports.events import EventStore, InMemoryEventStore
 from transports.guard import HostOriginGuard
 from transports.legacy_sse import LegacySSEEndpoints
@@ -29,12 +31,17 @@ class MCPHttpApp:
                  legacy_sse_path: str | None = "/sse", legacy_messages_path: str = "/messages",
                  allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
                  allowed_origins: Iterable[str] = LOOPBACK_ORIGINS,
-                 authenticate: Callable[[ASGIApp], ASGIApp] | None = None) -> None:
+                 authenticate: Callable[[ASGIApp], ASGIApp] | None = None, cluster: Cluster | None = None,
+                 drain_seconds: float = 10.0) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
+        self.cluster = cluster
         self.manager = SessionManager(server, store, events if events is not None else InMemoryEventStore(),
-                                      idle_timeout=idle_timeout, max_sessions=max_sessions)
+                                      idle_timeout=idle_timeout, max_sessions=max_sessions, cluster=cluster)
         self.endpoint = StreamableHTTPEndpoint(self.manager, options)
+        self.drain = Drain(self.manager, self.endpoint.stateless, seconds=drain_seconds)
+        self.on_startup: list[Callable[[], Awaitable[None]]] = []
+        """Run after the cluster has started (e.g. agreeing on shared keys)."""
         self.legacy = LegacySSEEndpoints(self.manager, messages_path=legacy_messages_path, options=options) \
             if legacy_sse_path else None
         self.legacy_sse_path = legacy_sse_path
@@ -43,11 +50,17 @@ class MCPHttpApp:
         # The DNS-rebinding guard comes first, then authentication (``auth.BearerAuth``), then the routes.
         self._guarded = HostOriginGuard(routed, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
 
+    @property
+    def draining(self) -> bool:
+        return self.manager.draining
+
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         kind = scope["type"]
         if kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "http":
+            if self.cluster is not None:
+                self.cluster.ensure_started()  # mounted without its lifespan
             await self._guarded(scope, receive, send)
 
     async def _route(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
@@ -70,12 +83,25 @@ class MCPHttpApp:
             if message["type"] == "lifespan.startup":
                 # What exists now (modules, the server definition) lives as long as the process:
                 # keep it out of the collector's full passes, which otherwise cost p99 latency.
+                try:
+                    if self.cluster is not None:
+                        await self.cluster.start()
+                    for hook in self.on_startup:
+                        await hook()
+                except Exception as exc:
+                    log.exception("startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                self.drain.install()
                 gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                self.server.bus.end_all()  # listen streams answer and close
+                with contextlib.suppress(Exception):
+                    await self.drain.run()
                 with contextlib.suppress(Exception):
                     await self.endpoint.stateless.close()
                     await self.manager.close()
+                if self.cluster is not None:
+                    await self.cluster.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

@@ -10,17 +10,24 @@ import logging
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
+from app import jsonrpc
 from app.server import MCPServer
 from app.session import ServerSession
 from app.state import SessionState
-from transports.channels import EventChannel
+from app.types import JSONObject
+from transports.channels import EventChannel, SharedChannel
 from transports.events import EventStore
+from transports.shared_streams import STANDALONE_STREAM, Follower
+from transports.unavailable import StoreUnavailable
+
+if TYPE_CHECKING:
+    from transports.cluster import Cluster
 
 log = logging.getLogger("mcpwire.sessions")
 
-STANDALONE_STREAM = "get"
 
 
 def new_stream_id() -> str:
@@ -36,8 +43,13 @@ def new_session_id() -> str:
 class SessionStore(ABC):
     """Where session state lives; any process holding the store can serve any session."""
 
+    self_expiring = False
+    """True when the store ends idle sessions itself (Redis TTLs); this process then only forgets
+    its own copies of idle sessions instead of deleting them for everyone."""
+
     @abstractmethod
-    async def create(self, state: SessionState) -> None: ...
+    async def create(self, state: SessionState, limit: int | None = None) -> bool:
+        """Add a session unless ``limit`` sessions exist already (False then)."""
 
     @abstractmethod
     async def get(self, session_id: str) -> SessionState | None: ...
@@ -53,14 +65,20 @@ class SessionStore(ABC):
     @abstractmethod
     async def count(self) -> int: ...
 
+    async def touch(self, session_id: str) -> None:  # noqa: B027 - optional: only self-expiring stores need it
+        """Restart the idle clock of a session that is busy without requests (a long call)."""
+
 
 class InMemorySessionStore(SessionStore):
     def __init__(self) -> None:
         self._states: dict[str, SessionState] = {}
 
-    async def create(self, state: SessionState) -> None:
+    async def create(self, state: SessionState, limit: int | None = None) -> bool:
         assert state.id is not None
+        if limit is not None and len(self._states) >= limit:
+            return False
         self._states[state.id] = state
+        return True
 
     async def get(self, session_id: str) -> SessionState | None:
         return self._states.get(session_id)
@@ -79,13 +97,21 @@ class InMemorySessionStore(SessionStore):
 class LiveSession:
     """A session as served by this process: the protocol runner plus its SSE streams."""
 
-    __slots__ = ("channels", "last_seen", "session", "standalone", "streams_open", "tasks")
+    __slots__ = ("channels", "followers", "last_seen", "session", "standalone", "streams_open", "tasks")
 
-    def __init__(self, server: MCPServer, state: SessionState, events: EventStore | None) -> None:
+    def __init__(self, server: MCPServer, state: SessionState, events: EventStore | None,
+                 cluster: Cluster | None = None) -> None:
         assert state.id is not None
-        self.standalone = EventChannel(state.id, STANDALONE_STREAM, events)
-        self.session = ServerSession(server, state, post=self.standalone.emit_later)
+        if cluster is not None and events is not None and events.shared:
+            # Any replica may write the GET stream; server-wide notifications reach it through the
+            # bus on the replica holding it (``SessionManager._on_change``), not through this copy.
+            self.standalone: EventChannel = SharedChannel(state.id, STANDALONE_STREAM, events)
+            self.session = ServerSession(server, state, request_ids=cluster.request_ids())
+        else:
+            self.standalone = EventChannel(state.id, STANDALONE_STREAM, events)
+            self.session = ServerSession(server, state, post=self.standalone.emit_later)
         self.channels: dict[str, EventChannel] = {}
+        self.followers: set[Follower] = set()
         self.tasks: set[asyncio.Task[None]] = set()
         self.streams_open = 0
         self.last_seen = time.monotonic()
@@ -110,7 +136,19 @@ class LiveSession:
         for channel in self.channels.values():
             channel.close(final=True)
         self.standalone.close(final=True)
+        self.close_followers()
         self.session.close()
+
+    def close_followers(self) -> None:
+        for follower in list(self.followers):
+            follower.stop()
+
+    def close_streams(self) -> None:
+        """End every open stream early but resumably (the client reconnects, maybe to another replica)."""
+        for channel in self.channels.values():
+            channel.close()
+        self.standalone.close()
+        self.close_followers()
 
 
 class SessionLimitReached(Exception):
@@ -122,7 +160,7 @@ class SessionManager:
 
     def __init__(self, server: MCPServer, store: SessionStore | None = None, events: EventStore | None = None, *,
                  idle_timeout: float = 1800.0, max_sessions: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, cluster: Cluster | None = None) -> None:
         self.server = server
         self.store = store or InMemorySessionStore()
         self.events = events
@@ -131,17 +169,32 @@ class SessionManager:
         self._clock = clock
         self.live: dict[str, LiveSession] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self.cluster = cluster
+        self.draining = False
+        """Set on shutdown: no new sessions (503), streams are closed so that clients reconnect elsewhere."""
+        self.get_streams: dict[str, int] = {}
+        """Sessions whose GET stream this process holds (shared mode), with how many readers."""
+        self._background: set[asyncio.Task[None]] = set()
+        if cluster is not None:
+            cluster.on_response = self._on_response
+            cluster.on_cancel = self._on_cancel
+            cluster.on_delete = self._forget
+            cluster.bus_handlers.append(self._on_change)
+
+    @property
+    def shared(self) -> bool:
+        """Other replicas serve the same sessions (a cluster and a shared event store)."""
+        return self.cluster is not None and self.events is not None and self.events.shared
 
     async def create(self, principal: str | None = None) -> LiveSession:
         """A new session, bound to ``principal`` (the authenticated identity's key) if there is one."""
-        if await self.store.count() >= self.max_sessions:
+        state = SessionState(id=new_session_id(), principal=principal)
+        if not await self.store.create(state, self.max_sessions):
             # Make room from idle sessions before refusing.
             await self.expire_idle()
-            if await self.store.count() >= self.max_sessions:
+            if not await self.store.create(state, self.max_sessions):
                 raise SessionLimitReached
-        state = SessionState(id=new_session_id(), principal=principal)
-        await self.store.create(state)
-        live = LiveSession(self.server, state, self.events)
+        live = LiveSession(self.server, state, self.events, self.cluster)
         live.last_seen = self._clock()
         self.live[live.id] = live
         self._start_reaper()
@@ -161,7 +214,7 @@ class SessionManager:
                 live.close()
             return None
         if live is None:
-            live = LiveSession(self.server, state, self.events)
+            live = LiveSession(self.server, state, self.events, self.cluster)
             self.live[session_id] = live
         elif live.session.state is not state:
             live.session.state = state
@@ -179,17 +232,70 @@ class SessionManager:
         found = await self.store.delete(session_id)
         if self.events is not None:
             await self.events.drop_session(session_id)
+        if self.cluster is not None:
+            await self.cluster.broadcast_delete(session_id)  # other replicas stop its work and streams
         return found or live is not None
 
+    def _forget(self, session_id: str) -> None:
+        """Drop this process's copy of a session (ended elsewhere, or idle here)."""
+        live = self.live.pop(session_id, None)
+        if live is not None:
+            live.close()
+
     async def expire_idle(self) -> int:
-        """Delete sessions idle for longer than the timeout; never one with work in flight."""
+        """End sessions idle for longer than the timeout; never one with work in flight.
+
+        With a store that expires sessions itself (Redis), this process only forgets its own idle
+        copies (the session lives on for the other replicas) and keeps busy ones alive in the store."""
         horizon = self._clock() - self.idle_timeout
+        if self.store.self_expiring:
+            horizon = self._clock() - min(self.idle_timeout, 60.0)
+            idle = [sid for sid, live in self.live.items() if live.last_seen < horizon and not live.busy]
+            for sid in idle:
+                self._forget(sid)
+            for sid, live in list(self.live.items()):
+                if live.busy:
+                    with contextlib.suppress(StoreUnavailable):
+                        await self.store.touch(sid)
+            return len(idle)
         idle = [sid for sid, live in self.live.items() if live.last_seen < horizon and not live.busy]
         for sid in idle:
             await self.delete(sid)
         if idle:
             log.info("expired %d idle sessions", len(idle))
         return len(idle)
+
+    # -- messages from other replicas ------------------------------------------------------------
+    def _on_response(self, session_id: str, raw: bytes) -> None:
+        live = self.live.get(session_id)
+        decoded = jsonrpc.decode(raw)
+        if live is not None and isinstance(decoded, jsonrpc.Response):
+            live.session.handle_response(decoded)
+
+    def _on_cancel(self, session_id: str, params: JSONObject) -> None:
+        live = self.live.get(session_id)
+        if live is not None:
+            live.session.handle_notification(jsonrpc.Notification("notifications/cancelled", params))
+
+    def _on_change(self, event: JSONObject) -> None:
+        """A server-wide notification from any replica: the holder of each GET stream writes it there."""
+        if self.get_streams:
+            self._spawn(self._write_change(event, list(self.get_streams)))
+
+    async def _write_change(self, event: JSONObject, session_ids: list[str]) -> None:
+        assert self.events is not None
+        for sid in session_ids:
+            try:
+                state = await self.store.get(sid)
+                if state is not None and state.wants(event):
+                    await self.events.append_next(sid, STANDALONE_STREAM, event)
+            except StoreUnavailable as exc:
+                log.warning("a change notification for session %s was lost: %s", sid, exc)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _start_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():
@@ -210,4 +316,7 @@ class SessionManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
         for sid in list(self.live):
-            await self.delete(sid)
+            if self.store.self_expiring:
+                self._forget(sid)  # the session lives on for the other replicas
+            else:
+                await self.delete(sid)

@@ -48,6 +48,8 @@ class StatelessHandler:
         self.keepalive = keepalive
         self.tasks: set[asyncio.Task[Answer]] = set()
         self.listens: set[asyncio.Task[Answer]] = set()
+        self.streams_open = 0
+        """SSE answers being streamed now (for the metrics)."""
 
     async def handle(self, message: jsonrpc.Message | list[jsonrpc.Message], scope: Scope, receive: Receive,
                      send: SendASGI) -> None:
@@ -127,7 +129,11 @@ class StatelessHandler:
                 if not task.done():
                     task.cancel()  # the stream closed before the answer: cancel the request
 
-        await EventSourceResponse(events(), ping=self.keepalive)(scope, receive, send)
+        self.streams_open += 1
+        try:
+            await EventSourceResponse(events(), ping=self.keepalive)(scope, receive, send)
+        finally:
+            self.streams_open -= 1
 
     async def close(self, grace: float = 1.0) -> None:
         if self.listens:  # the bus was just ended: let listen requests send their clean end first

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,21 +28,16 @@ from transports.asgi import Receive, Scope, SendASGI, header, respond, respond_e
 from transports.channels import EventChannel, Item
 from transports.events import parse_event_id
 from transports.identity import PRINCIPAL, challenge_headers, principal_key
-from transports.sessions import (
-    STANDALONE_STREAM,
-    LiveSession,
-    SessionLimitReached,
-    SessionManager,
-    new_stream_id,
-)
+from transports.sessions import LiveSession, SessionLimitReached, SessionManager, new_stream_id
+from transports.shared_streams import PRIMING_SINCE, STANDALONE_STREAM, SharedStreams, is_response, sse_event
 from transports.stateless_http import StatelessHandler
+from transports.unavailable import StoreUnavailable
 
 log = logging.getLogger("mcpwire.http")
 
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
 DEFAULT_VERSION = "2025-03-26"  # what a client that sends no MCP-Protocol-Version header speaks
-PRIMING_SINCE = "2025-11-25"  # older clients' SDKs break on an event with empty data
 MUTATING = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 
 
@@ -87,10 +82,6 @@ def _accepts(scope: Scope, *types: str) -> bool:
     accept = header(scope, b"accept") or ""
     offered = {part.split(";")[0].strip().lower() for part in accept.split(",")}
     return "*/*" in offered or all(t in offered for t in types)
-
-
-def _is_response(message: JSONObject | None) -> bool:
-    return message is not None and "method" not in message and ("result" in message or "error" in message)
 
 
 class _Run:
@@ -172,6 +163,8 @@ class StreamableHTTPEndpoint:
         self.manager = manager
         self.options = options or HttpOptions()
         self.stateless = StatelessHandler(manager.server, keepalive=self.options.sse_keepalive)
+        self.shared = SharedStreams(manager, retry_ms=self.options.sse_retry_ms,
+                                    keepalive=self.options.sse_keepalive) if manager.shared else None
 
     @staticmethod
     def _stateless(message: jsonrpc.Message | list[jsonrpc.Message], scope: Scope) -> bool:
@@ -187,6 +180,9 @@ class StreamableHTTPEndpoint:
         if scope["type"] != "http":
             return
         method = scope["method"]
+        if self.manager.cluster is not None:
+            await self._guarded(method, scope, receive, send)
+            return
         try:
             if method == "POST":
                 await self._post(scope, receive, send)
@@ -199,6 +195,34 @@ class StreamableHTTPEndpoint:
                                     headers=[(b"allow", b"GET, POST, DELETE")])
         except _Disconnected:
             return
+
+    async def _guarded(self, method: str, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        """With a shared store: a store that cannot be reached answers 503, and the next request tries again."""
+        started = False
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            if method == "POST":
+                await self._post(scope, receive, tracked)
+            elif method == "GET":
+                await self._get(scope, receive, tracked)
+            elif method == "DELETE":
+                await self._delete(scope, tracked)
+            else:
+                await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed: use POST, GET or DELETE",
+                                    headers=[(b"allow", b"GET, POST, DELETE")])
+        except _Disconnected:
+            return
+        except StoreUnavailable as exc:
+            log.warning("%s", exc)
+            if not started:
+                await respond_error(send, 503, INTERNAL_ERROR,
+                                    "Service Unavailable: the session store cannot be reached; try again shortly",
+                                    headers=[(b"retry-after", b"1")])
 
     # -- shared checks ------------------------------------------------------------------------------
     async def _session(self, scope: Scope, send: SendASGI) -> LiveSession | None:
@@ -269,14 +293,27 @@ class StreamableHTTPEndpoint:
             live.session.handle_notification(decoded)
             if decoded.method == "notifications/initialized":
                 await self.manager.save(live)
+            elif decoded.method == "notifications/cancelled" and self.manager.cluster is not None:
+                rid = decoded.params.get("requestId")
+                if not (isinstance(rid, str | int) and live.session.running(rid)):
+                    await self.manager.cluster.broadcast_cancel(live.id, decoded.params)  # running elsewhere
             await respond(send, 202)
         elif isinstance(decoded, jsonrpc.Response):
-            live.session.handle_response(decoded)
+            cluster = self.manager.cluster
+            owner = cluster.owner_of(decoded.id) if cluster is not None else None
+            if cluster is not None and owner is not None and owner != cluster.replica:
+                await cluster.forward_response(owner, live.id, body)  # its handler waits on that replica
+            else:
+                live.session.handle_response(decoded)
             await respond(send, 202)
         else:
             await self._request(live, decoded, scope, receive, send)
 
     async def _initialize(self, request: jsonrpc.Request, scope: Scope, send: SendASGI) -> None:
+        if self.manager.draining:
+            await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: this replica is shutting down",
+                                id=request.id, headers=[(b"retry-after", b"1"), (b"connection", b"close")])
+            return
         try:
             live = await self.manager.create(principal_key(scope))
         except SessionLimitReached:
@@ -332,7 +369,7 @@ class StreamableHTTPEndpoint:
                 await respond_json(send, status, run.response, challenge_headers(scope, run.answer))
             return
         version = live.session.state.protocol_version or DEFAULT_VERSION
-        channel = EventChannel(live.id, new_stream_id(), self.manager.events)
+        channel = EventChannel(live.id, new_stream_id(), self.manager.events, request.id)
         live.channels[channel.stream] = channel
         # Room for what was buffered (and the priming event and the answer): it is all delivered before
         # the stream is read, and a burst larger than the queue would cut the stream off.
@@ -356,8 +393,8 @@ class StreamableHTTPEndpoint:
             try:
                 for seq, message in replay:
                     last = seq
-                    yield _event(name, seq, message, retry)
-                    if _is_response(message) and name != STANDALONE_STREAM:
+                    yield sse_event(name, seq, message, retry)
+                    if is_response(message) and name != STANDALONE_STREAM:
                         return
                 if reader is None:
                     return
@@ -365,7 +402,7 @@ class StreamableHTTPEndpoint:
                     seq, message = item
                     if seq <= last:
                         continue
-                    yield _event(name, seq, message, retry)
+                    yield sse_event(name, seq, message, retry)
                 if polling and channel is not None and not channel.finished:
                     # Closed before its end (SSE polling, a slow reader, a newer GET): say when to come back.
                     yield ServerSentEvent(retry=retry)
@@ -392,6 +429,9 @@ class StreamableHTTPEndpoint:
         if last_event_id:
             await self._resume(live, last_event_id, scope, receive, send)
             return
+        if self.shared is not None:
+            await self.shared.get(live, scope, receive, send)
+            return
         channel = live.standalone
         if channel.attached:
             await respond_error(send, 409, INVALID_REQUEST, "Conflict: this session already has a GET stream open")
@@ -410,6 +450,9 @@ class StreamableHTTPEndpoint:
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Last-Event-ID is not one of this server's")
             return
         stream, seq = parsed
+        if self.shared is not None and (stream == STANDALONE_STREAM or stream not in live.channels):
+            await self.shared.resume(live, stream, seq, scope, receive, send)
+            return
         channel = live.standalone if stream == STANDALONE_STREAM else live.channels.get(stream)
         reader = channel.attach() if channel is not None and not channel.finished else None
         stored = await events.after(live.id, stream, seq)
@@ -440,9 +483,3 @@ async def _no_session_stream(send: SendASGI) -> None:
     await respond_error(send, 405, INVALID_REQUEST,
                         "Method Not Allowed: GET and DELETE need an Mcp-Session-Id (handshake era only)",
                         headers=[(b"allow", b"POST")])
-
-
-def _event(stream: str, seq: int, message: JSONObject | None, retry: int) -> ServerSentEvent:
-    if message is None:
-        return ServerSentEvent(data="", id=f"{stream}_{seq}", retry=retry)
-    return ServerSentEvent(data=jsonrpc.dumps(message).decode(), id=f"{stream}_{seq}", event="message")

@@ -119,6 +119,19 @@ async def test_a_malformed_or_unknown_token_gets_401_invalid_token(headers: list
     assert app.failures == 1
 
 
+async def test_every_refusal_is_reported_with_its_reason() -> None:
+    reasons: list[str] = []
+    app = guarded(Inner())
+    app.on_failure = reasons.append
+    await call(app)
+    await call(app, {"authorization": "Token alice-token"})
+    await call(app, {"authorization": "Bearer mallory-token"})
+    await call(app, {"authorization": "Bearer bob-token"})
+    await call(app, {"authorization": "Bearer alice-token"}, query=b"access_token=alice-token")
+    assert (await call(app, {"authorization": "Bearer alice-token"}))[0] == 200
+    assert reasons == ["missing_token", "malformed", "invalid_token", "insufficient_scope", "token_in_url"]
+
+
 @pytest.mark.parametrize("query", [b"access_token=alice-token", b"x=1&access_token=alice-token",
                                    b"access_token=", b"access_token"])
 @pytest.mark.spec(f"{SPEC}#token-requirements")

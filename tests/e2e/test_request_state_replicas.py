@@ -119,3 +119,19 @@ async def test_a_replica_with_another_key_refuses_the_state(issuer: str, receive
     round_2 = await exchange.round(replicas[issuer], inputResponses={"elicitation-1": accept("June")},
                                    requestState=round_1["requestState"])
     assert list(round_2["inputRequests"]) == ["elicitation-2"]
+
+
+async def test_replicas_on_one_redis_share_a_key_without_configuring_one(http: httpx.AsyncClient) -> None:
+    """With ``MCPWIRE_REDIS_URL`` and no ``MCPWIRE_REQUEST_STATE_KEYS``, the replicas agree on a key kept in Redis."""
+    from tests.support_redis import run_redis
+
+    with run_redis() as redis:
+        env = {"MCPWIRE_REDIS_URL": redis.url, "MCPWIRE_REQUEST_STATE_KEYS": ""}
+        with run_uvicorn(SERVER, env) as a, run_uvicorn(SERVER, env) as b:
+            exchange = Exchange(http, "Tromsø")
+            round_1 = await exchange.round(a)
+            round_2 = await exchange.round(b, inputResponses={"elicitation-1": accept("July")},
+                                           requestState=round_1["requestState"])
+            done = await exchange.round(a, inputResponses={"elicitation-2": accept("yes")},
+                                        requestState=round_2["requestState"])
+    assert done["content"][0]["text"] == f"Tromsø: July, yes (pid {a.process.pid})"

@@ -220,8 +220,11 @@ class JSONSessionStore(SessionStore):
     def __init__(self) -> None:
         self.data: dict[str, str] = {}
 
-    async def create(self, state: SessionState) -> None:
+    async def create(self, state: SessionState, limit: int | None = None) -> bool:
+        if limit is not None and len(self.data) >= limit:
+            return False
         await self.save(state)
+        return True
 
     async def get(self, session_id: str) -> SessionState | None:
         raw = self.data.get(session_id)

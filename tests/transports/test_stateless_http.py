@@ -962,13 +962,6 @@ async def test_lifespan_shutdown_answers_open_listen_requests_cleanly() -> None:
 
 
 @spec("basic/patterns/subscriptions#graceful-closure")
-@pytest.mark.xfail(strict=True, reason=(
-    "Design: on SIGTERM, uvicorn (through sse-starlette's exit watcher) tears SSE responses down and only "
-    "runs the lifespan shutdown, which ends the bus, after the connections are gone; so an open "
-    "subscriptions/listen stream is cut ('peer closed connection', 'ASGI callable returned without completing "
-    "response') without the clean final result the spec recommends. It needs this process's subscriptions "
-    "to be ended when shutdown starts (e.g. from EventSourceResponse's shutdown_event), not at lifespan "
-    "shutdown."))
 async def test_stopping_a_real_server_answers_open_listen_requests_cleanly() -> None:
     with run_uvicorn(FIXTURE_SERVER) as process:
         call = listen_call({"toolsListChanged": True}, 41)

@@ -1,0 +1,90 @@
+"""Request observers: what metrics and tracing see of every request, in both eras and on every transport.
+
+``answer()`` tells ``server.observer`` when a request starts and how it ended. With no observer
+set, that costs one attribute check. An observer must be cheap and must not raise: it runs on the
+request's own path, in the request's own context (so a tracer may make its span current there).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from app.answer import Answer
+    from app.jsonrpc import Request
+
+
+METHODS = frozenset({
+    "initialize", "ping", "server/discover", "subscriptions/listen", "logging/setLevel", "completion/complete",
+    "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list",
+    "resources/read", "resources/subscribe", "resources/unsubscribe",
+})
+"""The request methods a server answers, in either era."""
+
+
+def method_label(method: str) -> str:
+    """``method`` if a server answers it, else ``other``: what clients send must not make labels unbounded."""
+    return method if method in METHODS else "other"
+
+
+class RequestObserver(Protocol):
+    """Sees each request once it is decoded, and its answer once it is ready."""
+
+    def started(self, request: Request, session_id: str | None) -> Any:
+        """A request starts (``session_id``: its handshake-era session, if it has one). What this returns
+        is handed back to ``finished``."""
+        ...
+
+    def finished(self, token: Any, answer: Answer | None) -> None:
+        """The request ended with ``answer``; None if it was cancelled (or the server is shutting down)."""
+        ...
+
+
+class Observers:
+    """Several observers seen as one, called in order."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, *items: RequestObserver) -> None:
+        self.items = items
+
+    def started(self, request: Request, session_id: str | None) -> Any:
+        return [item.started(request, session_id) for item in self.items]
+
+    def finished(self, token: Any, answer: Answer | None) -> None:
+        for item, one in zip(self.items, token, strict=True):
+            item.finished(one, answer)
+
+
+def listed(current: RequestObserver | None) -> tuple[RequestObserver, ...]:
+    """Every observer in ``current``."""
+    if current is None:
+        return ()
+    return current.items if isinstance(current, Observers) else (current,)
+
+
+def joined(items: tuple[RequestObserver, ...]) -> RequestObserver | None:
+    """One observer for ``items``: None, the only one, or ``Observers``."""
+    if not items:
+        return None
+    return items[0] if len(items) == 1 else Observers(*items)
+
+
+def outcome(answer: Answer | None) -> tuple[str, int | None]:
+    """How a request ended, for metrics and spans: ``ok``, ``tool_error`` (a tool result with ``isError``),
+    ``input_required`` (a stateless-era round that asks the client for input), ``error`` (a JSON-RPC
+    error, with its code) or ``cancelled``."""
+    if answer is None:
+        return "cancelled", None
+    message = answer.message
+    error = message.get("error")
+    if error is not None:
+        code = error.get("code") if isinstance(error, dict) else None
+        return "error", code if isinstance(code, int) else None
+    result = message.get("result")
+    if isinstance(result, dict):
+        if result.get("isError") is True:
+            return "tool_error", None
+        if result.get("resultType") == "input_required":
+            return "input_required", None
+    return "ok", None

@@ -1,0 +1,220 @@
+"""Scale-out on Redis: two real ``uvicorn app:asgi`` replicas sharing one real ``redis-server``, and a
+client that picks the replica for every request, as a round-robin load balancer without affinity would.
+
+- every step of a handshake-era session alternates replicas: initialize on A, tools/call on B, an
+  elicitation raised on B answered with a POST to A, a GET stream on A receiving a list_changed
+  triggered on B, DELETE on B, then 404 on A;
+- a replica killed (SIGKILL) while a call streams progress: the client resumes on the other replica
+  with ``Last-Event-ID`` and receives every event exactly once, then the documented error answer;
+- Redis stopped and restarted mid-test: 503 while it is away, served again after, no restart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support_http import (
+    READ_BOUND,
+    RawSession,
+    SSEReader,
+    UvicornProcess,
+    error_of,
+    initialize,
+    request_body,
+    run_uvicorn,
+)
+from tests.support_redis import RedisServer, run_redis
+
+SERVER = "tests.transports.http_fixture_server:server"
+LEASE = 1.0
+
+pytestmark = [pytest.mark.timeout(60), pytest.mark.spec("2025-11-25/basic/transports#session-management")]
+
+_names = itertools.count(1)
+
+
+def _env(redis: RedisServer, replica: str) -> dict[str, str]:
+    return {"MCPWIRE_REDIS_URL": redis.url, "MCPWIRE_REPLICA_ID": replica,
+            "MCPWIRE_REPLICA_LEASE_SECONDS": str(LEASE), "MCPWIRE_REDIS_TIMEOUT_SECONDS": "1",
+            "MCPWIRE_SSE_AFTER_SECONDS": "0.05"}
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    with run_redis() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def replicas(redis: RedisServer) -> Iterator[tuple[UvicornProcess, UvicornProcess]]:
+    with run_uvicorn(SERVER, _env(redis, "A")) as a, run_uvicorn(SERVER, _env(redis, "B")) as b:
+        yield a, b
+        outputs = {"A": a.output(), "B": b.output()}
+    for name, output in outputs.items():
+        assert "Traceback" not in output, (name, output)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=READ_BOUND) as client:
+        yield client
+
+
+def on(session: RawSession, replica: UvicornProcess) -> RawSession:
+    """The same session, addressed to another replica."""
+    return RawSession(session.client, replica.url, session.sid, session.version)
+
+
+async def test_every_request_of_a_session_may_land_on_either_replica(
+        replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
+    a, b = replicas
+    at_a = await initialize(http, a.url, capabilities={"elicitation": {}}, initialized=False)
+    at_b = on(at_a, b)
+    assert (await at_b.notify("notifications/initialized")).status_code == 202
+    assert await at_b.tool("echo", text="served by B") == "served by B"
+    assert await at_a.tool("echo", text="served by A") == "served by A"
+
+    # An elicitation raised by the call running on B, answered with a POST to A.
+    call = request_body(at_b.next_id(), "tools/call", {"name": "ask", "arguments": {"question": "Colour?"}})
+    async with at_b.stream_post(call) as response:
+        reader = SSEReader(response)
+        asked = await reader.message()
+        assert asked["method"] == "elicitation/create", asked
+        answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"answer": "teal"}}}
+        assert (await at_a.post(answer)).status_code == 202
+        done = await reader.message()
+    assert done["id"] == call["id"], done
+    assert done["result"]["content"][0]["text"] == "accept: teal", done
+
+    # The GET stream held by A carries a list_changed caused on B.
+    async with at_a.stream_get() as get:
+        assert get.status_code == 200
+        events = SSEReader(get)
+        priming = await events.next()
+        assert priming.data == ""
+        assert priming.id is not None
+        # One GET stream per session across replicas: a second one, on B, is refused.
+        second = await at_b.get()
+        assert second.status_code == 409, second.text
+        assert (await at_b.tool("add_tool", name=f"extra{next(_names)}")).startswith("added")
+        changed = await events.message()
+        assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+    # DELETE on B ends the session everywhere.
+    assert (await at_b.delete()).status_code == 200
+    gone = await at_a.request("tools/list")
+    assert gone.status_code == 404, gone.text
+    assert error_of(gone)[0] == -32600
+
+
+async def test_cancelling_on_one_replica_stops_the_call_running_on_the_other(
+        replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
+    a, b = replicas
+    at_a = await initialize(http, a.url)
+    at_b = on(at_a, b)
+    name = f"cancel{next(_names)}"
+    call = request_body(at_b.next_id(), "tools/call", {"name": "until_cancelled", "arguments": {"name": name}})
+    async with at_b.stream_post(call) as response:
+        reader = SSEReader(response)
+        assert (await at_b.tool("until_cancelled_started", name=name)).endswith("started")  # it runs on B
+        cancel = await at_a.notify("notifications/cancelled", {"requestId": call["id"], "reason": "test"})
+        assert cancel.status_code == 202
+        rest = await reader.rest()
+    assert not any(e.message and e.message.get("id") == call["id"] for e in rest), rest
+    assert (await at_b.tool("cancel_outcome", name=name)).endswith("CancelledError")
+
+
+async def test_a_killed_replicas_stream_resumes_on_the_other_one_exactly_once(
+        redis: RedisServer, http: httpx.AsyncClient) -> None:
+    with run_uvicorn(SERVER, _env(redis, "K")) as doomed, run_uvicorn(SERVER, _env(redis, "S")) as survivor:
+        session = await initialize(http, doomed.url)
+        name = f"steps{next(_names)}"
+        call = request_body(session.next_id(), "tools/call",
+                            {"name": "stepper", "arguments": {"name": name, "steps": 5}, "_meta": {"progressToken": 7}})
+        seen: list[Any] = []
+        async with session.stream_post(call) as response:
+            reader = SSEReader(response)
+            first = await reader.message()
+            assert first["method"] == "notifications/progress", first
+            seen.append(first)
+            # Two more steps are produced (and stored) but not read before the replica dies.
+            assert (await session.tool("release", name=name)).endswith("step 1")
+            assert (await session.tool("release", name=name)).endswith("step 2")
+            reader_id = reader.last_id
+            doomed.process.send_signal(signal.SIGKILL)
+            doomed.process.wait(READ_BOUND)
+        assert reader_id is not None
+        resumed = on(session, survivor)
+        async with resumed.stream_get(reader_id) as response:
+            assert response.status_code == 200, await response.aread()
+            replay = await SSEReader(response).rest()
+    messages = [e.message for e in replay if e.message is not None]
+    progress = [m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"]
+    assert progress == [1, 2], messages  # every event not yet read, once, in order
+    final = messages[-1]
+    assert final["id"] == call["id"], messages
+    assert final["error"]["code"] == -32603, final
+    assert final["error"]["data"] == {"replica": "K", "retryable": True}, final
+    ids = [e.id for e in replay if e.id is not None]
+    assert len(ids) == len(set(ids)), ids
+
+
+async def test_redis_away_means_503_and_its_return_means_service_without_a_restart(
+        redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
+    a, b = replicas
+    session = await initialize(http, a.url)
+    assert await on(session, b).tool("echo", text="before") == "before"
+    redis.stop()
+    try:
+        for replica in (a, b):
+            down = await on(session, replica).request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            assert down.status_code == 503, down.text
+            assert error_of(down)[0] == -32603
+            assert down.headers.get("retry-after") == "1"
+            fresh = await http.post(replica.url, content=b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+                                    b'{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t",'
+                                    b'"version":"0"}}}', headers={"accept": "application/json, text/event-stream",
+                                                                  "content-type": "application/json"})
+            assert fresh.status_code == 503, fresh.text
+    finally:
+        redis.start()
+    # The same session (Redis kept it on disk), on both replicas, with no restart of either.
+    assert await on(session, a).tool("echo", text="after") == "after"
+    assert await on(session, b).tool("echo", text="after") == "after"
+
+
+async def test_sigterm_drains_a_replica_without_losing_the_call_in_flight(
+        redis: RedisServer, http: httpx.AsyncClient) -> None:
+    """Graceful drain: the GET stream closes at once with a ``retry`` (the client reconnects elsewhere),
+    the call in flight finishes (its elicitation answered through the other replica), then the process exits."""
+    with run_uvicorn(SERVER, _env(redis, "D")) as draining, run_uvicorn(SERVER, _env(redis, "E")) as other:
+        at_d = await initialize(http, draining.url, capabilities={"elicitation": {}})
+        async with at_d.stream_get() as get:
+            standalone = SSEReader(get)
+            await standalone.next()  # priming
+            call = request_body(at_d.next_id(), "tools/call", {"name": "ask", "arguments": {"question": "Stay?"}})
+            async with at_d.stream_post(call) as response:
+                reader = SSEReader(response)
+                asked = await reader.message()
+                draining.process.send_signal(signal.SIGTERM)
+                closing = await standalone.rest()
+                assert closing, closing
+                assert closing[-1].retry is not None, closing  # told when to come back
+                assert all(e.message is None for e in closing), closing
+                answer = {"jsonrpc": "2.0", "id": asked["id"],
+                          "result": {"action": "accept", "content": {"answer": "yes"}}}
+                assert (await on(at_d, other).post(answer)).status_code == 202
+                done = await reader.message()
+        assert done["id"] == call["id"], done
+        assert done["result"]["content"][0]["text"] == "accept: yes", done
+        # uvicorn ends by re-raising the signal it caught; nothing was cut by its graceful-shutdown timeout.
+        assert draining.process.wait(READ_BOUND) in (0, -signal.SIGTERM)
+        assert "timeout graceful shutdown exceeded" not in draining.output()
+        # The session lives on: the other replica serves it.
+        assert await on(at_d, other).tool("echo", text="still here") == "still here"

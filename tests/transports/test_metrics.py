@@ -1,0 +1,138 @@
+"""``Metrics``: requests by method and outcome, latency by method and tool, HTTP responses, authentication
+failures, and what is read at scrape time (sessions, streams, the event store), one registry per app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from app import MCPServer, ToolError
+from app.deployment import build_http_app
+from app.settings import Settings
+from tests.support_http import asgi_client, initialize, post_headers, request_body
+from transports.http_app import MCPHttpApp
+from transports.metrics import Metrics
+from transports.operations import Operations
+
+MODERN = "2026-07-28"
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+               "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def _server() -> MCPServer:
+    server = MCPServer("metered")
+
+    @server.tool()
+    def word_count(text: str) -> int:
+        return len(text.split())
+
+    @server.tool()
+    def fails() -> str:
+        raise ToolError("no")
+
+    return server
+
+
+def samples(metrics: Metrics) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample of a scrape, by name and labels."""
+    out = {}
+    for family in text_string_to_metric_families(metrics.render()[0].decode()):
+        for sample in family.samples:
+            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return out
+
+
+def value(metrics: Metrics, name: str, **labels: str) -> float | None:
+    return samples(metrics).get((name, frozenset(labels.items())))
+
+
+@pytest.fixture
+async def metered() -> AsyncIterator[tuple[MCPHttpApp, Metrics, httpx.AsyncClient]]:
+    mcp = MCPHttpApp(_server())
+    metrics = Metrics()
+    metrics.instrument(mcp)
+    async with asgi_client(Operations(mcp, metrics=metrics)) as http:
+        yield mcp, metrics, http
+    await mcp.manager.close()
+
+
+async def test_requests_are_counted_by_method_outcome_and_tool(
+        metered: tuple[MCPHttpApp, Metrics, httpx.AsyncClient]) -> None:
+    _mcp, metrics, http = metered
+    session = await initialize(http, "/mcp")
+    assert await session.tool("word_count", text="a b") == '{"result":2}'
+    await session.call("tools/call", {"name": "fails"})
+    await session.request("tools/call", {"name": "nope"})
+    await session.request("made/up")
+    stateless = await http.post("/mcp", json=request_body(1, "tools/call", {
+        "name": "word_count", "arguments": {"text": "x"}, "_meta": MODERN_META}),
+        headers=post_headers(**{"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "word_count"}))
+    assert stateless.status_code == 200, stateless.text
+    assert value(metrics, "mcpwire_requests_total", method="initialize", outcome="ok", code="") == 1
+    assert value(metrics, "mcpwire_requests_total", method="tools/call", outcome="ok", code="") == 2  # both eras
+    assert value(metrics, "mcpwire_requests_total", method="tools/call", outcome="tool_error", code="") == 1
+    assert value(metrics, "mcpwire_requests_total", method="tools/call", outcome="error", code="-32602") == 1
+    assert value(metrics, "mcpwire_requests_total", method="other", outcome="error", code="-32601") == 1
+    assert value(metrics, "mcpwire_request_duration_seconds_count", method="tools/call", tool="word_count") == 2
+    assert value(metrics, "mcpwire_request_duration_seconds_count", method="tools/call", tool="other") == 1
+    assert value(metrics, "mcpwire_requests_in_flight") == 0
+    assert value(metrics, "mcpwire_sessions") == 1
+    assert value(metrics, "mcpwire_http_responses_total", method="POST", status="202") == 1  # initialized
+    assert value(metrics, "mcpwire_http_responses_total", method="GET", status="200") is None  # not the scrapes
+
+
+async def test_streams_and_the_event_store_are_read_at_scrape_time(
+        metered: tuple[MCPHttpApp, Metrics, httpx.AsyncClient]) -> None:
+    mcp, metrics, http = metered
+    await initialize(http, "/mcp")
+    (live,) = mcp.manager.live.values()
+    live.streams_open = 2  # what the endpoint counts while streams are open
+    await live.standalone.emit({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    mcp.endpoint.stateless.streams_open = 3  # the stateless handler counts its streams too
+    assert value(metrics, "mcpwire_sse_streams_open") == 5
+    events, size = mcp.manager.events.size  # type: ignore[union-attr]
+    assert events >= 1
+    assert value(metrics, "mcpwire_event_store_events") == events
+    assert value(metrics, "mcpwire_event_store_bytes") == size
+    live.streams_open = 0
+
+
+async def test_each_app_has_its_own_registry() -> None:
+    first, second = MCPHttpApp(_server()), MCPHttpApp(_server())
+    a, b = Metrics(), Metrics()
+    a.instrument(first)
+    b.instrument(second)
+    async with asgi_client(Operations(first, metrics=a)) as http:
+        await initialize(http, "/mcp")
+    assert value(a, "mcpwire_sessions") == 1
+    assert value(b, "mcpwire_sessions") == 0
+    assert value(b, "mcpwire_requests_total", method="initialize", outcome="ok", code="") is None
+    await first.manager.close()
+
+
+async def test_authentication_failures_are_counted_by_reason() -> None:
+    settings = Settings(auth_resource="http://127.0.0.1/mcp", auth_issuer="https://as.example.test",
+                        auth_scopes=("mcp:tools",), auth_static_tokens=("t1=alice:mcp:tools", "t2=bob:mcp:read"))
+    app = build_http_app(_server(), settings)
+    assert isinstance(app, Operations)
+    assert app.metrics is not None
+    async with asgi_client(app) as http:
+        assert (await http.post("/mcp", json={})).status_code == 401
+        assert (await http.post("/mcp", json={}, headers={"authorization": "Bearer nope"})).status_code == 401
+        assert (await http.post("/mcp", json={}, headers={"authorization": "Bearer t2"})).status_code == 403
+        assert (await http.post("/mcp?access_token=t1", json={})).status_code == 401
+        assert (await http.post("/mcp", json={}, headers={"authorization": "Basic t1"})).status_code == 401
+        scraped = await http.get("/metrics")  # no token needed
+    assert scraped.status_code == 200
+    for reason in ("missing_token", "invalid_token", "insufficient_scope", "token_in_url", "malformed"):
+        assert value(app.metrics, "mcpwire_auth_failures_total", reason=reason) == 1, reason
+    assert value(app.metrics, "mcpwire_http_responses_total", method="POST", status="401") == 4
+
+
+def test_metrics_can_be_turned_off() -> None:
+    app = build_http_app(_server(), Settings(metrics=False))
+    assert isinstance(app, Operations)
+    assert app.metrics is None

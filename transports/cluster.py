@@ -1,0 +1,275 @@
+"""This replica's link to the others, over Redis: its lease, and the messages that cross replicas.
+
+Replicas share sessions through the stores; what a store cannot carry goes over pub/sub:
+
+- a wake-up when an event is appended to a session's stream (whoever reads that stream, wherever);
+- a client's response to a server-to-client request, to the replica whose handler waits for it
+  (server-to-client request ids name their replica: ``<replica>:<n>``);
+- cancellations and deleted sessions, to every replica;
+- the subscription bus's change events, to every replica.
+
+Every replica renews a lease key while it runs; a stream whose producer lost its lease is taken
+for orphaned (see ``transports.shared_streams``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import re
+import secrets
+from collections.abc import Callable, Iterator
+
+import orjson
+from redis.exceptions import RedisError
+
+from app.types import JSONObject, RequestId
+from transports.redis_connection import Keys, Redis, reachable
+
+log = logging.getLogger("mcpwire.cluster")
+
+SUBSCRIBE_BOUND = 5.0
+"""How long ``start`` waits for the pub/sub subscription before going on (it keeps retrying)."""
+
+_RENEW_IF_HELD = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+_RELEASE_IF_HELD = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def replica_name(configured: str = "") -> str:
+    """A name safe inside request ids and keys: the configured one, cleaned, or a random one."""
+    cleaned = re.sub(r"[^A-Za-z0-9.-]", "-", configured)[:64]
+    return cleaned or "r" + secrets.token_hex(5)
+
+
+class Cluster:
+    """One per process. ``start`` before serving, ``close`` after."""
+
+    def __init__(self, client: Redis, listener: Redis, keys: Keys, *, replica: str, lease: float = 5.0) -> None:
+        self.client = client
+        self._listener_client = listener
+        self.keys = keys
+        self.replica = replica
+        self.lease = lease
+        self.on_response: Callable[[str, bytes], None] | None = None
+        self.on_cancel: Callable[[str, JSONObject], None] | None = None
+        self.on_delete: Callable[[str], None] | None = None
+        self.bus_handlers: list[Callable[[JSONObject], None]] = []
+        self._watches: dict[str, set[asyncio.Event]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._subscribed = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing = False
+        self._starting: asyncio.Task[None] | None = None
+        self._publishing: set[asyncio.Task[None]] = set()
+        self._renew = client.register_script(_RENEW_IF_HELD)
+        self._release = client.register_script(_RELEASE_IF_HELD)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._tasks:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._tasks = [self._loop.create_task(self._keep_lease()), self._loop.create_task(self._listen())]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._subscribed.wait(), SUBSCRIBE_BOUND)
+
+    def ensure_started(self) -> None:
+        """Start lazily (an app mounted without its lifespan)."""
+        if not self._tasks:
+            self._starting = asyncio.get_running_loop().create_task(self.start())
+
+    async def close(self) -> None:
+        self._closing = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        with contextlib.suppress(Exception):
+            await self.client.delete(self.keys.alive(self.replica))
+        for client in (self.client, self._listener_client):
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+    @property
+    def connected(self) -> bool:
+        """Subscribed to the other replicas' messages right now."""
+        return self._subscribed.is_set()
+
+    async def ping(self) -> None:
+        with reachable("ping"):
+            await self.client.ping()
+
+    # -- the lease -----------------------------------------------------------------------------
+    async def _keep_lease(self) -> None:
+        key, ttl_ms = self.keys.alive(self.replica), int(self.lease * 1000)
+        while True:
+            try:
+                await self.client.set(key, b"1", px=ttl_ms)
+            except (RedisError, OSError) as exc:
+                log.warning("could not renew this replica's lease: %s", exc)
+            await asyncio.sleep(self.lease / 3)  # the renewal period, not a wait for something
+
+    async def alive(self, replica: str) -> bool:
+        if replica == self.replica:
+            return not self._closing
+        with reachable("replica lease"):
+            return bool(await self.client.exists(self.keys.alive(replica)))
+
+    # -- receiving -----------------------------------------------------------------------------
+    async def _listen(self) -> None:
+        backoff = 0.05
+        channels = (self.keys.broadcast, self.keys.inbox(self.replica))
+        while True:
+            pubsub = self._listener_client.pubsub()
+            try:
+                await pubsub.subscribe(*channels)
+                confirmed = 0
+                async for message in pubsub.listen():
+                    kind = message.get("type")
+                    if kind == "subscribe":
+                        confirmed += 1
+                        if confirmed == len(channels):
+                            self._subscribed.set()
+                            backoff = 0.05
+                            self._wake_all()  # anything published while we were away: readers look again
+                    elif kind == "message":
+                        self._dispatch(message["data"])
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as exc:
+                if self._subscribed.is_set():
+                    log.warning("lost the pub/sub connection to Redis: %s", exc)
+                self._subscribed.clear()
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await asyncio.sleep(backoff)  # reconnection back-off while Redis is away
+            backoff = min(backoff * 2, 2.0)
+
+    def _dispatch(self, data: bytes) -> None:
+        try:
+            message = orjson.loads(data)
+            kind = message[0]
+            if kind == "w":
+                for event in self._watches.get(message[1], ()):
+                    event.set()
+            elif kind == "b":
+                for handler in list(self.bus_handlers):
+                    handler(message[1])
+            elif kind == "r" and self.on_response is not None:
+                self.on_response(message[1], message[2].encode())
+            elif kind == "c" and self.on_cancel is not None:
+                self.on_cancel(message[1], message[2])
+            elif kind == "d" and self.on_delete is not None and message[2] != self.replica:
+                self.on_delete(message[1])
+        except Exception:
+            log.exception("could not handle a message from another replica")
+
+    def _wake_all(self) -> None:
+        for events in self._watches.values():
+            for event in events:
+                event.set()
+
+    @contextlib.contextmanager
+    def watch(self, sid: str, event: asyncio.Event | None = None) -> Iterator[asyncio.Event]:
+        """An event set whenever something is appended to one of the session's streams, anywhere."""
+        event = event or asyncio.Event()
+        self._watches.setdefault(sid, set()).add(event)
+        try:
+            yield event
+        finally:
+            watchers = self._watches.get(sid)
+            if watchers is not None:
+                watchers.discard(event)
+                if not watchers:
+                    del self._watches[sid]
+
+    def wake_message(self, sid: str, stream: str) -> bytes:
+        """What the event store publishes (on ``keys.broadcast``) with every append."""
+        return orjson.dumps(["w", sid, stream])
+
+    # -- sending -------------------------------------------------------------------------------
+    def request_ids(self) -> Callable[[], RequestId]:
+        """Ids for server-to-client requests that tell which replica waits for the answer."""
+        counter = itertools.count(1)
+        prefix = self.replica + ":"
+        return lambda: prefix + str(next(counter))
+
+    def owner_of(self, request_id: RequestId) -> str | None:
+        """The replica that sent a server-to-client request with this id (None: not one of ours)."""
+        if not isinstance(request_id, str):
+            return None
+        replica, sep, n = request_id.rpartition(":")
+        return replica if sep and n.isdigit() else None
+
+    async def forward_response(self, replica: str, sid: str, raw: bytes) -> None:
+        with reachable("forwarding a response"):
+            await self.client.publish(self.keys.inbox(replica), orjson.dumps(["r", sid, raw.decode()]))
+
+    async def broadcast_cancel(self, sid: str, params: JSONObject) -> None:
+        with reachable("forwarding a cancellation"):
+            await self.client.publish(self.keys.broadcast, orjson.dumps(["c", sid, params]))
+
+    async def broadcast_delete(self, sid: str) -> None:
+        with reachable("announcing a deleted session"):
+            await self.client.publish(self.keys.broadcast, orjson.dumps(["d", sid, self.replica]))
+
+    def publish_bus(self, event: JSONObject) -> None:
+        """Send a change event to every replica's bus; never blocks, safe from any thread."""
+        loop = self._loop
+        if loop is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                log.warning("dropped a change event published before the cluster started")
+                return
+        payload = orjson.dumps(["b", event])
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._spawn_publish(payload)
+        else:
+            loop.call_soon_threadsafe(self._spawn_publish, payload)
+
+    def _spawn_publish(self, payload: bytes) -> None:
+        task = asyncio.get_running_loop().create_task(self._publish(payload))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)
+
+    async def _publish(self, payload: bytes) -> None:
+        try:
+            await self.client.publish(self.keys.broadcast, payload)
+        except (RedisError, OSError) as exc:
+            log.warning("could not publish a change event to the other replicas: %s", exc)
+
+    # -- the one GET stream of a session ----------------------------------------------------------
+    async def hold_get(self, sid: str, token: str, *, take_over: bool) -> bool:
+        """Become the holder of the session's GET stream; ``take_over`` ends any other holder."""
+        with reachable("GET stream"):
+            key, ttl = self.keys.get_stream(sid), int(self.lease * 1000)
+            if take_over:
+                await self.client.set(key, token, px=ttl)
+                return True
+            return bool(await self.client.set(key, token, px=ttl, nx=True))
+
+    async def renew_get(self, sid: str, token: str) -> bool:
+        """False once another GET took the stream over (or the hold lapsed)."""
+        with reachable("GET stream"):
+            return bool(await self._renew(keys=[self.keys.get_stream(sid)],
+                                          args=[token, int(self.lease * 1000)]))
+
+    async def release_get(self, sid: str, token: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._release(keys=[self.keys.get_stream(sid)], args=[token])

@@ -1,0 +1,149 @@
+"""Graceful drain on SIGTERM: stop taking new sessions, let calls in flight finish, then close every
+stream resumably (with ``retry``) so that clients reconnect, through the load balancer, elsewhere.
+
+uvicorn, on SIGTERM, stops accepting connections and waits (``--timeout-graceful-shutdown``) for the
+open ones before it runs the lifespan shutdown; SSE streams never end by themselves, so the drain has
+to start at the signal, not at the lifespan. It chains onto uvicorn's signal handlers (and tells
+sse-starlette to leave the streams to it), and runs:
+
+1. ``draining`` on: ``initialize`` answers 503, ``/readyz`` says unready;
+2. ``subscriptions/listen`` requests answer and close; GET streams close with ``retry``;
+3. requests in flight get ``drain_seconds`` to finish (their streams carry their answers);
+4. whatever still streams is closed resumably, and sse-starlette is told to end the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+import weakref
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from transports.sessions import SessionManager
+from transports.stateless_http import StatelessHandler
+
+log = logging.getLogger("mcpwire.drain")
+
+_coordinators: weakref.WeakSet[Drain] = weakref.WeakSet()
+_hooked = False
+
+
+class Drain:
+    """The drain of one app; ``begin`` may be called from a signal handler (any thread)."""
+
+    def __init__(self, manager: SessionManager, stateless: StatelessHandler, *, seconds: float = 10.0,
+                 on_begin: Callable[[], None] | None = None) -> None:
+        self.manager = manager
+        self.stateless = stateless
+        self.seconds = seconds
+        self.on_begin = on_begin
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._signalled = False
+        self.done = asyncio.Event()
+
+    @property
+    def draining(self) -> bool:
+        return self.manager.draining
+
+    def install(self) -> None:
+        """Start listening for uvicorn's exit (call from the running loop, at startup)."""
+        self._loop = asyncio.get_running_loop()
+        _coordinators.add(self)
+        _hook_uvicorn()
+
+    def begin(self) -> None:
+        """Start draining (from uvicorn's exit signal)."""
+        self._signalled = True
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._task is not None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._start()
+        else:
+            loop.call_soon_threadsafe(self._start)
+
+    def _start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self.run())
+
+    async def run(self) -> None:
+        """The drain itself (also awaited by the lifespan shutdown, which is idempotent with it)."""
+        manager = self.manager
+        if manager.draining:
+            await self.done.wait()
+            return
+        manager.draining = True
+        log.info("draining: no new sessions; %d requests in flight get up to %.1fs", self._inflight(), self.seconds)
+        if self.on_begin is not None:
+            self.on_begin()
+        manager.server.bus.end_all()  # listen requests answer and close
+        for live in list(manager.live.values()):
+            live.standalone.close()  # GET streams: the client reconnects elsewhere
+            live.close_followers()
+        deadline = time.monotonic() + self.seconds
+        while self._inflight() and time.monotonic() < deadline:
+            waiting: list[asyncio.Task[Any]] = [t for live in manager.live.values() for t in live.tasks]
+            waiting.extend(self.stateless.tasks)
+            if not waiting:
+                break
+            await asyncio.wait(waiting, timeout=deadline - time.monotonic(), return_when=asyncio.ALL_COMPLETED)
+        for live in list(manager.live.values()):
+            live.close_streams()
+        left = self._inflight()
+        if left:
+            log.warning("drain: %d requests still running after %.1fs; their streams were closed", left,
+                        self.seconds)
+        if self._signalled:
+            # The process is exiting: sse-starlette may end whatever still streams. (Process-wide, so
+            # never for an app merely shut down in a process that goes on, such as a test run.)
+            _release_sse_streams()
+        self.done.set()
+
+    def _inflight(self) -> int:
+        return sum(len(live.tasks) for live in self.manager.live.values()) + len(self.stateless.tasks)
+
+
+def _release_sse_streams() -> None:
+    with contextlib.suppress(Exception):
+        from sse_starlette.sse import AppStatus
+
+        AppStatus.should_exit = True
+
+
+def _hook_uvicorn() -> None:
+    """Chain onto the exit signal handlers uvicorn installed (it binds them before the app starts, so
+    they are wrapped where they are registered); sse-starlette then leaves the streams to the drain."""
+    global _hooked
+    if _hooked:
+        return
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(sig)
+            if callable(previous):
+                signal.signal(sig, _chained(previous))
+    except ValueError:  # not the main thread: uvicorn's own handling (and sse-starlette's) stays as it is
+        return
+    _hooked = True
+    with contextlib.suppress(ImportError):
+        from sse_starlette.sse import AppStatus
+
+        AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
+
+
+def _chained(previous: Callable[[int, FrameType | None], Any]) -> Callable[[int, FrameType | None], None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        for drain in list(_coordinators):
+            drain.begin()
+        previous(signum, frame)
+
+    return handler

@@ -1,0 +1,55 @@
+"""Everything a replica keeps in Redis, built from one URL: the session store, the event store, the
+cluster link (routing between replicas) and the subscription bus."""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass
+
+from app.request_state import RequestStateSealer
+from app.server import MCPServer
+from transports.cluster import Cluster, replica_name
+from transports.redis_bus import RedisSubscriptionBus
+from transports.redis_connection import Keys, connect, reachable
+from transports.redis_events import RedisEventStore
+from transports.redis_sessions import RedisSessionStore
+
+
+@dataclass(slots=True)
+class RedisBackend:
+    cluster: Cluster
+    sessions: RedisSessionStore
+    events: RedisEventStore
+    bus: RedisSubscriptionBus
+
+    @classmethod
+    def connect(cls, url: str, *, prefix: str = "mcpwire", timeout: float = 2.0, replica: str = "",
+                lease: float = 5.0, idle_timeout: float = 1800.0, max_events_per_stream: int = 10_000,
+                max_event_age: float = 600.0) -> RedisBackend:
+        """Nothing is sent before ``start``; a Redis that is down makes requests fail with 503, not startup."""
+        client = connect(url, timeout=timeout)
+        keys = Keys(prefix)
+        name = replica_name(replica)
+        cluster = Cluster(client, connect(url, timeout=timeout, blocking=True), keys, replica=name, lease=lease)
+        return cls(cluster=cluster,
+                   sessions=RedisSessionStore(client, keys, idle_timeout=idle_timeout),
+                   events=RedisEventStore(client, keys, replica=name, max_events_per_stream=max_events_per_stream,
+                                          max_age=max_event_age),
+                   bus=RedisSubscriptionBus(cluster))
+
+    def attach(self, server: MCPServer) -> None:
+        """Make the server publish its change events to every replica."""
+        server.bus = self.bus
+
+    async def share_request_state_key(self, server: MCPServer, ttl: float) -> None:
+        """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one
+        to start makes it), so that a multi-round exchange may continue on any replica."""
+        key = self.cluster.keys.prefix + ":request-state-key"
+        fresh = base64.urlsafe_b64encode(os.urandom(32))
+        with reachable("request-state key"):
+            await self.cluster.client.set(key, fresh, nx=True)
+            shared = await self.cluster.client.get(key)
+        if shared:
+            server.request_states = RequestStateSealer.from_strings(
+                [shared.decode() if isinstance(shared, bytes) else shared], ttl=ttl)

@@ -1,0 +1,23 @@
+"""``SubscriptionBus`` across replicas: a change published on any replica reaches every replica's
+listeners (2026-07-28 ``subscriptions/listen`` streams, and handshake-era GET streams)."""
+
+from __future__ import annotations
+
+from app.subscriptions import InMemorySubscriptionBus
+from app.types import JSONObject
+from transports.cluster import Cluster
+
+
+class RedisSubscriptionBus(InMemorySubscriptionBus):
+    """Publishes through Redis; delivers what arrives from Redis (its own events included) locally."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        super().__init__()
+        self._cluster = cluster
+        cluster.bus_handlers.append(self.deliver_local)
+
+    def publish(self, event: JSONObject) -> None:
+        self._cluster.publish_bus(event)
+
+    def deliver_local(self, event: JSONObject) -> None:
+        super().publish(event)

@@ -1,0 +1,93 @@
+"""``EventStore`` on Redis Streams: one stream per SSE stream, readable from every replica.
+
+Entry ids are ``0-<seq + 1>``, so that appends with an explicit number are conditional (the first
+writer of a number wins) and ``Last-Event-ID`` maps to a range read. Each stream is bounded in
+length (``MAXLEN ~``) and in age (the key expires ``max_age`` after its last event), and each
+append publishes a wake-up to every replica, for whoever follows the stream.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from app.types import JSONObject, RequestId
+from transports.events import EventStore, StoredEvent
+from transports.redis_connection import Keys, Redis, reachable
+
+_APPEND = """
+local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local newest = -1
+if #top > 0 then newest = tonumber(string.sub(top[1][1], 3)) - 1 end
+local seq
+if ARGV[1] == '' then seq = newest + 1 else seq = tonumber(ARGV[1]) end
+if seq <= newest then return -1 end
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[5], '0-' .. (seq + 1), 'm', ARGV[2], 'o', ARGV[3], 'r', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('SADD', KEYS[2], ARGV[8])
+redis.call('PEXPIRE', KEYS[2], ARGV[6])
+redis.call('PUBLISH', ARGV[7], ARGV[9])
+return seq
+"""
+
+
+def _seq(entry_id: bytes | str) -> int:
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return int(text.split("-", 1)[1]) - 1
+
+
+class RedisEventStore(EventStore):
+    shared = True
+
+    def __init__(self, client: Redis, keys: Keys, *, replica: str, max_events_per_stream: int = 10_000, max_age: float = 600.0) -> None:
+        self._client = client
+        self._keys = keys
+        self.replica = replica
+        self._max_events = max_events_per_stream
+        self._ttl_ms = max(1, int(max_age * 1000))
+        self._append = client.register_script(_APPEND)
+
+    async def _add(self, session_id: str, stream: str, seq: int | None, message: JSONObject | None,
+                   request_id: RequestId | None) -> int:
+        payload = b"" if message is None else orjson.dumps(message)
+        wake = orjson.dumps(["w", session_id, stream])
+        with reachable("event store"):
+            return int(await self._append(
+                keys=[self._keys.events(session_id, stream), self._keys.streams(session_id)],
+                args=["" if seq is None else seq, payload, self.replica,
+                      b"" if request_id is None else orjson.dumps(request_id), self._max_events, self._ttl_ms,
+                      self._keys.broadcast, stream, wake]))
+
+    async def append(self, session_id: str, stream: str, seq: int, message: JSONObject | None,
+                     request_id: RequestId | None = None) -> None:
+        await self._add(session_id, stream, seq, message, request_id)
+
+    async def append_next(self, session_id: str, stream: str, message: JSONObject | None) -> int:
+        return await self._add(session_id, stream, None, message, None)
+
+    async def last(self, session_id: str, stream: str) -> int:
+        with reachable("event store"):
+            top = await self._client.xrevrange(self._keys.events(session_id, stream), count=1)
+        return _seq(top[0][0] or b"0-0") if top else -1
+
+    async def after(self, session_id: str, stream: str, seq: int) -> list[StoredEvent] | None:
+        key = self._keys.events(session_id, stream)
+        with reachable("event store"):
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.xrange(key, count=1)
+                pipe.xrevrange(key, count=1)
+                pipe.xrange(key, min=f"(0-{seq + 1}")
+                first, newest, entries = await pipe.execute()
+        if not newest or seq > _seq(newest[0][0]) or seq < _seq(first[0][0]) - 1:
+            return None  # unknown, or events after it already evicted
+        events: list[StoredEvent] = []
+        for entry_id, fields in entries:
+            raw, owner, request = fields.get(b"m", b""), fields.get(b"o", b""), fields.get(b"r", b"")
+            events.append(StoredEvent(stream, _seq(entry_id), orjson.loads(raw) if raw else None,
+                                      owner.decode() or None, orjson.loads(request) if request else None))
+        return events
+
+    async def drop_session(self, session_id: str) -> None:
+        with reachable("event store"):
+            streams = await self._client.smembers(self._keys.streams(session_id))
+            keys = [self._keys.events(session_id, s.decode() if isinstance(s, bytes) else s) for s in streams]
+            await self._client.delete(self._keys.streams(session_id), *keys)

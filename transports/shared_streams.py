@@ -1,0 +1,186 @@
+"""Following a stream in a shared event store: how a replica serves an SSE stream that other replicas
+write (a session's GET stream) or wrote (a request's stream resumed after its replica went away).
+
+The follower reads the store after the last event it sent, then waits for a wake-up (any replica's
+append publishes one), its stop signal, or the poll interval, and reads again.
+
+The rule for a request whose replica died: it is not run again (a tool may have had effects), and it
+is not left hanging. Its stream keeps every event produced before the replica stopped; once that
+replica's lease has lapsed, the follower appends a JSON-RPC error answering the request
+(-32603, ``data.retryable: true``), so the client learns the outcome and may retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from app import jsonrpc
+from app.errors import INTERNAL_ERROR, INVALID_REQUEST
+from app.protocol import at_least
+from app.types import JSONObject, RequestId
+from transports.asgi import Receive, Scope, SendASGI, respond_error
+from transports.cluster import Cluster
+from transports.events import EventStore, StoredEvent
+from transports.unavailable import StoreUnavailable
+
+if TYPE_CHECKING:
+    from transports.sessions import LiveSession, SessionManager
+
+STANDALONE_STREAM = "get"
+PRIMING_SINCE = "2025-11-25"
+
+ORPHANED = "The replica serving this request stopped before it finished; the request was not completed"
+
+
+class Follower:
+    """The stop switch of one follower (closing a stream early: drain, a deleted session, a newer GET)."""
+
+    __slots__ = ("stopped", "wake")
+
+    def __init__(self) -> None:
+        self.wake = asyncio.Event()
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.wake.set()
+
+
+def is_response(message: JSONObject | None) -> bool:
+    return message is not None and "method" not in message and ("result" in message or "error" in message)
+
+
+def orphaned_answer(request_id: RequestId, replica: str | None) -> JSONObject:
+    return jsonrpc.error(request_id, INTERNAL_ERROR, ORPHANED, {"replica": replica, "retryable": True})
+
+
+async def follow(events: EventStore, cluster: Cluster, session_id: str, stream: str, first: list[StoredEvent],
+                 after: int, follower: Follower, *, request_stream: bool, hold: str | None = None,
+                 poll: float = 1.0) -> AsyncIterator[tuple[int, JSONObject | None]]:
+    """Events of ``stream`` after ``after`` (``first``: those already read), live, until the stream's
+    answer (a request stream), the stop switch, a lost hold (a GET stream), or a store failure."""
+    last = after
+    owner: str | None = None
+    request_id: RequestId | None = None
+    batch = first
+    with cluster.watch(session_id, follower.wake):
+        try:
+            while True:
+                for event in batch:
+                    owner = event.owner or owner
+                    request_id = event.request_id if event.request_id is not None else request_id
+                    if event.seq <= last:
+                        continue
+                    last = event.seq
+                    yield event.seq, event.message
+                    if request_stream and is_response(event.message):
+                        return
+                if follower.stopped:
+                    return
+                if hold is not None and not await cluster.renew_get(session_id, hold):
+                    return  # another GET took the stream over
+                if request_stream and owner is not None and not await cluster.alive(owner):
+                    if request_id is None:
+                        return
+                    await events.append(session_id, stream, last + 1, orphaned_answer(request_id, owner))
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(follower.wake.wait(), poll)
+                follower.wake.clear()
+                if follower.stopped:
+                    return
+                # One event back, so that the newest one (its producer, its request) is always known.
+                batch = await events.after(session_id, stream, max(last - 1, -1)) or []
+        except StoreUnavailable:
+            return  # the client reconnects with Last-Event-ID once Redis is back
+        finally:
+            if hold is not None:
+                await cluster.release_get(session_id, hold)
+
+
+def sse_event(stream: str, seq: int, message: JSONObject | None, retry: int) -> ServerSentEvent:
+    """One numbered SSE event (``message`` None: the priming event, with ``retry``)."""
+    if message is None:
+        return ServerSentEvent(data="", id=f"{stream}_{seq}", retry=retry)
+    return ServerSentEvent(data=jsonrpc.dumps(message).decode(), id=f"{stream}_{seq}", event="message")
+
+
+class SharedStreams:
+    """The handshake-era GET stream and resumed streams when sessions live in a shared store."""
+
+    def __init__(self, manager: SessionManager, *, retry_ms: int, keepalive: float) -> None:
+        assert manager.cluster is not None
+        assert manager.events is not None
+        self.manager = manager
+        self.cluster = manager.cluster
+        self.events = manager.events
+        self.retry_ms = retry_ms
+        self.keepalive = keepalive
+
+    async def get(self, live: LiveSession, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        """A new GET stream: one per session across all replicas (409 for a second one)."""
+        hold = secrets.token_hex(8)
+        if not await self.cluster.hold_get(live.id, hold, take_over=False):
+            await respond_error(send, 409, INVALID_REQUEST, "Conflict: this session already has a GET stream open")
+            return
+        if at_least(live.session.state.protocol_version or "", PRIMING_SINCE):
+            after = await self.events.append_next(live.id, STANDALONE_STREAM, None) - 1
+        else:
+            after = await self.events.last(live.id, STANDALONE_STREAM)
+        await self._serve(live, STANDALONE_STREAM, [], after, hold, scope, receive, send)
+
+    async def resume(self, live: LiveSession, stream: str, seq: int, scope: Scope, receive: Receive,
+                     send: SendASGI) -> None:
+        """``Last-Event-ID`` for a stream this process does not write: replay, then follow."""
+        stored = await self.events.after(live.id, stream, seq - 1 if seq > 0 else seq)
+        if stored is None:
+            await respond_error(send, 400, INVALID_REQUEST,
+                                "Bad Request: Last-Event-ID is unknown or its events have expired")
+            return
+        hold = None
+        if stream == STANDALONE_STREAM:
+            hold = secrets.token_hex(8)
+            await self.cluster.hold_get(live.id, hold, take_over=True)  # the resuming client replaces its old one
+        await self._serve(live, stream, stored, seq, hold, scope, receive, send)
+
+    async def _serve(self, live: LiveSession, stream: str, first: list[StoredEvent], after: int, hold: str | None,
+                     scope: Scope, receive: Receive, send: SendASGI) -> None:
+        retry = self.retry_ms
+        polling = at_least(live.session.state.protocol_version or "", PRIMING_SINCE)
+        follower = Follower()
+        standalone = stream == STANDALONE_STREAM
+        holders = self.manager.get_streams
+        cluster, events = self.cluster, self.events
+
+        async def stream_events() -> AsyncIterator[ServerSentEvent]:
+            live.streams_open += 1
+            live.followers.add(follower)
+            if standalone:
+                holders[live.id] = holders.get(live.id, 0) + 1
+            answered = False
+            try:
+                async for seq, message in follow(events, cluster, live.id, stream, first, after, follower,
+                                                 request_stream=not standalone, hold=hold,
+                                                 poll=min(1.0, cluster.lease / 3)):
+                    answered = not standalone and is_response(message)
+                    yield sse_event(stream, seq, message, retry)
+                if polling and not answered:
+                    yield ServerSentEvent(retry=retry)  # closed early: say when to come back
+            finally:
+                live.streams_open -= 1
+                live.followers.discard(follower)
+                if standalone:
+                    left = holders.get(live.id, 1) - 1
+                    if left > 0:
+                        holders[live.id] = left
+                    else:
+                        holders.pop(live.id, None)
+
+        response = EventSourceResponse(stream_events(), ping=self.keepalive)
+        await response(scope, receive, send)
