@@ -218,3 +218,18 @@ async def test_sigterm_drains_a_replica_without_losing_the_call_in_flight(
         assert "timeout graceful shutdown exceeded" not in draining.output()
         # The session lives on: the other replica serves it.
         assert await on(at_d, other).tool("echo", text="still here") == "still here"
+
+
+async def test_a_listen_stream_on_one_replica_hears_a_change_made_on_the_other(
+        replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
+    """2026-07-28 ``subscriptions/listen`` on A; a tool list changed on B (by a handshake-era call there)."""
+    from tests.transports.test_stateless_http import ACK, listen_call, listening, tagged
+
+    a, b = replicas
+    call = listen_call({"toolsListChanged": True}, 77)
+    async with listening(http, a.url, call) as stream:
+        assert tagged(await stream.next(), 77)["method"] == ACK
+        at_b = await initialize(http, b.url)
+        assert (await at_b.tool("add_tool", name=f"extra{next(_names)}")).startswith("added")
+        changed = tagged(await stream.next(), 77)
+    assert changed["method"] == "notifications/tools/list_changed"

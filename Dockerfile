@@ -1,0 +1,87 @@
+# syntax=docker/dockerfile:1
+#
+# mcpwire: the bundled demo server (or any MCPWIRE_SERVER=MODULE:ATTR) over Streamable HTTP on :8000.
+#
+#   docker build -t mcpwire .
+#   docker run --rm -p 127.0.0.1:8000:8000 mcpwire            # http://localhost:8000/mcp
+#
+# Several replicas behind a load balancer: deploy/compose.yaml, deploy/kubernetes/ (and deploy/README.md).
+# Every setting is an environment variable (README.md, "Settings"); the ones that matter in a container:
+#
+#   MCPWIRE_ALLOWED_HOSTS  the Host values accepted (421 otherwise). The image keeps the framework's
+#                          loopback default, so `docker run -p 127.0.0.1:8000:8000` works out of the box
+#                          and stays protected against DNS rebinding. Behind a load balancer or an
+#                          ingress, set it to the public host name(s) clients use, e.g.
+#                          `mcp.example.com`, or to `*` when the proxy in front already checks Host.
+#                          /healthz, /readyz and /metrics are not subject to the check.
+#   MCPWIRE_REDIS_URL      shared sessions, so any replica serves any session (e.g. redis://redis:6379/0)
+#   MCPWIRE_REQUEST_STATE_KEYS  the same keys on every replica (a secret)
+#   MCPWIRE_DRAIN_SECONDS  on SIGTERM, how long requests in flight may finish (10). uvicorn's
+#                          --timeout-graceful-shutdown below (15) must stay longer: raising the drain
+#                          means overriding the command too; and the orchestrator's stop timeout
+#                          (compose stop_grace_period, Kubernetes terminationGracePeriodSeconds)
+#                          longer still.
+
+ARG PYTHON_IMAGE=python:3.11-slim
+
+# -- builder: a wheel of this project, installed with its dependencies into /opt/venv -------------------
+FROM ${PYTHON_IMAGE} AS builder
+
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_ROOT_USER_ACTION=ignore \
+    PYTHONDONTWRITEBYTECODE=1
+
+RUN python -m venv /opt/venv
+
+WORKDIR /src
+# Only what the wheel is built from: pyproject.toml's [tool.setuptools] packages, and the readme it names.
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY transports ./transports
+COPY auth ./auth
+COPY examples ./examples
+
+# A wheel, not `pip install .` of the tree: the image gets exactly what a release would ship.
+# pip compiles the bytecode at install time (the final image's file system may be read-only).
+RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
+ && /opt/venv/bin/pip install /wheels/mcpwire-*.whl \
+ && /opt/venv/bin/python -c "import app.demo, app.deployment, transports.http_app, auth.middleware, examples.everything"
+
+# -- runtime: the venv, a non-root user, nothing else ----------------------------------------------------
+FROM ${PYTHON_IMAGE}
+
+# A fixed numeric uid/gid: Kubernetes' runAsNonRoot can only verify a numeric USER.
+RUN groupadd --system --gid 10001 mcpwire \
+ && useradd --system --uid 10001 --gid mcpwire --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin mcpwire
+
+COPY --from=builder /opt/venv /opt/venv
+
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    MCPWIRE_SERVER=app.demo:server \
+    MCPWIRE_ALLOWED_HOSTS="127.0.0.1:*,localhost:*,[::1]:*" \
+    MCPWIRE_DRAIN_SECONDS=10 \
+    MCPWIRE_LOG_LEVEL=INFO
+
+# An empty working directory: `app:asgi` is imported from the venv, never from a stray source tree.
+WORKDIR /srv/mcpwire
+USER 10001:10001
+
+EXPOSE 8000
+
+# Liveness of the event loop. No curl in the slim image: Python's urllib does it (any error -> exit 1).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+    CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2).status == 200 else 1)"]
+
+# uvicorn is PID 1 (exec form) and takes SIGTERM itself: readiness turns 503, the drain begins, and the
+# process exits once its connections have closed or after --timeout-graceful-shutdown.
+STOPSIGNAL SIGTERM
+
+# --proxy-headers: the client address and scheme from X-Forwarded-For/-Proto, trusted from the addresses in
+#   FORWARDED_ALLOW_IPS (uvicorn's variable; its default, 127.0.0.1, trusts no load balancer: set it to
+#   the proxy's address, or "*" where only the proxy can reach the container).
+# --no-access-log: the load balancer logs every request already; mcpwire's own logs go to stderr.
+CMD ["uvicorn", "app:asgi", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "15", "--no-access-log"]

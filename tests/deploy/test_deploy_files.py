@@ -1,0 +1,476 @@
+"""Static checks of the deployment files: the Dockerfile (and .dockerignore), deploy/compose.yaml with
+deploy/nginx.conf, and deploy/kubernetes/. Docker and a cluster are not needed: the files are parsed and
+held against each other, against pyproject.toml and against the settings the server reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import http.server
+import json
+import re
+import shlex
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.settings import Settings
+from tests.deploy.yaml_subset import YAMLSubsetError, load, load_all
+from tests.support_http import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+KUBERNETES = DEPLOY / "kubernetes"
+SETTINGS = {f"MCPWIRE_{field.name.upper()}" for field in dataclasses.fields(Settings)}
+
+
+# -- the Dockerfile ---------------------------------------------------------------------------------------------
+def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) in order; comments dropped, continuation lines joined."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for line in text.splitlines():
+        if line.strip().startswith("#") or (not line.strip() and not pending):
+            continue
+        pending += line.rstrip()
+        if pending.endswith("\\"):
+            pending = pending[:-1] + " "
+            continue
+        instruction, _, arguments = pending.strip().partition(" ")
+        out.append((instruction.upper(), arguments.strip()))
+        pending = ""
+    assert not pending, "a continuation line at the end of the Dockerfile"
+    return out
+
+
+@dataclasses.dataclass
+class Stage:
+    image: str
+    name: str | None
+    instructions: list[tuple[str, str]]
+
+    def all(self, instruction: str) -> list[str]:
+        return [arguments for name, arguments in self.instructions if name == instruction]
+
+    def last(self, instruction: str) -> str:
+        found = self.all(instruction)
+        assert found, f"no {instruction} in the stage {self.name or self.image}"
+        return found[-1]
+
+    def env(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for arguments in self.all("ENV"):
+            for pair in shlex.split(arguments):
+                key, sep, value = pair.partition("=")
+                assert sep, f"ENV {pair!r}: use the KEY=VALUE form"
+                out[key] = value
+        return out
+
+
+def stages() -> list[Stage]:
+    instructions = dockerfile_instructions((ROOT / "Dockerfile").read_text())
+    args: dict[str, str] = {}
+    out: list[Stage] = []
+    for instruction, arguments in instructions:
+        if instruction == "ARG" and not out:
+            name, _, default = arguments.partition("=")
+            args[name] = default
+        elif instruction == "FROM":
+            words = arguments.split()
+            image = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args[m.group(1) or m.group(2)], words[0])
+            out.append(Stage(image, words[2] if len(words) == 3 and words[1].upper() == "AS" else None, []))
+        else:
+            assert out, f"{instruction} before the first FROM"
+            out[-1].instructions.append((instruction, arguments))
+    return out
+
+
+def final_stage() -> Stage:
+    return stages()[-1]
+
+
+def exec_form(arguments: str) -> list[str]:
+    value = json.loads(arguments)
+    assert isinstance(value, list)
+    assert all(isinstance(item, str) for item in value)
+    return value
+
+
+def cmd() -> list[str]:
+    return exec_form(final_stage().last("CMD"))
+
+
+def option(argv: list[str], name: str) -> str:
+    assert argv.count(name) == 1, (name, argv)
+    return argv[argv.index(name) + 1]
+
+
+def graceful_seconds() -> float:
+    return float(option(cmd(), "--timeout-graceful-shutdown"))
+
+
+def test_the_image_is_built_in_two_stages_on_python_3_11_slim() -> None:
+    builder, *_, final = stages()
+    assert {stage.image for stage in stages()} == {"python:3.11-slim"}
+    assert builder.name == "builder"
+    # the final stage gets the venv and nothing else
+    assert final.all("COPY") == ["--from=builder /opt/venv /opt/venv"]
+    assert final.all("ADD") == []
+    assert final.env()["PATH"].startswith("/opt/venv/bin:")
+    assert "pip wheel" in " ".join(builder.all("RUN"))
+
+
+def test_the_copied_sources_exist_and_are_what_the_wheel_is_built_from() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    copied: set[str] = set()
+    for stage in stages():
+        for arguments in stage.all("COPY"):
+            if arguments.startswith("--from="):
+                continue
+            *sources, _destination = arguments.split()
+            for source in sources:
+                assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
+                copied.add(source)
+    assert set(project["tool"]["setuptools"]["packages"]) <= copied
+    assert {"pyproject.toml", project["project"]["readme"]} <= copied
+
+
+def dockerignore_patterns() -> list[str]:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    out = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        elif pattern[i] == "[":
+            end = pattern.index("]", i)
+            out, i = out + pattern[i:end + 1], end + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out)
+
+
+def dockerignored(path: str, patterns: list[str]) -> bool:
+    """Docker's rule: the last pattern matching the path, or one of its parent directories, decides."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+    ignored = False
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        regex = _pattern_regex(pattern.removeprefix("!").strip("/"))
+        if any(regex.fullmatch(prefix) for prefix in prefixes):
+            ignored = not negated
+    return ignored
+
+
+def test_the_build_context_holds_the_sources_and_nothing_private() -> None:
+    patterns = dockerignore_patterns()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    sources = [str(path.relative_to(ROOT)) for package in project["tool"]["setuptools"]["packages"]
+               for path in (ROOT / package).rglob("*") if "__pycache__" not in path.parts and path.is_file()]
+    assert any(source.endswith("py.typed") for source in sources)
+    sent = [source for source in [*sources, "pyproject.toml", "README.md"] if not dockerignored(source, patterns)]
+    assert sorted(sent) == sorted([*sources, "pyproject.toml", "README.md"])
+    for private in (".venv/bin/python", ".git/config", "deploy/.env", "tests/conftest.py", "mcpwire.egg-info/PKG-INFO",
+                    "app/__pycache__/server.cpython-311.pyc"):
+        assert dockerignored(private, patterns), private
+
+
+def test_the_final_stage_runs_as_a_numeric_non_root_user() -> None:
+    final = final_stage()
+    user = final.last("USER")
+    uid, _, gid = user.partition(":")
+    assert uid.isdigit(), f"USER {user}: Kubernetes' runAsNonRoot can only verify a numeric user"
+    assert int(uid) != 0
+    assert gid.isdigit()
+    assert int(gid) != 0
+    assert f"--uid {uid}" in " ".join(final.all("RUN"))
+    # nothing runs after USER as root
+    names = [name for name, _ in final.instructions]
+    assert "RUN" not in names[names.index("USER"):]
+
+
+def test_the_command_serves_app_asgi_on_all_interfaces_and_outlasts_the_drain() -> None:
+    final = final_stage()
+    argv = cmd()
+    assert argv[:2] == ["uvicorn", "app:asgi"]
+    assert option(argv, "--host") == "0.0.0.0"
+    assert option(argv, "--port") == "8000"
+    assert "--proxy-headers" in argv
+    assert final.all("ENTRYPOINT") == []
+    assert final.all("EXPOSE") == ["8000"]
+    assert final.all("STOPSIGNAL") == ["SIGTERM"]
+    env = final.env()
+    assert env["PYTHONUNBUFFERED"] == "1"
+    assert env["MCPWIRE_SERVER"] == "app.demo:server"
+    assert env["MCPWIRE_ALLOWED_HOSTS"]
+    assert set(k for k in env if k.startswith("MCPWIRE_")) <= SETTINGS
+    drain = float(env.get("MCPWIRE_DRAIN_SECONDS", Settings().drain_seconds))
+    assert graceful_seconds() > drain
+
+
+_STAND_IN = {"/healthz": 200, "/readyz": 503}
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b'{"status":"ok"}'
+        self.send_response(_STAND_IN.get(self.path, 404))
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def health_port() -> Iterator[int]:
+    """A stand-in answering /healthz with 200 and /readyz with 503."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def run_probe(argv: list[str], port: int) -> int:
+    """Run a python-based probe command with its port 8000 replaced, as the container would."""
+    assert argv[:2] == ["python", "-c"], argv
+    code = argv[2].replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=20).returncode
+
+
+def test_the_healthcheck_asks_healthz_with_python(health_port: int) -> None:
+    words = final_stage().last("HEALTHCHECK").split(" CMD ", 1)
+    assert len(words) == 2, "HEALTHCHECK [OPTIONS] CMD [...]"
+    options, command = words
+    argv = exec_form(command)
+    assert "http://127.0.0.1:8000/healthz" in argv[2]
+    assert re.search(r"--timeout=\d+s", options)
+    assert run_probe(argv, health_port) == 0
+    assert run_probe(argv, free_port()) != 0  # nothing listening
+    assert run_probe([*argv[:2], argv[2].replace("/healthz", "/readyz")], health_port) != 0  # 503
+
+
+# -- compose and nginx ---------------------------------------------------------------------------------------
+def compose() -> dict[str, Any]:
+    document = load((DEPLOY / "compose.yaml").read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+def seconds(duration: str) -> float:
+    match = re.fullmatch(r"(\d+)(ms|s|m|h)?", duration)
+    assert match, duration
+    return int(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
+
+
+def test_compose_runs_replicas_of_the_image_with_redis_and_nginx() -> None:
+    services = compose()["services"]
+    assert set(services) == {"mcp", "redis", "nginx"}
+    mcp = services["mcp"]
+    assert mcp["deploy"]["replicas"] >= 2
+    assert (DEPLOY / mcp["build"]["context"] / mcp["build"]["dockerfile"]).resolve() == ROOT / "Dockerfile"
+    assert "ports" not in mcp  # reached through nginx only
+    env = mcp["environment"]
+    assert env["MCPWIRE_REDIS_URL"] == "redis://redis:6379/0"
+    # one variable for every replica, and compose refuses to start without it
+    assert env["MCPWIRE_REQUEST_STATE_KEYS"].startswith("${MCPWIRE_REQUEST_STATE_KEYS:?")
+    assert set(k for k in env if k.startswith("MCPWIRE_")) <= SETTINGS
+    assert "MCPWIRE_REQUEST_STATE_KEYS=" in (DEPLOY / "example.env").read_text()
+    assert services["redis"]["image"].startswith(("redis:7", "valkey/valkey:"))
+    assert seconds(mcp["stop_grace_period"]) > graceful_seconds()
+
+
+def test_compose_waits_on_healthchecks(health_port: int) -> None:
+    services = compose()["services"]
+    assert services["mcp"]["depends_on"] == {"redis": {"condition": "service_healthy"}}
+    assert services["nginx"]["depends_on"] == {"mcp": {"condition": "service_healthy"}}
+    test = services["mcp"]["healthcheck"]["test"]
+    assert test[0] == "CMD"
+    assert "http://127.0.0.1:8000/readyz" in test[3]
+    assert run_probe(test[1:], health_port) != 0  # the stand-in is unready
+    assert run_probe([*test[1:3], test[3].replace("/readyz", "/healthz")], health_port) == 0
+    assert services["redis"]["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+    assert "/lb-healthz" in " ".join(services["nginx"]["healthcheck"]["test"])
+
+
+def nginx_directives() -> list[tuple[str, list[str], str]]:
+    """(name, arguments, the enclosing block's name) of every directive of deploy/nginx.conf, blocks included."""
+    text = re.sub(r"(?m)#.*$", "", (DEPLOY / "nginx.conf").read_text())
+    tokens = re.findall(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[{};]|[^\s{};"\']+', text)
+    out: list[tuple[str, list[str], str]] = []
+    blocks: list[str] = []
+    words: list[str] = []
+    for token in tokens:
+        if token in (";", "{"):
+            assert words, "an empty directive in nginx.conf"
+            out.append((words[0], words[1:], blocks[-1] if blocks else ""))
+            if token == "{":
+                blocks.append(words[0])
+            words = []
+        elif token == "}":
+            assert not words, f"a directive without ';' before '}}': {words}"
+            blocks.pop()
+        else:
+            words.append(token[1:-1] if token[0] in "\"'" else token)
+    assert not blocks, "unbalanced braces in nginx.conf"
+    assert not words, f"a directive without ';' at the end: {words}"
+    return out
+
+
+def test_nginx_balances_round_robin_and_streams_unbuffered() -> None:
+    directives = nginx_directives()
+    in_location = {name: args for name, args, block in directives if block == "location"}
+    assert in_location["proxy_buffering"] == ["off"]
+    assert in_location["proxy_request_buffering"] == ["off"]
+    assert in_location["proxy_cache"] == ["off"]
+    assert in_location["proxy_http_version"] == ["1.1"]
+    assert seconds(in_location["proxy_read_timeout"][0]) >= 600
+    headers = {args[0].lower(): args[1] for name, args, block in directives if name == "proxy_set_header"}
+    assert headers["connection"] == ""
+    assert headers["host"] == "$http_host"
+    assert headers["x-forwarded-for"] == "$proxy_add_x_forwarded_for"
+    assert headers["x-forwarded-proto"] == "$scheme"
+    # plain round robin: no affinity of any kind
+    upstream = [(name, args) for name, args, block in directives if block == "upstream"]
+    assert {name for name, _ in upstream} <= {"server", "keepalive", "zone"}
+    servers = [args[0] for name, args in upstream if name == "server"]
+    assert servers == ["mcp:8000"]
+    assert "mcp" in compose()["services"]
+    upstream_name = next(args[0] for name, args, _ in directives if name == "upstream")
+    assert in_location["proxy_pass"] == [f"http://{upstream_name}"]
+    listen = next(args[0] for name, args, _ in directives if name == "listen")
+    nginx = compose()["services"]["nginx"]
+    assert nginx["ports"][0].endswith(f":{listen}")
+    assert nginx["volumes"] == ["./nginx.conf:/etc/nginx/nginx.conf:ro"]
+
+
+# -- Kubernetes ----------------------------------------------------------------------------------------------
+def manifests() -> dict[tuple[str, str], dict[str, Any]]:
+    """Every object the kustomization applies, by (kind, name)."""
+    kustomization = load((KUBERNETES / "kustomization.yaml").read_text())
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for resource in kustomization["resources"]:
+        for document in load_all((KUBERNETES / resource).read_text()):
+            key = (document["kind"], document["metadata"]["name"])
+            assert key not in out, key
+            out[key] = document
+    return out
+
+
+def deployment() -> dict[str, Any]:
+    return manifests()[("Deployment", "mcpwire")]
+
+
+def container() -> dict[str, Any]:
+    (only,) = deployment()["spec"]["template"]["spec"]["containers"]
+    assert isinstance(only, dict)
+    return only
+
+
+def test_every_manifest_parses_and_the_kustomization_lists_them_all() -> None:
+    objects = manifests()
+    assert set(objects) == {("ConfigMap", "mcpwire-config"), ("Deployment", "mcpwire"), ("Service", "mcpwire"),
+                            ("HorizontalPodAutoscaler", "mcpwire"), ("PodDisruptionBudget", "mcpwire"),
+                            ("Service", "redis"), ("StatefulSet", "redis")}
+    listed = set(load((KUBERNETES / "kustomization.yaml").read_text())["resources"])
+    assert {p.name for p in KUBERNETES.glob("*.yaml")} - listed == {"kustomization.yaml", "secret.example.yaml"}
+    for obj in objects.values():
+        assert obj["apiVersion"]
+        assert obj["metadata"]["labels"]
+
+
+def test_the_probes_ask_readyz_and_healthz() -> None:
+    main = container()
+    port = main["ports"][0]
+    assert (port["name"], port["containerPort"]) == ("http", int(option(cmd(), "--port")))
+    assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert main["startupProbe"]["httpGet"]["path"] == "/healthz"
+
+
+def test_pods_drain_after_leaving_the_endpoints() -> None:
+    spec = deployment()["spec"]
+    assert spec["replicas"] == 2
+    assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    command = container()["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[0] == "sleep"
+    grace = spec["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace > int(command[1]) + graceful_seconds()
+    config = manifests()[("ConfigMap", "mcpwire-config")]["data"]
+    assert float(config["MCPWIRE_DRAIN_SECONDS"]) < graceful_seconds()
+
+
+def test_pods_run_as_the_image_user_on_a_read_only_root() -> None:
+    pod = deployment()["spec"]["template"]["spec"]
+    uid, _, gid = final_stage().last("USER").partition(":")
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) == (int(uid), int(gid))
+    security = container()["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert {m["mountPath"] for m in container()["volumeMounts"]} == {"/tmp"}
+    resources = container()["resources"]
+    assert set(resources["requests"]) == {"cpu", "memory"}
+    assert set(resources["limits"]) == {"cpu", "memory"}
+
+
+def test_the_configuration_comes_from_the_configmap_and_the_secret() -> None:
+    objects = manifests()
+    sources = container()["envFrom"]
+    assert sources == [{"configMapRef": {"name": "mcpwire-config"}}, {"secretRef": {"name": "mcpwire-secrets"}}]
+    config = objects[("ConfigMap", "mcpwire-config")]["data"]
+    secret = load((KUBERNETES / "secret.example.yaml").read_text())
+    assert (secret["kind"], secret["metadata"]["name"]) == ("Secret", "mcpwire-secrets")
+    assert set(secret["stringData"]) == {"MCPWIRE_REQUEST_STATE_KEYS", "MCPWIRE_REDIS_URL"}
+    names = {*config, *secret["stringData"], *(e["name"] for e in container()["env"])}
+    assert {n for n in names if n.startswith("MCPWIRE_")} <= SETTINGS
+    assert all(isinstance(value, str) for value in config.values())
+    # the example Redis URL names the reference Redis Service
+    redis = objects[("Service", "redis")]
+    assert secret["stringData"]["MCPWIRE_REDIS_URL"] == f"redis://redis:{redis['spec']['ports'][0]['port']}/0"
+
+
+def test_the_service_hpa_and_pdb_select_the_pods() -> None:
+    objects = manifests()
+    labels = deployment()["spec"]["template"]["metadata"]["labels"]
+    assert deployment()["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    service = objects[("Service", "mcpwire")]["spec"]
+    assert service["selector"].items() <= labels.items()
+    assert service["sessionAffinity"] == "None"
+    assert service["ports"][0]["targetPort"] == "http"
+    pdb = objects[("PodDisruptionBudget", "mcpwire")]["spec"]
+    assert pdb["selector"]["matchLabels"].items() <= labels.items()
+    hpa = objects[("HorizontalPodAutoscaler", "mcpwire")]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "mcpwire"}
+    assert hpa["spec"]["minReplicas"] >= 2
+    (metric,) = hpa["spec"]["metrics"]
+    assert metric["resource"]["name"] == "cpu"
+
+
+@pytest.mark.parametrize("text", ["a: yes\n", "a: &anchor 1\n", "a: |\n  block\n", "a: 0644\n", "a: 1\na: 2\n",
+                                  "a: [b, c]\n", "a: x\n  continued\n", "<<: {}\n"])
+def test_the_yaml_subset_refuses_what_it_would_have_to_guess(text: str) -> None:
+    with pytest.raises(YAMLSubsetError):
+        load_all(text)
