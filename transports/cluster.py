@@ -77,6 +77,8 @@ class Cluster:
         if self._tasks:
             return
         self._loop = asyncio.get_running_loop()
+        with contextlib.suppress(RedisError, OSError):  # alive for the others from the start, if Redis is up
+            await self.client.set(self.keys.alive(self.replica), b"1", px=int(self.lease * 1000))
         self._tasks = [self._loop.create_task(self._keep_lease()), self._loop.create_task(self._listen())]
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._subscribed.wait(), SUBSCRIBE_BOUND)

@@ -35,7 +35,7 @@ class RedisBackend:
         return cls(cluster=cluster,
                    sessions=RedisSessionStore(client, keys, idle_timeout=idle_timeout),
                    events=RedisEventStore(client, keys, replica=name, max_events_per_stream=max_events_per_stream,
-                                          max_age=max_event_age),
+                                          max_age=max_event_age, counter_ttl=max(idle_timeout, max_event_age)),
                    bus=RedisSubscriptionBus(cluster))
 
     def attach(self, server: MCPServer) -> None:

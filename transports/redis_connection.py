@@ -75,6 +75,10 @@ class Keys:
         """Set: the names of a session's streams (to drop them with the session)."""
         return f"{self.prefix}:evs:{sid}"
 
+    def counters(self, sid: str) -> str:
+        """Hash: stream name -> its newest event number."""
+        return f"{self.prefix}:evn:{sid}"
+
     def alive(self, replica: str) -> str:
         return f"{self.prefix}:alive:{replica}"
 

@@ -1,9 +1,11 @@
 """``EventStore`` on Redis Streams: one stream per SSE stream, readable from every replica.
 
-Entry ids are ``0-<seq + 1>``, so that appends with an explicit number are conditional (the first
-writer of a number wins) and ``Last-Event-ID`` maps to a range read. Each stream is bounded in
-length (``MAXLEN ~``) and in age (the key expires ``max_age`` after its last event), and each
-append publishes a wake-up to every replica, for whoever follows the stream.
+Entry ids are ``0-<seq + 1>``, and ``Last-Event-ID`` maps to a range read. A per-session hash keeps
+each stream's newest number, so that appends with an explicit number are conditional (the first
+writer of a number wins) and numbering goes on after a quiet stream's events expired. Each stream
+is bounded in length (``MAXLEN ~``) and in age (its events expire ``max_age`` after the last one);
+the numbers live as long as the session may (``counter_ttl``). Each append publishes a wake-up to
+every replica, for whoever follows the stream.
 """
 
 from __future__ import annotations
@@ -15,16 +17,16 @@ from transports.events import EventStore, StoredEvent
 from transports.redis_connection import Keys, Redis, reachable
 
 _APPEND = """
-local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local newest = -1
-if #top > 0 then newest = tonumber(string.sub(top[1][1], 3)) - 1 end
+local newest = tonumber(redis.call('HGET', KEYS[3], ARGV[8]) or '-1')
 local seq
 if ARGV[1] == '' then seq = newest + 1 else seq = tonumber(ARGV[1]) end
 if seq <= newest then return -1 end
 redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[5], '0-' .. (seq + 1), 'm', ARGV[2], 'o', ARGV[3], 'r', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('HSET', KEYS[3], ARGV[8], seq)
+redis.call('PEXPIRE', KEYS[3], ARGV[10])
 redis.call('SADD', KEYS[2], ARGV[8])
-redis.call('PEXPIRE', KEYS[2], ARGV[6])
+redis.call('PEXPIRE', KEYS[2], ARGV[10])
 redis.call('PUBLISH', ARGV[7], ARGV[9])
 return seq
 """
@@ -38,12 +40,14 @@ def _seq(entry_id: bytes | str) -> int:
 class RedisEventStore(EventStore):
     shared = True
 
-    def __init__(self, client: Redis, keys: Keys, *, replica: str, max_events_per_stream: int = 10_000, max_age: float = 600.0) -> None:
+    def __init__(self, client: Redis, keys: Keys, *, replica: str, max_events_per_stream: int = 10_000,
+                 max_age: float = 600.0, counter_ttl: float | None = None) -> None:
         self._client = client
         self._keys = keys
         self.replica = replica
         self._max_events = max_events_per_stream
         self._ttl_ms = max(1, int(max_age * 1000))
+        self._counter_ttl_ms = max(self._ttl_ms, int((counter_ttl or 0) * 1000))
         self._append = client.register_script(_APPEND)
 
     async def _add(self, session_id: str, stream: str, seq: int | None, message: JSONObject | None,
@@ -52,10 +56,11 @@ class RedisEventStore(EventStore):
         wake = orjson.dumps(["w", session_id, stream])
         with reachable("event store"):
             return int(await self._append(
-                keys=[self._keys.events(session_id, stream), self._keys.streams(session_id)],
+                keys=[self._keys.events(session_id, stream), self._keys.streams(session_id),
+                      self._keys.counters(session_id)],
                 args=["" if seq is None else seq, payload, self.replica,
                       b"" if request_id is None else orjson.dumps(request_id), self._max_events, self._ttl_ms,
-                      self._keys.broadcast, stream, wake]))
+                      self._keys.broadcast, stream, wake, self._counter_ttl_ms]))
 
     async def append(self, session_id: str, stream: str, seq: int, message: JSONObject | None,
                      request_id: RequestId | None = None) -> None:
@@ -66,8 +71,8 @@ class RedisEventStore(EventStore):
 
     async def last(self, session_id: str, stream: str) -> int:
         with reachable("event store"):
-            top = await self._client.xrevrange(self._keys.events(session_id, stream), count=1)
-        return _seq(top[0][0] or b"0-0") if top else -1
+            newest = await self._client.hget(self._keys.counters(session_id), stream)
+        return int(newest) if newest is not None else -1
 
     async def after(self, session_id: str, stream: str, seq: int) -> list[StoredEvent] | None:
         key = self._keys.events(session_id, stream)
@@ -90,4 +95,4 @@ class RedisEventStore(EventStore):
         with reachable("event store"):
             streams = await self._client.smembers(self._keys.streams(session_id))
             keys = [self._keys.events(session_id, s.decode() if isinstance(s, bytes) else s) for s in streams]
-            await self._client.delete(self._keys.streams(session_id), *keys)
+            await self._client.delete(self._keys.streams(session_id), self._keys.counters(session_id), *keys)

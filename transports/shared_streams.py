@@ -95,8 +95,10 @@ async def follow(events: EventStore, cluster: Cluster, session_id: str, stream: 
                 follower.wake.clear()
                 if follower.stopped:
                     return
-                # One event back, so that the newest one (its producer, its request) is always known.
-                batch = await events.after(session_id, stream, max(last - 1, -1)) or []
+                # One event back, so that the newest one (its producer, its request) is always known;
+                # unless it expired (a quiet stream): then what came after it.
+                batch = (await events.after(session_id, stream, max(last - 1, -1))
+                         or await events.after(session_id, stream, last) or [])
         except StoreUnavailable:
             return  # the client reconnects with Last-Event-ID once Redis is back
         finally:

@@ -1,13 +1,17 @@
-"""Fixtures of the HTTP transport tests: one real uvicorn process shared by the whole run."""
+"""Fixtures of the HTTP transport tests: one real uvicorn process shared by the whole run, and one real
+redis-server for the Redis backend tests."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 
 from tests.support_http import READ_BOUND, UvicornProcess, run_uvicorn
+from tests.support_redis import RedisServer, run_redis
+from transports.redis_connection import Keys
 
 FIXTURE_SERVER = "tests.transports.http_fixture_server:server"
 MAX_MESSAGE_BYTES = 64 * 1024
@@ -27,3 +31,17 @@ def http_server() -> Iterator[UvicornProcess]:
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=READ_BOUND) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One real ``redis-server`` for the Redis backend tests; every test keeps to its own key prefix
+    (``redis_keys``). A test that stops it starts it again before it ends."""
+    with run_redis() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_keys() -> Keys:
+    """Key and channel names under a prefix of this test's own."""
+    return Keys(f"t{uuid.uuid4().hex[:12]}")

@@ -1,0 +1,65 @@
+"""Helpers of the Redis backend tests (the server and key prefixes are fixtures in ``conftest.py``).
+
+Nothing here sleeps to wait for something: ``until`` polls a condition with a deadline, and
+``next_item`` waits on a queue with one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
+
+from tests.support_http import READ_BOUND
+from transports.cluster import Cluster
+from transports.redis_connection import Keys, connect
+
+T = TypeVar("T")
+
+TIMEOUT = 2.0
+"""Redis command timeout of the clients built here."""
+POLL = 0.01
+"""The poll interval of ``until``: a bounded wait's step, not a wait for something."""
+
+
+async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = READ_BOUND,
+                what: str = "the condition") -> None:
+    """Return once ``condition()`` holds; fail if it does not within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        outcome = condition()
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        if outcome:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not hold within {timeout}s")
+        await asyncio.sleep(POLL)
+
+
+async def next_item(queue: asyncio.Queue[T], timeout: float = READ_BOUND) -> T:
+    """The next item put on ``queue``; fails if none arrives within ``timeout``."""
+    async with asyncio.timeout(timeout):
+        return await queue.get()
+
+
+def make_cluster(url: str, keys: Keys, replica: str, *, lease: float = 1.0) -> Cluster:
+    """A replica's cluster link as ``RedisBackend.connect`` builds it (a command client and a pub/sub one)."""
+    return Cluster(connect(url, timeout=TIMEOUT), connect(url, timeout=TIMEOUT, blocking=True), keys,
+                   replica=replica, lease=lease)
+
+
+@contextlib.asynccontextmanager
+async def started(*clusters: Cluster) -> AsyncIterator[None]:
+    """Start the clusters (subscribed to the others' messages) and close them at the end."""
+    try:
+        for cluster in clusters:
+            await cluster.start()
+            assert cluster.connected, f"replica {cluster.replica} did not subscribe"
+        yield
+    finally:
+        for cluster in clusters:
+            await cluster.close()

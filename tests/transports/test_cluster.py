@@ -1,0 +1,160 @@
+"""``Cluster``: two replicas ("A" and "B") linked through a real redis-server: leases, routed responses,
+broadcast cancellations and deletions, the bus, wake-ups, the one GET stream of a session, and the
+listener's recovery after Redis restarts.
+
+A message that must NOT arrive is checked with a barrier: one replica publishes it, then a message that
+must arrive; pub/sub delivers in publish order, so once the second is in, the first would have been.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from app.types import JSONObject
+from tests.support_redis import RedisServer
+from tests.transports.redis_support import make_cluster, next_item, started, until
+from transports.cluster import Cluster
+from transports.redis_connection import Keys
+from transports.redis_events import RedisEventStore
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+async def replicas(redis_server: RedisServer, redis_keys: Keys) -> AsyncIterator[tuple[Cluster, Cluster]]:
+    a = make_cluster(redis_server.url, redis_keys, "A")
+    b = make_cluster(redis_server.url, redis_keys, "B")
+    async with started(a, b):
+        yield a, b
+
+
+class Inbox:
+    """What one replica's callbacks received, in order."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.responses: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+        self.cancels: asyncio.Queue[tuple[str, JSONObject]] = asyncio.Queue()
+        self.deletes: asyncio.Queue[str] = asyncio.Queue()
+        self.bus: asyncio.Queue[JSONObject] = asyncio.Queue()
+        cluster.on_response = lambda sid, raw: self.responses.put_nowait((sid, raw))
+        cluster.on_cancel = lambda sid, params: self.cancels.put_nowait((sid, params))
+        cluster.on_delete = self.deletes.put_nowait
+        cluster.bus_handlers.append(self.bus.put_nowait)
+
+
+async def test_leases_tell_which_replicas_are_alive(replicas: tuple[Cluster, Cluster]) -> None:
+    a, b = replicas
+    # The first lease write runs beside the subscription that start() waits for.
+    await until(lambda: a.alive("B"), what="B's lease")
+    await until(lambda: b.alive("A"), what="A's lease")
+    assert await a.alive("A")
+    assert not await a.alive("C")
+    assert not await b.alive("")
+    await b.close()  # deletes its lease at once, without waiting for it to lapse
+    assert not await a.alive("B")
+    assert not await b.alive("B")
+    assert await a.alive("A")
+
+
+async def test_a_response_reaches_the_replica_that_sent_the_request(replicas: tuple[Cluster, Cluster]) -> None:
+    a, b = replicas
+    at_a, at_b = Inbox(a), Inbox(b)
+    raw = '{"jsonrpc":"2.0","id":"B:1","result":{"action":"accept","content":{"answer":"ja, gerne ✓"}}}'.encode()
+    assert b.owner_of("B:1") == "B"
+    await a.forward_response("B", "sid-1", raw)
+    assert await next_item(at_b.responses) == ("sid-1", raw)
+    # Routed to B's inbox alone: A, subscribed to its own inbox and the broadcast channel, never saw it.
+    await b.broadcast_cancel("barrier", {})
+    assert await next_item(at_a.cancels) == ("barrier", {})
+    assert at_a.responses.empty()
+
+
+async def test_cancellations_and_deletions_reach_the_other_replica(replicas: tuple[Cluster, Cluster]) -> None:
+    a, b = replicas
+    at_a, at_b = Inbox(a), Inbox(b)
+    params: JSONObject = {"requestId": 5, "reason": "the user pressed stop"}
+    await a.broadcast_cancel("sid-1", params)
+    assert await next_item(at_b.cancels) == ("sid-1", params)
+    await a.broadcast_delete("sid-2")
+    assert await next_item(at_b.deletes) == "sid-2"
+    # A sent the deletion: it is not handed back to A (A has already dropped the session itself).
+    await a.broadcast_cancel("barrier", {})
+    assert await next_item(at_a.cancels) == ("sid-1", params)
+    assert await next_item(at_a.cancels) == ("barrier", {})
+    assert at_a.deletes.empty()
+    await b.broadcast_delete("sid-3")
+    assert await next_item(at_a.deletes) == "sid-3"
+
+
+async def test_bus_events_reach_every_replica_from_the_loop_or_a_worker_thread(
+        replicas: tuple[Cluster, Cluster]) -> None:
+    a, b = replicas
+    at_a, at_b = Inbox(a), Inbox(b)
+    changed: JSONObject = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    a.publish_bus(changed)
+    assert await next_item(at_a.bus) == changed
+    assert await next_item(at_b.bus) == changed
+    updated: JSONObject = {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                           "params": {"uri": "fixture://watched"}}
+    await asyncio.to_thread(b.publish_bus, updated)  # a sync tool running on a worker thread
+    assert await next_item(at_a.bus) == updated
+    assert await next_item(at_b.bus) == updated
+
+
+async def test_an_append_on_one_replica_wakes_the_watchers_on_the_other(replicas: tuple[Cluster, Cluster]) -> None:
+    a, b = replicas
+    events_b = RedisEventStore(b.client, b.keys, replica="B")
+    with a.watch("sid-w") as woken, a.watch("sid-other") as other:
+        assert not woken.is_set()
+        await events_b.append_next("sid-w", "get", {"jsonrpc": "2.0", "method": "notifications/message"})
+        async with asyncio.timeout(10):
+            await woken.wait()
+        assert not other.is_set()  # the same wake-up message would have set it
+    # Two watchers of one session, one of them passed in (a follower's own event).
+    mine = asyncio.Event()
+    with a.watch("sid-w", mine) as same, a.watch("sid-w") as second:
+        assert same is mine
+        await events_b.append("sid-w", "p1", 0, None)
+        async with asyncio.timeout(10):
+            await mine.wait()
+            await second.wait()
+
+
+async def test_one_get_stream_per_session_across_replicas(replicas: tuple[Cluster, Cluster]) -> None:
+    a, b = replicas
+    assert await a.hold_get("sid-g", "token-a", take_over=False)
+    assert await a.renew_get("sid-g", "token-a")
+    assert not await b.hold_get("sid-g", "token-b", take_over=False)  # a second GET: 409
+    assert await b.hold_get("sid-g", "token-b", take_over=True)  # a resuming GET replaces the holder
+    assert not await a.renew_get("sid-g", "token-a")  # A's stream learns it was taken over
+    assert await b.renew_get("sid-g", "token-b")
+    await a.release_get("sid-g", "token-a")  # releasing a lost hold leaves the new holder alone
+    assert await b.renew_get("sid-g", "token-b")
+    await b.release_get("sid-g", "token-b")
+    assert not await b.renew_get("sid-g", "token-b")
+    assert await a.hold_get("sid-g", "token-a2", take_over=False)  # free again
+    assert await a.hold_get("sid-other", "token-a3", take_over=False)  # per session
+
+
+async def test_the_listener_reconnects_after_redis_restarts(
+        redis_server: RedisServer, replicas: tuple[Cluster, Cluster]) -> None:
+    a, b = replicas
+    at_a = Inbox(a)
+    with a.watch("sid-r") as woken:
+        redis_server.stop()
+        try:
+            await until(lambda: not a.connected, what="A noticing that Redis is gone")
+            await until(lambda: not b.connected, what="B noticing that Redis is gone")
+        finally:
+            redis_server.start()
+        await until(lambda: a.connected and b.connected, what="both listeners resubscribing")
+        # Whatever was published meanwhile was lost: readers are woken to look at the store again.
+        async with asyncio.timeout(10):
+            await woken.wait()
+    params: JSONObject = {"requestId": "after-restart"}
+    await b.broadcast_cancel("sid-r", params)
+    assert await next_item(at_a.cancels) == ("sid-r", params)
+    await until(lambda: b.alive("A"), what="A's lease renewed on the restarted Redis")
