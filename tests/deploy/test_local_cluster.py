@@ -23,7 +23,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from deploy.local_cluster import LocalCluster, RoundRobinProxy, Routed
+from deploy.local_cluster import LocalCluster
+from deploy.round_robin_proxy import RoundRobinProxy, Routed
 from tests.support_http import READ_BOUND, SSEReader, free_port, serve_in_process
 from transports.asgi import Receive, Scope, SendASGI
 
