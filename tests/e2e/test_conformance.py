@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +112,23 @@ def test_conformance_0_2_0_alpha_12_spec_2026_07_28_all_scenarios_pass(node_bin:
     assert len(passed) == 40, output[-4000:]
     assert re.search(r"^Total: \d+ passed, 0 failed", output, re.M), output[-4000:]
     assert "WARNING" not in output[output.rfind("=== SUMMARY ==="):], output[-4000:]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """``deploy/local_cluster.py``: two replicas sharing a real Redis, behind a round-robin proxy
+    without affinity (every request of a session may land on either replica)."""
+    from deploy.local_cluster import LocalCluster
+
+    with LocalCluster(2, server="examples.everything:server") as running:
+        yield running
+
+
+@pytest.mark.parametrize(("version", "spec_version", "count"), [
+    ("0.1.16", None, 32), ("0.2.0-alpha.12", "2025-11-25", 33), ("0.2.0-alpha.12", "2026-07-28", 40)])
+def test_conformance_against_two_replicas_behind_a_round_robin_balancer(
+        node_bin: Path, cluster: Any, version: str, spec_version: str | None, count: int) -> None:
+    output = run_suite(node_bin, version, cluster.url, *(("--spec-version", spec_version) if spec_version else ()))
+    passed, failed = scenarios(output)
+    assert not failed, output[-4000:]
+    assert len(passed) == count, output[-4000:]
