@@ -182,11 +182,16 @@ async def test_redis_away_means_503_and_its_return_means_service_without_a_resta
                                     b'"version":"0"}}}', headers={"accept": "application/json, text/event-stream",
                                                                   "content-type": "application/json"})
             assert fresh.status_code == 503, fresh.text
+            ready = await http.get(replica.base_url + "/readyz")
+            assert ready.status_code == 503, ready.text
+            assert ready.json()["checks"]["redis"] != "ok", ready.text
+            assert (await http.get(replica.base_url + "/healthz")).status_code == 200  # alive all the same
     finally:
         redis.start()
     # The same session (Redis kept it on disk), on both replicas, with no restart of either.
     assert await on(session, a).tool("echo", text="after") == "after"
     assert await on(session, b).tool("echo", text="after") == "after"
+    assert (await http.get(a.base_url + "/readyz")).status_code == 200
 
 
 async def test_sigterm_drains_a_replica_without_losing_the_call_in_flight(
