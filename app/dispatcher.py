@@ -11,6 +11,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from app import modern, pagination
 from app.errors import (
     INTERNAL_ERROR,
@@ -92,9 +94,13 @@ def _string(params: JSONObject, key: str, method: str) -> str:
     return value
 
 
+_MAX_CACHED_PAGES = 256
+
+
 class Dispatcher:
     def __init__(self, server: MCPServer) -> None:
         self.server = server
+        self._pages: dict[tuple[str, str | None, int], JSONObject] = {}
         self._handlers: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -250,15 +256,34 @@ class Dispatcher:
         return {}
 
     # -- tools ---------------------------------------------------------------------------------
-    def _page(self, items: list[Any], params: JSONObject, key: str) -> JSONObject:
-        chunk, next_cursor = pagination.page(items, params.get("cursor"), self.server.page_size)
-        result: JSONObject = {key: [item.to_wire() for item in chunk]}
+    def _page(self, items: list[Any], params: JSONObject, key: str, *, everything: bool) -> JSONObject:
+        """One page of a list. A page of an unfiltered list (``everything``) is serialized once and kept
+        until the list changes (``forget_lists``): its items go out as pre-encoded JSON."""
+        cursor = params.get("cursor")
+        cache_key = (key, cursor, self.server.page_size) if everything and (cursor is None or
+                                                                           isinstance(cursor, str)) else None
+        if cache_key is not None:
+            cached = self._pages.get(cache_key)
+            if cached is not None:
+                return dict(cached)
+        chunk, next_cursor = pagination.page(items, cursor, self.server.page_size)
+        result: JSONObject = {key: orjson.Fragment(orjson.dumps([item.to_wire() for item in chunk]))}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
-        return result
+        if cache_key is not None and len(self._pages) < _MAX_CACHED_PAGES:
+            self._pages[cache_key] = result
+        return dict(result)
+
+    def forget_lists(self) -> None:
+        """A list changed: its pages are serialized anew."""
+        self._pages = {}
+
+    def _listing(self, items: list[Any], params: JSONObject, ctx: Context, key: str) -> JSONObject:
+        visible = _visible(items, ctx, self.server)
+        return self._page(visible, params, key, everything=visible is items)
 
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page(_visible(list(self.server.tools.values()), ctx, self.server), params, "tools")
+        return self._listing(list(self.server.tools.values()), params, ctx, "tools")
 
     async def _tools_call(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = _string(params, "name", "tools/call")
@@ -275,12 +300,10 @@ class Dispatcher:
 
     # -- resources -----------------------------------------------------------------------------
     async def _resources_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page(_visible(list(self.server.resources.static.values()), ctx, self.server), params,
-                          "resources")
+        return self._listing(list(self.server.resources.static.values()), params, ctx, "resources")
 
     async def _templates_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page(_visible(list(self.server.resources.templates.values()), ctx, self.server), params,
-                          "resourceTemplates")
+        return self._listing(list(self.server.resources.templates.values()), params, ctx, "resourceTemplates")
 
     async def _resources_read(self, params: JSONObject, ctx: Context) -> JSONObject:
         return await self.server.resources.read(params.get("uri"), ctx)
@@ -297,7 +320,7 @@ class Dispatcher:
 
     # -- prompts -------------------------------------------------------------------------------
     async def _prompts_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page(_visible(list(self.server.prompts.values()), ctx, self.server), params, "prompts")
+        return self._listing(list(self.server.prompts.values()), params, ctx, "prompts")
 
     async def _prompts_get(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = _string(params, "name", "prompts/get")

@@ -225,6 +225,8 @@ class MCPServer:
 
     def _list_changed(self, kind: str) -> None:
         self._capabilities = None
+        if self._dispatcher is not None:
+            self._dispatcher.forget_lists()
         message: JSONObject = {"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}
         for session in list(self._sessions):
             if session.state.wants(message):

@@ -977,3 +977,47 @@ async def test_completion_without_a_completer_is_empty_and_a_failing_one_is_inte
                                                                    "argument": {"name": "topic", "value": ""}})
     assert empty == {"completion": {"values": [], "hasMore": False}}
     assert failing["error"] == {"code": INTERNAL_ERROR, "message": "Completion failed"}
+
+
+@pytest.mark.parametrize(("method", "key"), [("tools/list", "tools"), ("prompts/list", "prompts"),
+                                             ("resources/list", "resources"),
+                                             ("resources/templates/list", "resourceTemplates")])
+async def test_a_list_served_from_its_cached_encoding_follows_every_change(method: str, key: str) -> None:
+    """List pages are encoded once and reused; adding or removing an item re-encodes them."""
+    server = MCPServer("cached", page_size=2)
+
+    def names(result: JSONObject) -> list[str]:
+        return [item.get("name") or item.get("uri") or item.get("uriTemplate") for item in result[key]]
+
+    def add(i: int) -> None:
+        if key == "tools":
+            server.add_tool(Tool(_noop, name=f"x{i}"))
+        elif key == "prompts":
+            server.add_prompt(Prompt(_noop, name=f"x{i}"))
+        elif key == "resources":
+            server.resources.add(Resource(f"x://{i}", _noop, name=f"x{i}"))
+        else:
+            server.resources.add(Resource(f"x://{i}/{{v}}", lambda v: v, name=f"x{i}"))
+
+    def remove(i: int) -> None:
+        if key == "tools":
+            server.remove_tool(f"x{i}")
+        elif key == "prompts":
+            server.remove_prompt(f"x{i}")
+        else:
+            server.remove_resource(f"x://{i}" if key == "resources" else f"x://{i}/{{v}}")
+
+    add(0)
+    async with Client(server) as client:
+        first = await client.request(method, {})
+        assert first == await client.request(method, {})  # the cached page is the same answer
+        add(1)
+        add(2)
+        page_1 = await client.request(method, {})
+        page_2 = await client.request(method, {"cursor": page_1["nextCursor"]})
+        assert len(names(first)) == 1
+        assert len(names(page_1)) + len(names(page_2)) == 3
+        remove(0)
+        remaining = await client.request(method, {})
+        assert len(names(remaining)) == 2
+        assert "nextCursor" not in remaining
