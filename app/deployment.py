@@ -95,7 +95,7 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
                      legacy_sse_path="/sse" if settings.legacy_sse and redis is None else None,
                      allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins,
                      authenticate=build_auth(settings, metrics.auth_failure if metrics is not None else None),
-                     drain_seconds=settings.drain_seconds)
+                     drain_seconds=settings.drain_seconds, session_cache_seconds=settings.session_cache_seconds)
     if redis is not None and not settings.request_state_keys:
         backend = redis
         mcp.on_startup.append(lambda: backend.share_request_state_key(server, settings.request_state_ttl_seconds))

@@ -111,6 +111,10 @@ class Settings:
     """The prefix of every Redis key and channel (several deployments can share one Redis)."""
     redis_timeout_seconds: float = 2.0
     """How long one Redis command may take before the request fails with 503."""
+    session_cache_seconds: float = 0.0
+    """With Redis: how long a replica may use its copy of a session without asking Redis again (0: it
+    asks on every request). Deletions and changes made on other replicas reach the copy by pub/sub,
+    usually before the next request; a request racing them may still be served from the copy."""
     replica_id: str = ""
     """This process's name among the replicas (logs, routing); unset, a random one."""
     replica_lease_seconds: float = 5.0
@@ -168,6 +172,7 @@ class Settings:
             redis_url=_str("MCPWIRE_REDIS_URL", d.redis_url),
             redis_prefix=_str("MCPWIRE_REDIS_PREFIX", d.redis_prefix),
             redis_timeout_seconds=_float("MCPWIRE_REDIS_TIMEOUT_SECONDS", d.redis_timeout_seconds),
+            session_cache_seconds=_float("MCPWIRE_SESSION_CACHE_SECONDS", d.session_cache_seconds),
             replica_id=_str("MCPWIRE_REPLICA_ID", d.replica_id),
             replica_lease_seconds=_float("MCPWIRE_REPLICA_LEASE_SECONDS", d.replica_lease_seconds),
             drain_seconds=_float("MCPWIRE_DRAIN_SECONDS", d.drain_seconds),

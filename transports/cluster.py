@@ -61,6 +61,8 @@ class Cluster:
         self.on_response: Callable[[str, bytes], None] | None = None
         self.on_cancel: Callable[[str, JSONObject], None] | None = None
         self.on_delete: Callable[[str], None] | None = None
+        self.on_changed: Callable[[str], None] | None = None
+        self.on_reconnect: Callable[[], None] | None = None
         self.bus_handlers: list[Callable[[JSONObject], None]] = []
         self._watches: dict[str, set[asyncio.Event]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -144,6 +146,8 @@ class Cluster:
                             self._subscribed.set()
                             backoff = 0.05
                             self._wake_all()  # anything published while we were away: readers look again
+                            if self.on_reconnect is not None:
+                                self.on_reconnect()
                     elif kind == "message":
                         self._dispatch(message["data"])
             except asyncio.CancelledError:
@@ -174,6 +178,8 @@ class Cluster:
                 self.on_cancel(message[1], message[2])
             elif kind == "d" and self.on_delete is not None and message[2] != self.replica:
                 self.on_delete(message[1])
+            elif kind == "u" and self.on_changed is not None and message[2] != self.replica:
+                self.on_changed(message[1])
         except Exception:
             log.exception("could not handle a message from another replica")
 
@@ -225,6 +231,11 @@ class Cluster:
     async def broadcast_delete(self, sid: str) -> None:
         with reachable("announcing a deleted session"):
             await self.client.publish(self.keys.broadcast, orjson.dumps(["d", sid, self.replica]))
+
+    async def broadcast_changed(self, sid: str) -> None:
+        """A session's state was saved here: other replicas' copies of it are stale."""
+        with reachable("announcing a changed session"):
+            await self.client.publish(self.keys.broadcast, orjson.dumps(["u", sid, self.replica]))
 
     def publish_bus(self, event: JSONObject) -> None:
         """Send a change event to every replica's bus; never blocks, safe from any thread."""

@@ -7,11 +7,14 @@ cap holds across replicas: creation checks and inserts in one script.
 
 from __future__ import annotations
 
+import asyncio
+
 import orjson
 
 from app.state import SessionState
 from transports.redis_connection import Keys, Redis, reachable
 from transports.sessions import SessionStore
+from transports.unavailable import StoreUnavailable
 
 _CREATE = """
 local now = redis.call('TIME')
@@ -57,6 +60,8 @@ class RedisSessionStore(SessionStore):
         self._create = client.register_script(_CREATE)
         self._touch = client.register_script(_TOUCH)
         self._count = client.register_script(_COUNT)
+        self._pending: list[tuple[str, asyncio.Future[bytes | None]]] | None = None
+        self._lookups: set[asyncio.Task[None]] = set()
 
     async def create(self, state: SessionState, limit: int | None = None) -> bool:
         assert state.id is not None
@@ -67,13 +72,50 @@ class RedisSessionStore(SessionStore):
         return bool(created)
 
     async def get(self, session_id: str) -> SessionState | None:
-        """The state, restarting the session's idle clock (every request reads it)."""
-        with reachable("session store"):
-            raw = await self._touch(keys=[self._keys.sessions, self._keys.session(session_id)],
-                                    args=[self._ttl_ms, session_id, ""])
+        """The state, restarting the session's idle clock (every request reads it).
+
+        Lookups made in the same turn of the event loop (concurrent requests) travel together, in one
+        pipeline: one round trip for all of them."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bytes | None] = loop.create_future()
+        if self._pending is None:
+            self._pending = []
+            loop.call_soon(self._send_lookups)
+        self._pending.append((session_id, waiter))
+        raw = await waiter
         if raw is None:
             return None
         return SessionState.from_dict(orjson.loads(raw))
+
+    def _send_lookups(self) -> None:
+        batch, self._pending = self._pending or [], None
+        task = asyncio.get_running_loop().create_task(self._lookup(batch))
+        self._lookups.add(task)
+        task.add_done_callback(self._lookups.discard)
+
+    async def _lookup(self, batch: list[tuple[str, asyncio.Future[bytes | None]]]) -> None:
+        try:
+            with reachable("session store"):
+                if len(batch) == 1:
+                    sid = batch[0][0]
+                    results = [await self._touch(keys=[self._keys.sessions, self._keys.session(sid)],
+                                                 args=[self._ttl_ms, sid, ""])]
+                else:
+                    async with self._client.pipeline(transaction=False) as pipe:
+                        for sid, _ in batch:
+                            await self._touch(keys=[self._keys.sessions, self._keys.session(sid)],
+                                              args=[self._ttl_ms, sid, ""], client=pipe)
+                        results = await pipe.execute()
+        except BaseException as exc:
+            for _, waiter in batch:
+                if not waiter.done():
+                    waiter.set_exception(exc if isinstance(exc, Exception) else StoreUnavailable(str(exc)))
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for (_, waiter), raw in zip(batch, results, strict=True):
+            if not waiter.done():
+                waiter.set_result(raw)
 
     async def save(self, state: SessionState) -> None:
         assert state.id is not None

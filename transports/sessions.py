@@ -97,7 +97,7 @@ class InMemorySessionStore(SessionStore):
 class LiveSession:
     """A session as served by this process: the protocol runner plus its SSE streams."""
 
-    __slots__ = ("channels", "followers", "last_seen", "session", "standalone", "streams_open", "tasks")
+    __slots__ = ("channels", "checked", "followers", "last_seen", "session", "standalone", "streams_open", "tasks")
 
     def __init__(self, server: MCPServer, state: SessionState, events: EventStore | None,
                  cluster: Cluster | None = None) -> None:
@@ -115,6 +115,8 @@ class LiveSession:
         self.tasks: set[asyncio.Task[None]] = set()
         self.streams_open = 0
         self.last_seen = time.monotonic()
+        self.checked = float("-inf")
+        """When the shared store last confirmed this copy (``SessionManager.get``)."""
 
     @property
     def id(self) -> str:
@@ -160,7 +162,8 @@ class SessionManager:
 
     def __init__(self, server: MCPServer, store: SessionStore | None = None, events: EventStore | None = None, *,
                  idle_timeout: float = 1800.0, max_sessions: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic, cluster: Cluster | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, cluster: Cluster | None = None,
+                 fresh_for: float = 0.0) -> None:
         self.server = server
         self.store = store or InMemorySessionStore()
         self.events = events
@@ -172,6 +175,9 @@ class SessionManager:
         self.cluster = cluster
         self.draining = False
         """Set on shutdown: no new sessions (503), streams are closed so that clients reconnect elsewhere."""
+        self.fresh_for = fresh_for
+        """Seconds a copy of a session confirmed by the shared store is used without asking again (0: the
+        store is asked on every request; see ``get``)."""
         self.get_streams: dict[str, int] = {}
         """Sessions whose GET stream this process holds (shared mode), with how many readers."""
         self._background: set[asyncio.Task[None]] = set()
@@ -179,6 +185,8 @@ class SessionManager:
             cluster.on_response = self._on_response
             cluster.on_cancel = self._on_cancel
             cluster.on_delete = self._forget
+            cluster.on_changed = self._stale
+            cluster.on_reconnect = self._all_stale
             cluster.bus_handlers.append(self._on_change)
 
     @property
@@ -203,11 +211,24 @@ class SessionManager:
     async def get(self, session_id: str) -> LiveSession | None:
         """The session, served from this process; None if the store no longer has it.
 
-        The store is asked every time: a session ended elsewhere (DELETE or expiry on another
-        replica sharing the store) must get 404 here too, and its state may have changed there.
+        The store is asked, so that a session ended elsewhere (DELETE or expiry on another replica
+        sharing the store) gets 404 here too, and state changed there is seen here.
+
+        With a cluster and ``fresh_for`` > 0, a copy the store confirmed less than ``fresh_for`` seconds
+        ago is used as it is: the other replicas announce deletions and changes, which drop or stale the
+        copy as soon as the announcement arrives (usually before the client's next request, but a
+        request racing it may still be served from the copy), and asking the store at most once per
+        ``fresh_for`` keeps the session's expiry renewed.
         """
-        state = await self.store.get(session_id)
         live = self.live.get(session_id)
+        if live is not None and self.cluster is not None:
+            now = time.monotonic()
+            if now - live.checked < self.fresh_for and self.cluster.connected:
+                live.last_seen = self._clock()
+                return live
+        state = await self.store.get(session_id)
+        if live is None:
+            live = self.live.get(session_id)  # created meanwhile by a concurrent request
         if state is None:
             if live is not None:
                 del self.live[session_id]
@@ -219,11 +240,26 @@ class SessionManager:
         elif live.session.state is not state:
             live.session.state = state
         live.last_seen = self._clock()
+        live.checked = time.monotonic()
         return live
 
     async def save(self, live: LiveSession) -> None:
         live.last_seen = self._clock()
         await self.store.save(live.session.state)
+        if self.cluster is not None:
+            live.checked = time.monotonic()
+            await self.cluster.broadcast_changed(live.id)  # other replicas' copies are stale now
+
+    def _stale(self, session_id: str) -> None:
+        """Another replica changed the session: ask the store before using this copy again."""
+        live = self.live.get(session_id)
+        if live is not None:
+            live.checked = float("-inf")
+
+    def _all_stale(self) -> None:
+        """Announcements may have been missed (pub/sub reconnected): trust no copy without asking."""
+        for live in self.live.values():
+            live.checked = float("-inf")
 
     async def delete(self, session_id: str) -> bool:
         live = self.live.pop(session_id, None)

@@ -238,3 +238,30 @@ async def test_a_listen_stream_on_one_replica_hears_a_change_made_on_the_other(
         assert (await at_b.tool("add_tool", name=f"extra{next(_names)}")).startswith("added")
         changed = tagged(await stream.next(), 77)
     assert changed["method"] == "notifications/tools/list_changed"
+
+
+async def test_with_a_session_cache_a_replica_serves_from_its_copy_and_still_hears_of_a_delete(
+        redis: RedisServer, http: httpx.AsyncClient) -> None:
+    """``MCPWIRE_SESSION_CACHE_SECONDS``: requests answered from the replica's copy ask Redis nothing;
+    a DELETE on the other replica reaches the copy by pub/sub."""
+    import time
+
+    import redis as redis_py
+
+    env = {"MCPWIRE_SESSION_CACHE_SECONDS": "30"}
+    with run_uvicorn(SERVER, {**_env(redis, "CA"), **env}) as a, run_uvicorn(SERVER, {**_env(redis, "CB"), **env}) as b:
+        at_a = await initialize(http, a.url)
+        at_b = on(at_a, b)
+        assert await at_b.tool("echo", text="b") == "b"
+        assert await at_a.tool("echo", text="warm") == "warm"
+        stats = redis_py.Redis.from_url(redis.url)
+        before = stats.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+        for i in range(20):
+            assert await at_a.tool("echo", text=str(i)) == str(i)
+        after = stats.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+        assert after - before <= 1, (before, after)  # at most one look at Redis for 20 requests
+        assert (await at_b.delete()).status_code == 200
+        deadline = time.monotonic() + READ_BOUND
+        while (await at_a.request("tools/list")).status_code != 404:
+            assert time.monotonic() < deadline, "the delete never reached replica A"
+        stats.close()

@@ -194,3 +194,23 @@ async def test_redis_away_raises_store_unavailable_and_its_return_needs_no_new_s
     assert await store.create(SessionState(id="new"), limit=10)
     assert await store.count() == 2
     assert await store.delete("new")
+
+
+async def test_concurrent_lookups_travel_together_and_each_gets_its_own_answer(
+        client: Redis, redis_keys: Keys, redis_server: RedisServer) -> None:
+    """Lookups made in one turn of the event loop go in one pipeline; hits, misses and repeats each come
+    back to the right caller, and a Redis that is away fails every one of them with StoreUnavailable."""
+    store = RedisSessionStore(client, redis_keys, idle_timeout=60)
+    for i in range(20):
+        assert await store.create(full_state(f"s{i}"))
+    wanted = [f"s{i % 25}" for i in range(60)]
+    got = await asyncio.gather(*(store.get(sid) for sid in wanted))
+    assert [state.id if state is not None else None for state in got] == \
+        [sid if int(sid[1:]) < 20 else None for sid in wanted]
+    redis_server.stop()
+    try:
+        failures = await asyncio.gather(*(store.get(sid) for sid in wanted[:10]), return_exceptions=True)
+        assert all(isinstance(f, StoreUnavailable) for f in failures), failures
+    finally:
+        redis_server.start()
+    assert (await store.get("s3")) is not None
