@@ -3,6 +3,17 @@
 The default executor's threads are joined at interpreter exit, so one stuck
 sync tool would keep a stdio server alive after its client hung up. These
 workers are daemons: the process can always exit promptly.
+
+Hand-offs are batched both ways, so that many cheap calls (a pipelining client) cost a few thread
+switches, not two each: calls wait in one queue that the awake workers drain, and a worker wakes
+the event loop once per batch of results, not once per call (``_Inbox``). Only when no worker is
+awake is one woken (or started).
+
+A call must never wait long behind one that blocks (``time.sleep``, blocking I/O), nor may the
+loop: while calls are queued, a timer on the submitting loop checks every ``_STALL`` seconds that
+calls are finishing. If none has, the running ones are taken to block: a worker is woken (or
+started) for every queued call, up to ``_MAX_WORKERS``, and for the next ``_EAGER`` seconds every
+call gets a worker of its own at once, as if each had its own thread.
 """
 
 from __future__ import annotations
@@ -10,61 +21,177 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import queue
 import threading
+import time
+import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 _MAX_WORKERS = 64
-_work: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]] | None] = (
-    queue.SimpleQueue()
-)
-_lock = threading.Lock()
-_workers = 0
-_idle = 0
+_STALL = 0.01
+"""Seconds without a finished call, with calls queued, after which the running calls count as blocking."""
+_EAGER = 2.0
+"""Seconds after a stall during which every call wakes a worker of its own."""
 
 
-def _settle(fut: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
-    if fut.cancelled():
-        return
-    if exc is not None:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(value)
+class _Inbox:
+    """One event loop's finished calls, settled on that loop in batches."""
 
+    __slots__ = ("__weakref__", "_done", "_loop", "_scheduled", "_watching")
 
-def _worker() -> None:
-    global _idle
-    while True:
-        with _lock:
-            _idle += 1
-        item = _work.get()
-        with _lock:
-            _idle -= 1
-        if item is None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)
+        self._done: deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = deque()
+        self._scheduled = False
+        self._watching = False
+
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop()
+
+    def put(self, fut: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+        """From a worker: queue a result; wake the loop unless a wake-up is already on its way."""
+        self._done.append((fut, value, exc))
+        if not self._scheduled:
+            self._scheduled = True
+            loop = self._loop()
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop is gone; nobody is waiting
+                    loop.call_soon_threadsafe(self._settle)
+
+    def _settle(self) -> None:
+        """On the loop: settle every result that has arrived (those arriving meanwhile too)."""
+        self._scheduled = False  # before taking: a result queued after this point schedules another call
+        done = self._done
+        while done:
+            fut, value, exc = done.popleft()
+            if fut.cancelled():
+                continue
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(value)
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop: check for a stall in ``_STALL`` seconds, unless a check is already due."""
+        if not self._watching:
+            self._watching = True
+            loop.call_later(_STALL, self._check, _finished)
+
+    def _check(self, seen: int) -> None:
+        self._watching = False
+        if not _work:
             return
-        call, loop, fut = item
+        if _finished == seen:
+            _stalled()
+        loop = self._loop()
+        if loop is not None:
+            self.watch(loop)
+
+
+_Item = tuple[contextvars.Context, Callable[..., Any], tuple[Any, ...], dict[str, Any], asyncio.Future[Any], _Inbox]
+
+_lock = threading.Lock()
+_work: deque[_Item] = deque()
+_parked: list[threading.Lock] = []
+"""One held lock per parked worker; releasing it wakes that worker."""
+_workers = 0
+"""Threads started."""
+_awake = 0
+"""Workers not parked: running a call or looking for the next."""
+_finished = 0
+"""Calls finished (only ever compared for a change)."""
+_eager_until = 0.0
+_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+_last: _Inbox | None = None
+
+
+def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
+    global _last
+    inbox = _last
+    if inbox is not None and inbox.loop() is loop:
+        return inbox
+    with _lock:
+        inbox = _inboxes.get(loop)
+        if inbox is None:
+            inbox = _inboxes[loop] = _Inbox(loop)
+    _last = inbox
+    return inbox
+
+
+def _wake(n: int) -> int:
+    """With ``_lock`` held: make up to ``n`` more workers awake, parked ones first; how many threads
+    the caller must start (after releasing the lock)."""
+    global _workers, _awake
+    start = 0
+    while n > 0 and _parked:
+        _parked.pop().release()
+        _awake += 1
+        n -= 1
+    while n > 0 and _workers < _MAX_WORKERS:
+        _workers += 1
+        _awake += 1
+        start += 1
+        n -= 1
+    return start
+
+
+def _start(count: int) -> None:
+    for _ in range(count):
+        gate = threading.Lock()
+        gate.acquire()
+        threading.Thread(target=_worker, args=(gate,), name="mcpwire-worker", daemon=True).start()
+
+
+def _stalled() -> None:
+    """No call finished for a while with calls queued: the running ones block. Give every queued call
+    a worker, and every call for the next ``_EAGER`` seconds."""
+    global _eager_until
+    with _lock:
+        _eager_until = time.monotonic() + _EAGER
+        start = _wake(len(_work))
+    _start(start)
+
+
+def _worker(gate: threading.Lock) -> None:
+    global _awake, _finished
+    work = _work
+    while True:
         try:
-            value, exc = call(), None
+            ctx, fn, args, kwargs, fut, inbox = work.popleft()
+        except IndexError:
+            with _lock:
+                if work:
+                    continue
+                _awake -= 1
+                _parked.append(gate)
+            gate.acquire()  # released by whoever wakes this worker (and counts it awake again)
+            continue
+        if fut.cancelled():  # cancelled while it waited: never started
+            _finished += 1
+            continue
+        try:
+            value, exc = ctx.run(fn, *args, **kwargs), None
         except BaseException as e:
             value, exc = None, e
-        with contextlib.suppress(RuntimeError):  # the loop is gone; nobody is waiting
-            loop.call_soon_threadsafe(_settle, fut, value, exc)
+        _finished += 1
+        inbox.put(fut, value, exc)
+        del fut, value, exc, args, kwargs  # drop references while parked
 
 
 async def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call ``fn`` on a worker thread, carrying the caller's context variables."""
-    global _workers
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[T] = loop.create_future()
-    ctx = contextvars.copy_context()
-    _work.put((lambda: ctx.run(fn, *args, **kwargs), loop, fut))
+    inbox = _inbox(loop)
+    _work.append((contextvars.copy_context(), fn, args, kwargs, fut, inbox))
+    start = 0
     with _lock:
-        spawn = _workers < _MAX_WORKERS and _work.qsize() > _idle
-        if spawn:
-            _workers += 1
-    if spawn:
-        threading.Thread(target=_worker, name="mcpwire-worker", daemon=True).start()
+        if _awake == 0 or (_eager_until and time.monotonic() < _eager_until):
+            start = _wake(1)
+    if start:
+        _start(start)
+    inbox.watch(loop)
     return await fut

@@ -35,6 +35,10 @@ _DONE: JSONObject = {}
 """Queued after the last related message of a request: the answer is ready."""
 
 
+_WATCH_AFTER = 0.05
+"""Seconds a request runs before its connection is watched for the client going away."""
+
+
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -73,34 +77,50 @@ class StatelessHandler:
                    send: SendASGI) -> None:
         buffered: list[JSONObject] = []
         queue: asyncio.Queue[JSONObject] | None = None
-        sent = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        wake: asyncio.Future[None] = loop.create_future()
         room = asyncio.Event()  # set while the stream's reader keeps up
+
+        def woken(_: object = None) -> None:
+            if not wake.done():
+                wake.set_result(None)
 
         async def related(message: JSONObject) -> None:
             if queue is None:
                 buffered.append(message)
-                sent.set()
+                woken()
                 return
             queue.put_nowait(message)
             if queue.qsize() >= _BACKLOG:  # the client reads slowly: the handler waits for it
                 room.clear()
                 await room.wait()
 
-        task = asyncio.get_running_loop().create_task(
+        task = loop.create_task(
             answer(self.server, request, related, modern=True, state=state, principal=state.principal))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(woken)
         if request.method == "subscriptions/listen":
             self.listens.add(task)
             task.add_done_callback(self.listens.discard)
-        waiting = asyncio.ensure_future(sent.wait())
-        gone = asyncio.ensure_future(_disconnected(receive))
+        # Closing the connection cancels the request. Most requests end sooner than a client gives up,
+        # so the connection is only watched once one has run for a moment (no task per quick request).
+        gone: list[asyncio.Task[None]] = []
+
+        def watch() -> None:
+            if not wake.done():
+                watcher = loop.create_task(_disconnected(receive))
+                watcher.add_done_callback(woken)
+                gone.append(watcher)
+
+        timer = loop.call_later(_WATCH_AFTER, watch)
         try:
-            await asyncio.wait({task, waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+            await wake
         finally:
-            waiting.cancel()
-            gone.cancel()
-        if gone.done() and not gone.cancelled() and not task.done():
+            timer.cancel()
+            for watcher in gone:
+                watcher.cancel()
+        if gone and gone[0].done() and not gone[0].cancelled() and not task.done():
             task.cancel()  # the client went away: that is cancellation in this era
             return
         if task.cancelled():

@@ -10,7 +10,6 @@ resume with ``GET`` and ``Last-Event-ID``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import dataclass
@@ -84,6 +83,40 @@ def _accepts(scope: Scope, *types: str) -> bool:
     return "*/*" in offered or all(t in offered for t in types)
 
 
+class _Wake:
+    """A one-shot signal a request's endpoint waits on, with a deadline (cheaper than an Event and
+    ``wait_for``: no task, one timer)."""
+
+    __slots__ = ("_waiter", "is_set")
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self.is_set = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, timeout: float) -> None:
+        """Until ``set`` or ``timeout`` seconds, whichever comes first."""
+        if self.is_set:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(timeout, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class _Run:
     """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
 
@@ -97,7 +130,7 @@ class _Run:
         self.principal = principal
         self.answer: Answer | None = None
         self.buffer: list[JSONObject] = []
-        self.changed = asyncio.Event()
+        self.changed = _Wake()
         self.channel: EventChannel | None = None
         self.response: JSONObject | None = None
         self.done = False
@@ -357,8 +390,7 @@ class StreamableHTTPEndpoint:
         if self.options.json_response:
             await asyncio.shield(task)
         else:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(run.changed.wait(), self.options.sse_after)
+            await run.changed.wait(self.options.sse_after)
         if run.done and not run.buffer:
             if request.method in MUTATING:
                 await self.manager.save(live)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import auth.scopes
-from app import Context, MCPServer
+from app import Context, MCPServer, jsonrpc
 from app.answer import Answer, answer
 from app.errors import INVALID_REQUEST, InsufficientScope
 from app.jsonrpc import Request
@@ -129,7 +129,8 @@ async def _ask(server: MCPServer, method: str, params: JSONObject | None, princi
 
 def _names(done: Answer, key: str, field: str = "name") -> list[str]:
     assert done.status == 200, done.message
-    return [item[field] for item in done.message["result"][key]]
+    wire = jsonrpc.loads(jsonrpc.dumps(done.message))  # lists go out pre-encoded: read them as the client does
+    return [item[field] for item in wire["result"][key]]
 
 
 ALICE = Principal("https://as.example.test", "alice", scopes=frozenset({"files:read"}))
@@ -211,8 +212,8 @@ async def test_without_authentication_nothing_is_filtered_or_refused() -> None:
 
 async def test_the_tool_definition_does_not_leak_its_scopes() -> None:
     server = guarded_server([])
-    (purge,) = [t for t in (await _ask(server, "tools/list", None, ADMIN)).message["result"]["tools"]
-                if t["name"] == "purge"]
+    listed = jsonrpc.loads(jsonrpc.dumps((await _ask(server, "tools/list", None, ADMIN)).message))
+    (purge,) = [t for t in listed["result"]["tools"] if t["name"] == "purge"]
     assert "scopes" not in purge
 
 
