@@ -7,17 +7,20 @@ import contextlib
 import gc
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from app.server import MCPServer
 from app.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
-from transports.cluster import Cluster
 from transports.drain import Drain
 from transports.events import EventStore, InMemoryEventStore
 from transports.guard import HostOriginGuard
 from transports.legacy_sse import LegacySSEEndpoints
 from transports.sessions import SessionManager, SessionStore
 from transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
+
+if TYPE_CHECKING:
+    from transports.cluster import Cluster
 
 log = logging.getLogger("mcpwire.http")
 

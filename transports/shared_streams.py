@@ -25,11 +25,11 @@ from app.errors import INTERNAL_ERROR, INVALID_REQUEST
 from app.protocol import at_least
 from app.types import JSONObject, RequestId
 from transports.asgi import Receive, Scope, SendASGI, respond_error
-from transports.cluster import Cluster
 from transports.events import EventStore, StoredEvent
 from transports.unavailable import StoreUnavailable
 
 if TYPE_CHECKING:
+    from transports.cluster import Cluster
     from transports.sessions import LiveSession, SessionManager
 
 STANDALONE_STREAM = "get"

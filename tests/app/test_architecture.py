@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,12 @@ def test_asgi_is_built_lazily_from_the_composition_root() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=APP.parent).stdout.strip()
     assert out == "True True"
+
+
+def test_the_default_deployment_loads_no_redis_client_unless_configured() -> None:
+    """``app:asgi`` without ``MCPWIRE_REDIS_URL`` starts without importing redis (cold start)."""
+    code = "import sys, app\napp.asgi\nprint(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'redis')))\n"
+    env = {k: v for k, v in os.environ.items() if k != "MCPWIRE_REDIS_URL"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=APP.parent, env=env).stdout.strip()
+    assert out == ""
