@@ -1,6 +1,7 @@
-"""Streamable HTTP load test: mcpwire vs the official MCP SDK vs a bare-ASGI ceiling, in both protocol eras, driven by wrk.
+"""Streamable HTTP load test: mcpwire vs its peers vs a bare-ASGI ceiling, in both protocol eras, driven by wrk.
 
     .venv/bin/python bench/http_load.py                      # defaults: 5 s runs after a 2 s warm-up
+    .venv/bin/python bench/http_load.py --servers all        # the defaults plus mcpwire-redis
     .venv/bin/python bench/http_load.py --repeat 3           # 3 interleaved rounds, median reported
     .venv/bin/python bench/http_load.py --eras 2026-07-28 --servers mcpwire,official-modern,ceiling
     .venv/bin/python bench/http_load.py --servers mcpwire,mcpwire-redis --eras 2025-11-25 --methods tools/call
@@ -8,7 +9,11 @@
 Every server runs under uvicorn on a free 127.0.0.1 port pinned to one core (``taskset -c 0``); wrk runs
 pinned to the other core (``taskset -c 1``) with 32 keep-alive connections. ``mcpwire-redis`` is mcpwire with
 its sessions in Redis (``MCPWIRE_REDIS_URL``): the harness starts one ``redis-server`` for it, without
-persistence, pinned to the server's core unless ``--redis-cpu`` says otherwise. Two protocol eras:
+persistence, pinned to the server's core unless ``--redis-cpu`` says otherwise. The peers: the official SDK
+(``mcp==2.3.0``) stateful with JSON answers (``official``), with SSE answers (``official-sse``), in its stateless
+mode for handshake-era requests (``official-stateless``: no initialize, no session) and for 2026-07-28 requests
+(``official-modern``); and FastMCP 4.1.6 (``fastmcp``), run from a venv of its own that ``bench/peers.py`` makes
+under ``bench/.peers/`` when first needed. Two protocol eras:
 
 * 2025-11-25 (handshake era): the harness does initialize + notifications/initialized over HTTP and
   all 32 connections send their requests on that one ``Mcp-Session-Id``;
@@ -49,6 +54,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.machine import busy_cpu_seconds, wait_quiet, warn_if_busy  # noqa: E402
+from bench.peers import PeerError, describe, fastmcp_python  # noqa: E402
 from bench.servers import (  # noqa: E402
     CATALOG_SIZE,
     EXPECTED,
@@ -86,6 +92,11 @@ class ServerSpec:
     note: str = ""
     redis: bool = False
     """Served with the Redis backend: the harness starts a redis-server and sets ``MCPWIRE_REDIS_URL``."""
+    sessionless: bool = False
+    """Serves handshake-era requests without a session: no initialize, no ``Mcp-Session-Id`` (the SDK's
+    stateless mode)."""
+    peer: str = ""
+    """Runs under a peer's own venv (``bench/peers.py``) instead of this one: ``fastmcp``."""
 
 
 _MCPWIRE = "app:asgi"
@@ -111,11 +122,24 @@ SERVERS: dict[str, ServerSpec] = {
                                        CATALOG_SIZE: ("bench.servers:official_catalog_modern_app", {})},
                    (STATELESS,), factory=True,
                    note="mcp 2.3.0 streamable_http_app(json_response=True, stateless_http=True)"),
+        ServerSpec("official-stateless", {1: ("bench.servers:official_stateless_app", {}),
+                                          CATALOG_SIZE: ("bench.servers:official_catalog_stateless_app", {})},
+                   (HANDSHAKE,), factory=True, sessionless=True,
+                   note="mcp 2.3.0 streamable_http_app(json_response=True, stateless_http=True), handshake-era "
+                        "requests without initialize or session"),
+        ServerSpec("fastmcp", {1: ("bench.fastmcp_server:json_app", {}),
+                               CATALOG_SIZE: ("bench.fastmcp_server:catalog_json_app", {})}, ERAS,
+                   factory=True, peer="fastmcp",
+                   note="fastmcp 4.1.6 http_app(json_response=True, stateless_http=False), in bench/.peers/"),
     )
 }
-DEFAULT_SERVERS = "ceiling,mcpwire,mcpwire-json,official,official-sse,official-modern"
+DEFAULT_SERVERS = "ceiling,mcpwire,mcpwire-json,official,official-stateless,official-sse,official-modern,fastmcp"
 OFFICIAL = {HANDSHAKE: "official", STATELESS: "official-modern"}
 """The official SDK's configuration each era's ratios are taken against (JSON answers in both)."""
+PEERS = {HANDSHAKE: ("official", "official-stateless", "official-sse", "fastmcp", "ceiling"),
+         STATELESS: ("official-modern", "official-sse", "fastmcp", "ceiling")}
+"""What mcpwire is compared with in each era (mcpwire has no session-less handshake-era mode: against
+official-stateless it is measured on its one session)."""
 BACKENDS = {"mcpwire-redis": "mcpwire"}
 """Servers that differ only by their session backend, and the in-memory server each is compared with."""
 
@@ -211,7 +235,8 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
     ``redis`` if given); yields (port, pid) and always stops the process."""
     app, extra_env = spec.apps[catalog]
     port = free_port()
-    argv = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
+    python = str(fastmcp_python()) if spec.peer == "fastmcp" else sys.executable
+    argv = [python, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
             "--log-level", "warning", "--no-access-log", "--lifespan", "on", "--loop", loop, "--http", http]
     if spec.factory:
         argv.append("--factory")
@@ -503,7 +528,7 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
                         print(f"{spec.name} ({catalog} tool{'s' if catalog > 1 else ''}): {spec.note} "
                               f"(port {port})", flush=True)
                     target = targets[key]
-                    if era == HANDSHAKE and target.session is None:
+                    if era == HANDSHAKE and target.session is None and not spec.sessionless:
                         target.session = handshake(target.port)
                     check(target.port, era, target.session if era == HANDSHAKE else None, workload)
                     plan.append((spec, era, workload, target))
@@ -565,15 +590,17 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
     by_key = {(r.server, r.era, r.workload): r for r in results}
     pairs: list[tuple[str, str, str, str, str]] = []  # (label, server a, era a, server b, era b)
     for era in ERAS:
-        official = OFFICIAL[era]
         for ours in ("mcpwire", "mcpwire-json"):
-            for ref in (official, "official-sse", "ceiling"):
+            for ref in PEERS[era]:
                 pairs.append((f"{ours} / {ref}", ours, era, ref, era))
+    for era in ERAS:
+        pairs.append((f"fastmcp / {OFFICIAL[era]}", "fastmcp", era, OFFICIAL[era], era))
     for era in ERAS:
         for server, memory in BACKENDS.items():
             pairs.append((f"{server} / {memory}", server, era, memory, era))
     for server, handshake_server in (("mcpwire", "mcpwire"), ("ceiling", "ceiling"),
-                                     ("official-modern", "official"), ("official-sse", "official-sse")):
+                                     ("official-modern", "official"), ("official-sse", "official-sse"),
+                                     ("fastmcp", "fastmcp")):
         pairs.append((f"{server} {STATELESS} / {handshake_server} {HANDSHAKE}", server, STATELESS,
                       handshake_server, HANDSHAKE))
     lines: list[str] = []
@@ -586,6 +613,35 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
             lines.append(f"{label:<50} {era:<10} {workload:<14} {a.rps / b.rps:>7.2f} {a.p50_ms / b.p50_ms:>7.2f} "
                          f"{a.p99_ms / b.p99_ms:>7.2f}")
     return lines
+
+
+def target_lines(results: Sequence[Result]) -> list[str]:
+    """Issue 7's HTTP targets, each with the measured value and whether it is met (rows only for what ran)."""
+    by_key = {(r.server, r.era, r.workload): r for r in results}
+    rows: list[tuple[str, str, str, float, str, bool]] = []  # (target, era, workload, value, goal, met)
+
+    def ratio(a: str, b: str, era: str, workload: str, attr: str = "rps") -> float | None:
+        ra, rb = by_key.get((a, era, workload)), by_key.get((b, era, workload))
+        if ra is None or rb is None or not getattr(rb, attr):
+            return None
+        value: float = getattr(ra, attr) / getattr(rb, attr)
+        return value
+
+    for era in ERAS:
+        for workload in ("tools/call", f"tools/list@{CATALOG_SIZE}"):
+            if (value := ratio("mcpwire", "ceiling", era, workload)) is not None:
+                rows.append(("mcpwire / ceiling req/s", era, workload, value, ">= 0.50", value >= 0.5))
+        if (value := ratio("mcpwire", OFFICIAL[era], era, "tools/call")) is not None:
+            rows.append((f"mcpwire / {OFFICIAL[era]} req/s", era, "tools/call", value, ">= 10", value >= 10))
+        for workload in WORKLOADS:
+            if (value := ratio("mcpwire", "ceiling", era, workload, "p99_ms")) is not None:
+                rows.append(("mcpwire p99 / ceiling p99", era, workload, value, "<= 3", value <= 3))
+        for server, memory in BACKENDS.items():
+            for workload in WORKLOADS:
+                if (value := ratio(server, memory, era, workload)) is not None:
+                    rows.append((f"{server} / {memory} req/s", era, workload, value, ">= 0.50", value >= 0.5))
+    return [f"{target:<32} {era:<10} {workload:<14} {value:>8.2f} {goal:>8}  {'met' if met else 'NOT MET'}"
+            for target, era, workload, value, goal, met in rows]
 
 
 def report(results: Sequence[Result]) -> None:
@@ -605,6 +661,11 @@ def report(results: Sequence[Result]) -> None:
         print()
         print(f"{'ratio':<50} {'era':<10} {'workload':<14} {'req/s':>7} {'p50':>7} {'p99':>7}")
         print("\n".join(lines))
+    targets = target_lines(results)
+    if targets:
+        print()
+        print(f"{'issue 7 target':<32} {'era':<10} {'workload':<14} {'value':>8} {'goal':>8}")
+        print("\n".join(targets))
 
 
 def source_revision() -> str:
@@ -624,11 +685,14 @@ def environment(args: argparse.Namespace) -> str:
     def installed(module: str) -> str:
         return "installed" if importlib.util.find_spec(module) else "not installed"
 
+    peers = "".join(f"; {name}: {describe(fastmcp_python())}" for name in sorted({SERVERS[n].peer for n in args.names})
+                    if name)
     return (f"{source_revision()}, python {sys.version.split()[0]}, uvicorn --loop {args.loop} --http {args.http} "
             f"(uvloop {installed('uvloop')}, httptools {installed('httptools')}), {os.cpu_count()} CPUs, "
             f"server on CPU {args.server_cpu}, wrk on CPU {args.client_cpu}, "
             f"{f'redis-server on CPU {args.redis_cpu}, ' if args.redis_used else ''}-t{args.threads} -c{args.connections}, "
-            f"{args.warmup:g} s warm-up + {args.repeat} round(s) of {args.duration:g} s per server, era and workload")
+            f"{args.warmup:g} s warm-up + {args.repeat} round(s) of {args.duration:g} s per server, era and workload"
+            f"{peers}")
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -638,7 +702,7 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--servers", default=DEFAULT_SERVERS,
-                        help=f"comma-separated, from {', '.join(SERVERS)} (default: %(default)s)")
+                        help=f"comma-separated, from {', '.join(SERVERS)}, or all (default: %(default)s)")
     parser.add_argument("--methods", default=",".join(WORKLOADS),
                         help="comma-separated workloads; @500: the 500-tool servers (default: %(default)s)")
     parser.add_argument("--eras", default=",".join(ERAS),
@@ -674,7 +738,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     args.eras = [e.strip() for e in args.eras.split(",") if e.strip()]
-    names = [n.strip() for n in args.servers.split(",") if n.strip()]
+    names = list(SERVERS) if args.servers.strip() == "all" else [n.strip() for n in args.servers.split(",")
+                                                                   if n.strip()]
+    args.names = names
     unknown = ([n for n in names if n not in SERVERS] + [m for m in args.methods if m not in WORKLOADS]
                + [e for e in args.eras if e not in ERAS])
     if unknown:
@@ -692,6 +758,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{tool} is not installed (apt-get install -y {'wrk' if tool == 'wrk' else 'util-linux'})")
 
     signal.signal(signal.SIGTERM, _terminate)  # so that the finally blocks stop the servers
+    if any(SERVERS[name].peer == "fastmcp" for name in names):
+        try:
+            fastmcp_python()  # made once, before anything is measured
+        except PeerError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     measured = environment(args)  # the revision the servers load now, not whatever HEAD is at the end
     print(measured, flush=True)
     warn_if_busy()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -53,3 +54,37 @@ def warn_if_busy(limit: float = 0.05) -> None:
     if busy is not None and busy > limit:
         print(f"WARNING: the CPUs were {busy:.0%} busy just before starting; other processes compete "
               "for them and the numbers will be noisy", flush=True)
+
+
+def machine_line() -> str:
+    """What the README's results quote as "the machine": CPUs, kernel, memory, Python and the packages measured."""
+    import importlib.metadata
+    import platform
+    import shutil
+    import subprocess
+
+    model = "?"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as cpuinfo:
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "?")
+    memory = ""
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as meminfo:
+        memory = f", {int(meminfo.readline().split()[1]) / 2**20:.0f} GiB"
+
+    def version(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    packages = ", ".join(f"{name} {version(name)}" for name in
+                         ("uvicorn", "h11", "httptools", "uvloop", "starlette", "orjson", "pydantic", "mcp", "redis"))
+    wrk = "not installed"
+    if shutil.which("wrk"):
+        out = subprocess.run(["wrk", "--version"], capture_output=True, text=True, timeout=10)
+        wrk = (out.stdout or out.stderr).split(" [")[0].replace("wrk ", "")
+    return (f"{os.cpu_count()} vCPU ({model}){memory}, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}, {packages}, wrk {wrk}")
+
+
+if __name__ == "__main__":
+    print(machine_line())

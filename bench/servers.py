@@ -14,6 +14,8 @@ each also as a 500-tool variant (``word_count`` plus 499 ``lookup_NNN`` tools) f
   return a fixed result. No MCP semantics at all: it is what the HTTP server / pipe costs alone.
   It answers in the shape of the era the request speaks (``resultType`` and ``serverInfo`` for a
   request whose ``_meta`` names 2026-07-28), so the load script checks it like the real servers.
+  ``python -m bench.servers echo-stdio`` is barer still (handshake era only): no JSON parsing, the
+  request's id spliced into the fixed answer as bytes: what the pipe and the load script cost alone.
 
 Both frameworks serve the stateless era (2026-07-28: no initialize, no session, ``_meta`` and the
 mirrored ``Mcp-*`` headers on every request) on the same endpoint as the handshake era. mcpwire picks
@@ -24,7 +26,12 @@ sessionless deployment of the SDK would use: ``stateless_http=True, json_respons
 
 The 500-tool variants: ``bench.servers:mcpwire_catalog_server`` (a factory; ``page_size=500`` so
 that one answer holds every tool, as the SDK, which does not paginate, sends it),
-``official_catalog_json_app``, ``official_catalog_modern_app`` and ``ceiling_catalog_app``.
+``official_catalog_json_app``, ``official_catalog_modern_app``, ``official_catalog_stateless_app`` and
+``ceiling_catalog_app``.
+
+``official_stateless_app``: the SDK's stateless mode (``stateless_http=True, json_response=True``) serving
+handshake-era (2025-11-25) requests, each without ``initialize`` or a session (``official-stateless`` in
+``bench/http_load.py``). FastMCP, which cannot share this venv, is in ``bench/fastmcp_server.py``.
 
 The official SDK is imported lazily, so the mcpwire processes never load it.
 """
@@ -56,13 +63,16 @@ __all__ = [
     "ceiling_app",
     "ceiling_catalog_app",
     "ceiling_stdio",
+    "echo_stdio",
     "mcpwire_catalog_server",
     "mcpwire_server",
     "official_catalog_json_app",
     "official_catalog_modern_app",
+    "official_catalog_stateless_app",
     "official_json_app",
     "official_modern_app",
     "official_sse_app",
+    "official_stateless_app",
 ]
 
 PROTOCOL_VERSION = "2025-11-25"
@@ -150,6 +160,26 @@ def official_modern_app() -> Starlette:
     body, ``_meta``), served by ``serve_one`` in the ASGI task, answered as ``application/json``.
     """
     return build_official().streamable_http_app(json_response=True, stateless_http=True)
+
+
+def official_stateless_app() -> Starlette:
+    """The SDK's stateless mode serving the handshake era: ``stateless_http=True, json_response=True``.
+    For ``uvicorn --factory``.
+
+    The same configuration as ``official_modern_app``; what differs is the requests. A POST whose
+    ``MCP-Protocol-Version`` is a handshake-era version (2025-11-25) goes to
+    ``StreamableHTTPSessionManager._handle_stateless_request``: a fresh ``StreamableHTTPServerTransport``
+    without a session id, a ``Connection`` born ready (``Connection.from_envelope``: no ``initialize``
+    needed) and a ``serve_connection`` task per request, terminated when the answer is sent. The client
+    sends no ``initialize`` and no ``Mcp-Session-Id``; the answer is a plain handshake-era result (no
+    ``resultType``).
+    """
+    return build_official().streamable_http_app(json_response=True, stateless_http=True)
+
+
+def official_catalog_stateless_app() -> Starlette:
+    """500 tools, the SDK's stateless mode for handshake-era requests (``official-stateless``)."""
+    return build_official_catalog().streamable_http_app(json_response=True, stateless_http=True)
 
 
 def official_catalog_json_app() -> Starlette:
@@ -287,6 +317,25 @@ def ceiling_stdio() -> None:
             out.flush()
 
 
+_ID = b'"id":'
+_ECHO_ANSWER = (b'{"jsonrpc":"2.0","id":', b',"result":' + _RESULTS[1][("tools/call", False)] + b"}\n")
+
+
+def echo_stdio() -> None:
+    """Barer still: one line in, one line out, no JSON at all. The request's id is cut out of the line as
+    bytes (from ``"id":`` to the next comma: the load script's requests put ``id`` before ``method``) and
+    spliced into the fixed tools/call answer; a line without ``"id":`` (a notification) gets none."""
+    out = sys.stdout.buffer
+    head, tail = _ECHO_ANSWER
+    for line in sys.stdin.buffer:
+        start = line.find(_ID)
+        if start < 0:
+            continue
+        start += len(_ID)
+        out.write(head + line[start:line.find(b",", start)] + tail)
+        out.flush()
+
+
 def main(argv: list[str]) -> int:
     if argv == ["official-stdio"]:
         build_official().run("stdio")
@@ -294,7 +343,10 @@ def main(argv: list[str]) -> int:
     if argv == ["ceiling-stdio"]:
         ceiling_stdio()
         return 0
-    print("usage: python -m bench.servers {official-stdio|ceiling-stdio}", file=sys.stderr)
+    if argv == ["echo-stdio"]:
+        echo_stdio()
+        return 0
+    print("usage: python -m bench.servers {official-stdio|ceiling-stdio|echo-stdio}", file=sys.stderr)
     return 2
 
 

@@ -1,0 +1,395 @@
+"""Idle handshake-era sessions: resident memory per session, and 10,000 of them live in one process.
+
+    .venv/bin/python bench/session_memory.py                      # mcpwire, official, fastmcp; 10,000 sessions each
+    .venv/bin/python bench/session_memory.py --servers mcpwire --sessions 20000 --cap 30000
+
+Each framework runs in a fresh process of its own (``--child``), which serves its HTTP app in process,
+without sockets: a minimal ASGI driver calls the app with one ``http`` scope per request (the body in one
+``http.request`` message; ``http.disconnect`` only once the answer is complete), after running the app's
+lifespan as uvicorn would. Apps, all with the ``word_count`` tool of the other benchmarks:
+
+* ``mcpwire``: ``transports.http_app.MCPHttpApp(examples.word_count.server, max_sessions=<cap>)`` (default
+  options, in-memory session store);
+* ``official`` (``mcp==2.3.0``): ``MCPServer.streamable_http_app(json_response=True, stateless_http=False,
+  max_sessions=<cap>)`` (``bench.official_server``: stateful sessions, JSON answers);
+* ``fastmcp`` (``fastmcp==4.1.6``, run by the python of its own venv, ``bench/peers.py``):
+  ``FastMCP.http_app(json_response=True, stateless_http=False)`` (``bench.fastmcp_server``), its session
+  manager's ``max_sessions`` raised to the cap once the lifespan has made it.
+
+A session is opened the way a client opens one: POST ``initialize`` (2025-11-25) without a session, keep the
+``Mcp-Session-Id``, POST ``notifications/initialized`` (202), then nothing: it stays idle. Sessions are opened
+one after the other. In each process:
+
+1. lifespan startup; ``--warmup`` sessions opened first (kept), so that lazily built caches exist;
+2. ``gc.collect()``, resident memory read (``/proc/self/statm``); ``--sessions`` sessions opened (RSS read
+   every 1,000); ``gc.collect()``, RSS read again: KiB per session = the growth / sessions;
+3. the sessions are counted in the framework's own session table, and ``--check`` of them (the first, the last,
+   evenly spread between) each answer a ``tools/call`` of ``word_count`` with the expected result: they are
+   live and usable, not merely allocated;
+4. ``tracemalloc`` started, ``--traced`` more sessions opened, ``gc.collect()``: traced Python allocations per
+   session (what the interpreter's allocators were asked for, without allocator slack or fragmentation).
+
+Nothing here asserts on the numbers. The parent process imports no framework.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SERVERS = ("mcpwire", "official", "fastmcp")
+PROTOCOL_VERSION = "2025-11-25"
+TEXT = "the quick brown fox jumps over the lazy dog"
+EXPECTED = {"words": 9, "chars": 43}
+TARGET_KIB = 4.0
+"""Issue 7: an idle handshake-era session costs at most 4 KiB of resident memory."""
+
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
+                   Awaitable[None]]
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process (``/proc/self/statm``: resident pages)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+# -- a minimal ASGI driver -------------------------------------------------------------------------
+class Lifespan:
+    """Runs an app's lifespan protocol in a task, as uvicorn does (startup before requests, shutdown after)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.inbox: asyncio.Queue[Message] = asyncio.Queue()
+        self.events: asyncio.Queue[Message] = asyncio.Queue()
+        self.state: dict[str, Any] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    async def _send(self, message: Message) -> None:
+        await self.events.put(message)
+
+    async def _expect(self, wanted: str) -> None:
+        assert self.task is not None
+        getter = asyncio.ensure_future(self.events.get())
+        await asyncio.wait({getter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        if not getter.done():
+            getter.cancel()
+            raise RuntimeError(f"the lifespan ended before {wanted}: {self.task.exception()!r}")
+        message = getter.result()
+        if message["type"] != wanted:
+            raise RuntimeError(f"lifespan: expected {wanted}, got {message!r}")
+
+    async def start(self) -> None:
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": self.state}
+        async def run() -> None:
+            await self.app(scope, self.inbox.get, self._send)
+
+        self.task = asyncio.create_task(run())
+        await self.inbox.put({"type": "lifespan.startup"})
+        await self._expect("lifespan.startup.complete")
+
+    async def stop(self) -> None:
+        await self.inbox.put({"type": "lifespan.shutdown"})
+        await self._expect("lifespan.shutdown.complete")
+        assert self.task is not None
+        await self.task
+
+
+async def post(app: ASGIApp, state: dict[str, Any], message: dict[str, Any],
+               session: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One POST to /mcp, answered in full; returns status, headers (lower-case names) and body."""
+    body = json.dumps(message).encode()
+    headers = [(b"host", b"127.0.0.1:8000"), (b"accept", b"application/json, text/event-stream"),
+               (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               (b"mcp-protocol-version", PROTOCOL_VERSION.encode())]
+    if session is not None:
+        headers.append((b"mcp-session-id", session.encode()))
+    scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "root_path": "",
+             "query_string": b"", "headers": headers, "client": ("127.0.0.1", 50000),
+             "server": ("127.0.0.1", 8000), "state": dict(state)}
+    complete = asyncio.Event()
+    sent = False
+    start: dict[str, Any] = {}
+    chunks: list[bytes] = []
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await complete.wait()  # a client that stays connected until the answer is complete
+        return {"type": "http.disconnect"}
+
+    async def send(event: Message) -> None:
+        if event["type"] == "http.response.start":
+            start.update(event)
+        elif event["type"] == "http.response.body":
+            chunks.append(event.get("body", b""))
+            if not event.get("more_body", False):
+                complete.set()
+
+    await app(scope, receive, send)
+    complete.set()
+    got = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in start.get("headers", [])}
+    return int(start.get("status", 0)), got, b"".join(chunks)
+
+
+def answer_of(headers: dict[str, str], body: bytes) -> Any:
+    """The JSON-RPC message of a JSON or SSE answer."""
+    if headers.get("content-type", "").startswith("text/event-stream"):
+        for line in body.decode().splitlines():
+            if line.startswith("data:") and '"result"' in line:
+                return json.loads(line[5:])
+        return None
+    return json.loads(body) if body else None
+
+
+# -- the frameworks (imported only in their child process) ------------------------------------------
+class Subject:
+    """One framework's app and a way to count its live sessions."""
+
+    app: ASGIApp
+
+    def after_startup(self) -> None:
+        pass
+
+    async def live(self) -> int:
+        raise NotImplementedError
+
+    @staticmethod
+    def _manager_count(manager: Any) -> int:
+        return len(manager._server_instances)
+
+
+class Mcpwire(Subject):
+    def __init__(self, cap: int) -> None:
+        from examples.word_count import server
+        from transports.http_app import MCPHttpApp
+
+        self.http_app = MCPHttpApp(server, max_sessions=cap)
+        self.app = self.http_app
+
+    async def live(self) -> int:
+        live, stored = len(self.http_app.manager.live), await self.http_app.manager.store.count()
+        if live != stored:
+            raise RuntimeError(f"{live} live sessions in the manager, {stored} in the store")
+        return live
+
+
+class Official(Subject):
+    def __init__(self, cap: int) -> None:
+        from bench.official_server import build
+
+        self.server = build()
+        self.app = self.server.streamable_http_app(json_response=True, stateless_http=False, max_sessions=cap)
+
+    async def live(self) -> int:
+        return self._manager_count(self.server.session_manager)
+
+
+class FastMCP(Subject):
+    def __init__(self, cap: int) -> None:
+        from bench.fastmcp_server import build
+
+        self.cap = cap
+        self.app = build().http_app(path="/mcp", json_response=True, stateless_http=False)
+        self.manager: Any = None
+
+    def after_startup(self) -> None:
+        # The session manager is made by the lifespan (one per lifespan cycle), held by the /mcp route's endpoint.
+        for route in getattr(self.app, "routes", []):
+            manager = getattr(getattr(route, "endpoint", None), "session_manager", None)
+            if manager is not None:
+                self.manager = manager
+        if self.manager is None:
+            raise RuntimeError("no session manager found on FastMCP's /mcp route")
+        self.manager.max_sessions = self.cap
+
+    async def live(self) -> int:
+        return self._manager_count(self.manager)
+
+
+SUBJECTS: dict[str, Callable[[int], Subject]] = {"mcpwire": Mcpwire, "official": Official, "fastmcp": FastMCP}
+
+
+async def open_session(app: ASGIApp, state: dict[str, Any], n: int) -> str:
+    status, headers, body = await post(app, state, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+        "clientInfo": {"name": f"bench-{n}", "version": "1.0.0"}}})
+    session = headers.get("mcp-session-id")
+    answer = answer_of(headers, body)
+    if status != 200 or session is None or not isinstance(answer, dict) or "result" not in answer:
+        raise RuntimeError(f"session {n}: initialize answered HTTP {status}: {body[:300]!r}")
+    status, _, body = await post(app, state, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    if status != 202:
+        raise RuntimeError(f"session {n}: notifications/initialized answered HTTP {status}: {body[:300]!r}")
+    return session
+
+
+async def call_word_count(app: ASGIApp, state: dict[str, Any], session: str) -> None:
+    status, headers, body = await post(app, state, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "word_count", "arguments": {"text": TEXT}}}, session)
+    answer = answer_of(headers, body)
+    result = answer.get("result") if isinstance(answer, dict) else None
+    if status != 200 or not isinstance(result, dict) or result.get("structuredContent") != EXPECTED:
+        raise RuntimeError(f"tools/call on session {session}: HTTP {status}: {body[:300]!r}")
+
+
+async def child(name: str, sessions: int, warmup: int, traced: int, check: int, cap: int,
+                top: int = 8) -> dict[str, Any]:
+    subject = SUBJECTS[name](cap)
+    app, lifespan = subject.app, Lifespan(subject.app)
+    await lifespan.start()
+    subject.after_startup()
+    state = lifespan.state
+    for n in range(warmup):
+        await open_session(app, state, n)
+    # Only the ids checked afterwards are kept (the first, the last, evenly spread between): a list of all of
+    # them would be this client's memory, counted as the server's.
+    picks = {round(i * (sessions - 1) / max(check - 1, 1)) for i in range(min(check, sessions))}
+    sample: list[str] = []
+    gc.collect()
+    rss0 = rss_bytes()
+    curve: list[tuple[int, int]] = [(0, 0)]
+    t0 = time.perf_counter()
+    for n in range(sessions):
+        sid = await open_session(app, state, warmup + n)
+        if n in picks:
+            sample.append(sid)
+        if (n + 1) % 1000 == 0:
+            curve.append((n + 1, rss_bytes() - rss0))
+    seconds = time.perf_counter() - t0
+    gc.collect()
+    rss1 = rss_bytes()
+    live = await subject.live()
+    for sid in sample:
+        await call_word_count(app, state, sid)
+    # traced Python allocations per session, on top of what is already live
+    tracemalloc.start()
+    gc.collect()
+    traced0 = tracemalloc.get_traced_memory()[0]
+    for n in range(traced):
+        await open_session(app, state, warmup + sessions + n)
+    gc.collect()
+    traced1 = tracemalloc.get_traced_memory()[0]
+    sites = tracemalloc.take_snapshot().statistics("lineno")[:top]
+    tracemalloc.stop()
+    live_after = await subject.live()
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    await lifespan.stop()
+    return {"server": name, "sessions": sessions, "warmup": warmup, "traced": traced, "live": live,
+            "live_after_traced": live_after, "checked": len(sample), "rss_before": rss0, "rss_after": rss1,
+            "kib_per_session": (rss1 - rss0) / sessions / 1024 if sessions else 0.0,
+            "traced_kib_per_session": (traced1 - traced0) / traced / 1024 if traced else 0.0,
+            "seconds": seconds, "peak_rss_kib": peak_kib, "curve": curve, "python": sys.version.split()[0],
+            "sites": [(_site(stat.traceback[0].filename, stat.traceback[0].lineno), stat.size / max(traced, 1),
+                       stat.count / max(traced, 1)) for stat in sites]}
+
+
+def _site(filename: str, lineno: int) -> str:
+    """``site-packages/mcp/server/x.py:12`` -> ``mcp/server/x.py:12``; the repo's files relative to it."""
+    filename = re.sub(r"^.*/lib/python3\.\d+/(site-packages/)?", "", filename).removeprefix(f"{ROOT}/")
+    return f"{filename}:{lineno}"
+
+
+# -- the parent ------------------------------------------------------------------------------------
+def run_child(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    python = sys.executable
+    if name == "fastmcp":
+        from bench.peers import describe, fastmcp_python
+
+        python = str(fastmcp_python())
+        print(f"fastmcp: {describe(Path(python))}", flush=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCPWIRE_", "PYTHON"))}
+    env.update({"PYTHONPATH": str(ROOT), "MCPWIRE_LOG_LEVEL": "WARNING", "FASTMCP_CHECK_FOR_UPDATES": "off",
+                "FASTMCP_SHOW_SERVER_BANNER": "false", "FASTMCP_LOG_LEVEL": "WARNING"})
+    argv = [python, str(Path(__file__).resolve()), "--child", name, "--sessions", str(args.sessions),
+            "--warmup", str(args.warmup), "--traced", str(args.traced), "--check", str(args.check),
+            "--cap", str(args.cap)]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.timeout)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(f"{name} exited with {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(line[len("RESULT "):])
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--servers", default=",".join(SERVERS), help="comma-separated (default: %(default)s)")
+    parser.add_argument("--sessions", type=int, default=10_000, help="idle sessions measured (default: 10000)")
+    parser.add_argument("--warmup", type=int, default=200, help="sessions opened (and kept) before measuring")
+    parser.add_argument("--traced", type=int, default=1_000, help="more sessions opened under tracemalloc")
+    parser.add_argument("--check", type=int, default=100, help="measured sessions that then answer a tools/call")
+    parser.add_argument("--cap", type=int, default=20_000, help="the apps' session limit (default: 20000)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per framework")
+    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument("--child", choices=SERVERS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        result = asyncio.run(child(args.child, args.sessions, args.warmup, args.traced, args.check, args.cap))
+        print("RESULT " + json.dumps(result), flush=True)
+        return 0
+    names = [n.strip() for n in args.servers.split(",") if n.strip()]
+    if unknown := [n for n in names if n not in SERVERS]:
+        parser.error(f"unknown server: {', '.join(unknown)}")
+    if args.warmup + args.sessions + args.traced > args.cap:
+        parser.error("--cap must hold --warmup + --sessions + --traced sessions")
+    results: list[dict[str, Any]] = []
+    for name in names:
+        print(f"{name}: opening {args.warmup} + {args.sessions:,} + {args.traced:,} idle sessions ...", flush=True)
+        try:
+            results.append(run_child(name, args))
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        r = results[-1]
+        print("  RSS growth every 1,000 sessions (KiB): " + ", ".join(f"{b // 1024:,}" for _, b in r["curve"][1:]),
+              flush=True)
+        print("  traced allocations per session, by line (bytes, blocks): " + "; ".join(
+            f"{site} {size:.0f} B/{count:.1f}" for site, size, count in r["sites"]), flush=True)
+    print()
+    print(f"{'server':<9} {'sessions live':>13} {'checked':>7} {'RSS before MiB':>14} {'RSS after MiB':>13} "
+          f"{'KiB/session RSS':>15} {'KiB/session traced':>18} {'sessions/s':>10}")
+    for r in results:
+        print(f"{r['server']:<9} {r['live']:>13,} {r['checked']:>7} {r['rss_before'] / 2**20:>14.1f} "
+              f"{r['rss_after'] / 2**20:>13.1f} {r['kib_per_session']:>15.2f} {r['traced_kib_per_session']:>18.2f} "
+              f"{r['sessions'] / r['seconds']:>10,.0f}")
+    by_name = {r["server"]: r for r in results}
+    if "mcpwire" in by_name:
+        ours = by_name["mcpwire"]
+        for ref in ("official", "fastmcp"):
+            if ref in by_name and by_name[ref]["kib_per_session"] > 0:
+                print(f"mcpwire / {ref}: {ours['kib_per_session'] / by_name[ref]['kib_per_session']:.3f} "
+                      "of the resident memory per idle session")
+        verdict = "met" if ours["kib_per_session"] <= TARGET_KIB else "NOT MET"
+        print(f"issue 7 target: idle session <= {TARGET_KIB:g} KiB resident: mcpwire {ours['kib_per_session']:.2f} "
+              f"KiB: {verdict}")
+        held = ours["live"] >= ours["sessions"] and ours["checked"] > 0
+        print(f"issue 7 target: 10,000 live sessions in one process: mcpwire held {ours['live']:,} "
+              f"({ours['checked']} of them checked with a tools/call): {'met' if held and ours['live'] >= 10_000 else 'NOT MET'}")
+    if args.json is not None:
+        args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "results": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
