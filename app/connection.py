@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from app import jsonrpc
@@ -22,14 +23,35 @@ log = logging.getLogger("mcpwire.connection")
 Write = Callable[[JSONObject | list[JSONObject]], Awaitable[None]]
 
 
-class Connection:
-    """One client on one message stream, served by one ``ServerSession``."""
+def _resolve(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
 
-    def __init__(self, session: ServerSession, write: Write, *, max_concurrent: int = 1024) -> None:
+
+class Connection:
+    """One client on one message stream, served by one ``ServerSession``.
+
+    At most ``max_concurrent`` requests run at once; past that, reading waits (backpressure). With
+    ``pace``, once that many are in flight, reading first waits (at most ``pace_wait`` seconds) for
+    half of them to finish: a client that pipelines many requests is then served in waves, and each
+    request is cheaper for it (less state live at once, fewer cache misses and GC traversals). If they
+    do not finish in time (slow tools), reading goes on, and waits again only once they have.
+    """
+
+    def __init__(self, session: ServerSession, write: Write, *, max_concurrent: int = 1024,
+                 pace: int | None = None, pace_wait: float = 0.002) -> None:
         self.session = session
         self._write = write
         self._tasks: set[asyncio.Task[None]] = set()
-        self._slots = asyncio.Semaphore(max_concurrent)
+        self._max = max_concurrent
+        self._pace = pace
+        self._pace_wait = pace_wait
+        self._caught_up: asyncio.Future[bool] | None = None
+        self._stalled = False
+        self._free = max_concurrent
+        """Request slots free; a request holds one until it is answered."""
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        """Readers waiting for a slot, first come first served; a freed slot is handed to the first."""
 
     async def _send(self, message: JSONObject) -> None:
         await self._write(message)
@@ -42,8 +64,13 @@ class Connection:
             await self._batch(decoded)
             return
         if isinstance(decoded, jsonrpc.Request):
+            if self._pace is not None and self._max - self._free >= self._pace and not self._stalled:
+                await self._catch_up()
             # At most ``max_concurrent`` requests run at once; past that, reading waits (backpressure).
-            await self._slots.acquire()
+            if self._free > 0 and not self._waiting:
+                self._free -= 1
+            else:
+                await self._slot()
             if decoded.method == "initialize" or not (self.session.state.initialized
                                                       or declares_modern(decoded.params)):
                 # the handshake is serialized with what comes before and after it: a request that
@@ -51,7 +78,7 @@ class Connection:
                 # stateless requests (served whatever the session) run concurrently from the start
                 await self._run_in_slot(decoded, principal)
             else:
-                self._spawn(self._run_in_slot(decoded, principal))
+                self._tasks.add(asyncio.get_running_loop().create_task(self._run_in_slot(decoded, principal, True)))
         elif isinstance(decoded, jsonrpc.Notification):
             self.session.handle_notification(decoded)
         elif isinstance(decoded, jsonrpc.Response):
@@ -59,21 +86,58 @@ class Connection:
         elif decoded.reply is not None:
             await self._write(decoded.reply)
 
-    def _spawn(self, work: Awaitable[None]) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(work)
+    async def _slot(self) -> None:
+        """Wait until a slot is handed over (by ``_release``)."""
+        handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(handed)
+        try:
+            await handed
+        except asyncio.CancelledError:
+            if handed.done() and not handed.cancelled():
+                self._release()  # handed a slot just as this reader was cancelled: pass it on
+            raise
+
+    async def _catch_up(self) -> None:
+        """``pace`` requests are in flight: let them finish, down to half as many, before starting more
+        (so that the state of fewer requests is live at once: each is cheaper), but wait at most
+        ``pace_wait`` seconds; if they do not finish by then, stop waiting until they do."""
+        loop = asyncio.get_running_loop()
+        caught_up = self._caught_up = loop.create_future()
+        timer = loop.call_later(self._pace_wait, _resolve, caught_up, False)
+        try:
+            self._stalled = not await caught_up
+        finally:
+            timer.cancel()
+            self._caught_up = None
+
+    def _release(self) -> None:
+        while self._waiting:
+            handed = self._waiting.popleft()
+            if not handed.done():  # (a cancelled reader's future is done)
+                handed.set_result(None)
+                return
+        self._free += 1
+        if self._pace is not None and self._max - self._free <= self._pace // 2:
+            self._stalled = False
+            if self._caught_up is not None:
+                _resolve(self._caught_up, True)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run_in_slot(self, request: jsonrpc.Request, principal: Any = None) -> None:
+    async def _run_in_slot(self, request: jsonrpc.Request, principal: Any = None, spawned: bool = False) -> None:
+        """Answer one request in the slot taken for it. ``spawned``: in a task of its own, in ``_tasks``,
+        which it leaves itself when done (cheaper than a done callback: no extra loop callback)."""
         try:
-            await self._run(request, principal)
+            response = await self.session.handle_request(request, self._send, principal=principal)
+            if response is not None:
+                await self._write(response)
         finally:
-            self._slots.release()
-
-    async def _run(self, request: jsonrpc.Request, principal: Any = None) -> None:
-        response = await self.session.handle_request(request, self._send, principal=principal)
-        if response is not None:
-            await self._write(response)
+            self._release()
+            if spawned:
+                self._tasks.discard(asyncio.current_task())
 
     async def _batch(self, items: list[jsonrpc.Message]) -> None:
         sorted_batch = self.session.sort_batch(items)

@@ -136,8 +136,11 @@ class OutputSpec:
     wrapped: bool  # a non-object value travels as {"result": value}
 
     def dump(self, value: Any) -> Any:
-        # validate first: serializing alone passes a wrong value through, breaking the output schema
-        data = self.adapter.dump_python(self.adapter.validate_python(value), mode="json")
+        # validate first: serializing alone passes a wrong value through, breaking the output schema.
+        # The adapter's own validator and serializer: what validate_python and dump_python call, less
+        # their checks of arguments we never pass.
+        adapter = self.adapter
+        data = adapter.serializer.to_python(adapter.validator.validate_python(value), mode="json")
         return {"result": data} if self.wrapped else data
 
 

@@ -33,11 +33,11 @@ def authorize(needed: Iterable[str], principal: object) -> None:
 
     Without a principal (stdio, no auth configured) there is nothing to check; a principal that carries
     no scopes is refused (fail closed)."""
-    from app.errors import InsufficientScope
-
     needed = list(needed)
     if not needed or principal is None:
         return
+    from app.errors import InsufficientScope
+
     granted = getattr(principal, "scopes", None)
     if granted is None or missing(granted, needed):  # an identity without scopes fails closed
         raise InsufficientScope(needed)

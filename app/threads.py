@@ -10,16 +10,17 @@ the event loop once per batch of results, not once per call (``_Inbox``). Only w
 awake is one woken (or started).
 
 A call must never wait long behind one that blocks (``time.sleep``, blocking I/O), nor may the
-loop: while calls are queued, a timer on the submitting loop checks every ``_STALL`` seconds that
-calls are finishing. If none has, the running ones are taken to block: a worker is woken (or
-started) for every queued call, up to ``_MAX_WORKERS``, and for the next ``_EAGER`` seconds every
-call gets a worker of its own at once, as if each had its own thread.
+loop: while calls are queued behind busy workers, a timer on the submitting loop checks every
+``_STALL`` seconds that calls are finishing. If none has, the running ones are taken to block: a
+worker is woken (or started) for every queued call, up to ``_MAX_WORKERS``, and for the next
+``_EAGER`` seconds every call gets a worker of its own at once, as if each had its own thread. (So
+the first call queued behind a blocking one waits up to ``_STALL`` seconds longer than with a thread
+per call; later ones do not.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import threading
 import time
@@ -33,7 +34,7 @@ T = TypeVar("T")
 _MAX_WORKERS = 64
 _STALL = 0.01
 """Seconds without a finished call, with calls queued, after which the running calls count as blocking."""
-_EAGER = 2.0
+_EAGER = 5.0
 """Seconds after a stall during which every call wakes a worker of its own."""
 
 
@@ -57,9 +58,13 @@ class _Inbox:
         if not self._scheduled:
             self._scheduled = True
             loop = self._loop()
-            if loop is not None:
-                with contextlib.suppress(RuntimeError):  # the loop is gone; nobody is waiting
-                    loop.call_soon_threadsafe(self._settle)
+            try:
+                if loop is None:
+                    raise RuntimeError("the event loop is gone")
+                loop.call_soon_threadsafe(self._settle)
+            except RuntimeError:  # the loop is closed or gone: nobody is waiting
+                self._done.clear()
+                self._scheduled = False
 
     def _settle(self) -> None:
         """On the loop: settle every result that has arrived (those arriving meanwhile too)."""
@@ -104,7 +109,8 @@ _awake = 0
 _finished = 0
 """Calls finished (only ever compared for a change)."""
 _eager_until = 0.0
-_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+_inboxes: weakref.WeakValueDictionary[int, _Inbox] = weakref.WeakValueDictionary()
+"""By ``id(loop)``; an inbox lives while calls (or ``_last``) refer to it, and never keeps its loop alive."""
 _last: _Inbox | None = None
 
 
@@ -114,9 +120,9 @@ def _inbox(loop: asyncio.AbstractEventLoop) -> _Inbox:
     if inbox is not None and inbox.loop() is loop:
         return inbox
     with _lock:
-        inbox = _inboxes.get(loop)
-        if inbox is None:
-            inbox = _inboxes[loop] = _Inbox(loop)
+        inbox = _inboxes.get(id(loop))
+        if inbox is None or inbox.loop() is not loop:
+            inbox = _inboxes[id(loop)] = _Inbox(loop)
     _last = inbox
     return inbox
 
@@ -156,11 +162,11 @@ def _stalled() -> None:
 
 
 def _worker(gate: threading.Lock) -> None:
-    global _awake, _finished
+    global _awake
     work = _work
     while True:
         try:
-            ctx, fn, args, kwargs, fut, inbox = work.popleft()
+            item = work.popleft()
         except IndexError:
             with _lock:
                 if work:
@@ -169,29 +175,40 @@ def _worker(gate: threading.Lock) -> None:
                 _parked.append(gate)
             gate.acquire()  # released by whoever wakes this worker (and counts it awake again)
             continue
-        if fut.cancelled():  # cancelled while it waited: never started
-            _finished += 1
-            continue
-        try:
-            value, exc = ctx.run(fn, *args, **kwargs), None
-        except BaseException as e:
-            value, exc = None, e
+        _call(*item)
+        del item  # hold nothing of it while parked
+
+
+def _call(ctx: contextvars.Context, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+          fut: asyncio.Future[Any], inbox: _Inbox) -> None:
+    global _finished
+    if fut.cancelled():  # cancelled while it waited: never started
         _finished += 1
-        inbox.put(fut, value, exc)
-        del fut, value, exc, args, kwargs  # drop references while parked
+        return
+    try:
+        value, exc = ctx.run(fn, *args, **kwargs), None
+    except BaseException as e:
+        value, exc = None, e
+    _finished += 1
+    inbox.put(fut, value, exc)
 
 
-async def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """Call ``fn`` on a worker thread, carrying the caller's context variables."""
+def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Future[T]:
+    """Call ``fn`` on a worker thread, carrying the caller's context variables; await the result.
+
+    A plain function returning the future (not a coroutine): one frame less between the awaiting
+    task and the result. Call it from a running event loop and await it at once."""
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[T] = loop.create_future()
     inbox = _inbox(loop)
     _work.append((contextvars.copy_context(), fn, args, kwargs, fut, inbox))
     start = 0
     with _lock:
-        if _awake == 0 or (_eager_until and time.monotonic() < _eager_until):
+        busy = _awake > 0  # then this call may be queued behind one that blocks
+        if not busy or (_eager_until and time.monotonic() < _eager_until):
             start = _wake(1)
     if start:
         _start(start)
-    inbox.watch(loop)
-    return await fut
+    if busy:
+        inbox.watch(loop)
+    return fut

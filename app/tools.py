@@ -132,7 +132,8 @@ class Tool(Component):
         """Run the tool; failures of the tool itself become ``isError`` results."""
         if self._model is not None:
             try:
-                parsed = self._model.model_validate(arguments)
+                # the model's own validator: what model_validate calls, less its checks of arguments we never pass
+                parsed = self._model.__pydantic_validator__.validate_python(arguments)
             except ValidationError as exc:
                 return error_result(f"Invalid arguments for tool {self.name}: {validation_message(exc)}")
             kwargs = {key: getattr(parsed, key) for key in self._fields}

@@ -1,4 +1,4 @@
-"""stdio load test: pipelined tools/call against mcpwire, the official MCP SDK and a bare line-echo ceiling.
+"""stdio load test: pipelined tools/call against mcpwire, the official MCP SDK and two bare line-echo ceilings.
 
     .venv/bin/python bench/stdio_load.py                    # 20,000 calls per server after a 2,000-call warm-up
     .venv/bin/python bench/stdio_load.py --window 0         # all 20,000 written at once, unthrottled
@@ -8,7 +8,8 @@ For every server: start it as a subprocess pinned to one core (``taskset -c 0``)
 other core - write ``--calls`` tools/call requests as fast as the pipe takes them, with at most
 ``--window`` unanswered (default 1000; 0 writes them all at once), while reading every answer. Every
 answer is parsed and checked (its id is one of ours, its result the expected ``structuredContent``).
-Calls/s = calls / (last answer - first write). See bench/README.md.
+Calls/s = calls / (last answer - first write); server CPU = the server process's user + system time
+over the batch (``/proc/<pid>/stat``), per call. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.machine import warn_if_busy  # noqa: E402
+from bench.machine import machine_line, warn_if_busy  # noqa: E402
 from bench.servers import EXPECTED, PROTOCOL_VERSION, TEXT  # noqa: E402
 
 
@@ -49,6 +50,8 @@ SERVERS: dict[str, ServerSpec] = {
     spec.name: spec for spec in (
         ServerSpec("ceiling", [sys.executable, "-m", "bench.servers", "ceiling-stdio"],
                    note="blocking line loop: orjson parse, fixed answer, flush"),
+        ServerSpec("echo", [sys.executable, "-m", "bench.servers", "echo-stdio"],
+                   note="blocking line loop, no JSON: id spliced into a fixed answer, flush"),
         ServerSpec("mcpwire", [sys.executable, "-m", "app.cli", "stdio", "bench.servers:mcpwire_server"],
                    env={"MCPWIRE_LOG_LEVEL": "WARNING"}, note="python -m app.cli stdio"),
         ServerSpec("official", [sys.executable, "-m", "bench.servers", "official-stdio"],
@@ -65,10 +68,17 @@ class Result:
     ok: int
     errors: int
     first_error: str
+    cpu_seconds: float = 0.0
+    """The server process's CPU time (user + system) over the batch."""
 
     @property
     def rate(self) -> float:
         return self.calls / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_us(self) -> float:
+        """Server CPU microseconds per call."""
+        return self.cpu_seconds / self.calls * 1e6 if self.calls else 0.0
 
 
 class BenchError(Exception):
@@ -179,6 +189,16 @@ class Client:
         return elapsed, ok, errors, first_error
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads) so far; 0.0 where /proc is missing."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def stop(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
     """Close stdin (the stdio way to stop), then SIGTERM, then SIGKILL; always reaps the process."""
     if proc.stdin is not None:
@@ -237,12 +257,14 @@ def bench_all(args: argparse.Namespace, names: list[str], log: IO[bytes]) -> lis
         for round_no in range(args.repeat):
             for name, client in clients.items():
                 first_id = 1 + args.warmup + round_no * args.calls
+                cpu_before = cpu_seconds(client.proc.pid)
                 seconds, ok, errors, first_error = client.run(first_id, args.calls, args.window, args.timeout)
-                r = Result(name, args.calls, seconds, ok, errors, first_error)
+                r = Result(name, args.calls, seconds, ok, errors, first_error,
+                           cpu_seconds(client.proc.pid) - cpu_before)
                 runs[name].append(r)
                 print(f"  round {round_no + 1}: {name:<9} {r.rate:>9.0f} calls/s  ({r.calls} in {r.seconds:.2f} s, "
-                      f"ok {r.ok}, errors {r.errors})" + (f"  first error: {r.first_error}" if r.errors else ""),
-                      flush=True)
+                      f"server CPU {r.cpu_us:.1f} µs/call, ok {r.ok}, errors {r.errors})"
+                      + (f"  first error: {r.first_error}" if r.errors else ""), flush=True)
     results: list[Result] = []
     for group in runs.values():
         median = sorted(group, key=lambda r: r.seconds)[len(group) // 2]
@@ -285,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _terminate)  # so that the finally blocks stop the servers
     window = f"at most {args.window} unanswered" if args.window else "all written at once"
+    print(machine_line(), flush=True)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, server on CPU {args.server_cpu}, "
           f"client on CPU {args.client_cpu}; {args.warmup} warm-up + {args.repeat} round(s) of {args.calls} "
           f"tools/call, {window}", flush=True)
@@ -296,14 +319,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     print()
-    print(f"{'server':<10} {'calls/s':>9} {'seconds':>8} {'ok':>7} {'errors':>7}  note")
+    print(f"{'server':<10} {'calls/s':>9} {'seconds':>8} {'CPU µs/call':>11} {'ok':>7} {'errors':>7}  note")
     for r in results:
-        print(f"{r.server:<10} {r.rate:>9.0f} {r.seconds:>8.2f} {r.ok:>7} {r.errors:>7}  {SERVERS[r.server].note}")
+        print(f"{r.server:<10} {r.rate:>9.0f} {r.seconds:>8.2f} {r.cpu_us:>11.1f} {r.ok:>7} {r.errors:>7}  "
+              f"{SERVERS[r.server].note}")
     rates = {r.server: r.rate for r in results}
     if "mcpwire" in rates:
-        for ref in ("official", "ceiling"):
+        for ref in ("official", "ceiling", "echo"):
             if rates.get(ref):
-                print(f"mcpwire / {ref}: {rates['mcpwire'] / rates[ref]:.2f}")
+                print(f"mcpwire / {ref}: {rates['mcpwire'] / rates[ref]:.2f}"
+                      + (" (issue 7's target: at least 0.50)" if ref == "ceiling" else ""))
     if any(r.errors for r in results):
         print("\nWARNING: some answers were errors (see above)")
         return 1

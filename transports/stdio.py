@@ -9,6 +9,7 @@ stream. The process stops on stdin EOF or SIGTERM, cancelling work in flight.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import gc
 import logging
@@ -16,7 +17,7 @@ import os
 import signal
 import stat
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 from app import jsonrpc
 from app.connection import Connection
@@ -31,6 +32,9 @@ log = logging.getLogger("mcpwire.stdio")
 CHUNK = 1 << 16
 DEFAULT_MAX_MESSAGE_BYTES = 4 << 20
 QUEUE_SIZE = 1024
+PACE = 128
+"""With this many requests in flight, reading waits (briefly) for some to finish: a pipelining client
+is served in waves whose state stays in the CPU's caches (``Connection``'s ``pace``)."""
 
 
 def _is_stream(fd: int) -> bool:
@@ -59,43 +63,47 @@ async def _chunks(fd: int) -> AsyncIterator[bytes]:
         yield chunk
 
 
-async def read_lines(fd: int, max_bytes: int, too_long: Callable[[], None]) -> AsyncIterator[bytes]:
-    """Complete lines from ``fd``; a line longer than ``max_bytes`` is dropped and reported."""
-    buffer = bytearray()
-    discarding = False
+async def read_line_batches(fd: int, max_bytes: int) -> AsyncIterator[list[bytes | None]]:
+    """Complete lines from ``fd``, as many at a time as one read brings, in order; blank lines are
+    skipped. A line longer than ``max_bytes`` is dropped and stands as a ``None`` where it was."""
+    pending = bytearray()  # the start of a line whose end has not arrived yet
+    discarding = False  # inside a line already reported as too long
     async for chunk in _chunks(fd):
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            if end < 0:
-                if not discarding:
-                    buffer += chunk[start:]
-                    if len(buffer) > max_bytes:
-                        buffer.clear()
-                        discarding = True
-                        too_long()
-                break
-            if discarding:
+        parts = chunk.split(b"\n")
+        rest = parts.pop()  # after the last newline: the start of the next line
+        if parts:
+            if discarding:  # the end of the oversized line
                 discarding = False
-            else:
-                buffer += chunk[start:end]
-                if len(buffer) > max_bytes:
-                    too_long()
-                elif buffer.strip():
-                    yield bytes(buffer)
-                buffer.clear()
-            start = end + 1
-    if buffer.strip() and not discarding:
-        yield bytes(buffer)
+                parts[0] = b""
+            elif pending:
+                pending += parts[0]
+                parts[0] = bytes(pending)
+                pending.clear()
+            lines: list[bytes | None] = [line if len(line) <= max_bytes else None for line in parts
+                                         if len(line) > max_bytes or (line and not line.isspace())]
+            if lines:
+                yield lines
+        if not discarding:
+            pending += rest
+            if len(pending) > max_bytes:
+                pending.clear()
+                discarding = True
+                yield [None]
+    if pending and not pending.isspace() and not discarding:
+        yield [bytes(pending)]
 
 
 class _Writer:
-    """Serializes outgoing messages onto the wire, one line each, in order."""
+    """Serializes outgoing messages onto the wire, one line each, in order. What is queued while the
+    wire is busy goes out together: one write per batch, not per message."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_SIZE)
+        self._lines: list[bytes] = []
         self._stream: asyncio.StreamWriter | None = None
+        self._ready: asyncio.Future[None] | None = None  # the writer waits for lines
+        self._room: collections.deque[asyncio.Future[None]] = collections.deque()  # write() waits for room
+        self._closed = False
 
     async def start(self) -> None:
         if _is_stream(self._fd):
@@ -105,29 +113,65 @@ class _Writer:
                 transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
                 self._stream = asyncio.StreamWriter(transport, protocol, None, loop)
 
+    def _push(self, line: bytes) -> None:
+        if self._closed:
+            return
+        self._lines.append(line)
+        ready = self._ready
+        if ready is not None:
+            self._ready = None
+            if not ready.done():
+                ready.set_result(None)
+
     async def write(self, message: JSONObject | list[JSONObject]) -> None:
-        await self._queue.put(jsonrpc.dumps(message) + b"\n")
+        line = jsonrpc.dumps(message)
+        while len(self._lines) >= QUEUE_SIZE and not self._closed:  # the wire is slower than the answers
+            room = asyncio.get_running_loop().create_future()
+            self._room.append(room)
+            await room
+        self._push(line)
 
     def post(self, message: JSONObject) -> None:
-        try:
-            self._queue.put_nowait(jsonrpc.dumps(message) + b"\n")
-        except asyncio.QueueFull:
+        if len(self._lines) >= QUEUE_SIZE:
             log.warning("output queue full; dropping %s", message.get("method"))
+            return
+        self._push(jsonrpc.dumps(message))
 
     async def run(self) -> None:
-        while (line := await self._queue.get()) is not None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self._lines:
+                if self._closed:
+                    return
+                self._ready = loop.create_future()
+                await self._ready
+                continue
+            lines, self._lines = self._lines, []
+            while self._room:  # every waiting write() re-checks
+                room = self._room.popleft()
+                if not room.done():
+                    room.set_result(None)
+            lines.append(b"")
+            data = b"\n".join(lines)
             try:
                 if self._stream is not None:
-                    self._stream.write(line)
+                    self._stream.write(data)
                     await self._stream.drain()
                 else:
-                    await run_sync(os.write, self._fd, line)
+                    while data:
+                        data = data[await run_sync(os.write, self._fd, data):]
             except (BrokenPipeError, ConnectionResetError):
                 log.info("stdout closed by the client")
                 return
 
     async def close(self) -> None:
-        await self._queue.put(None)
+        """Write what is queued, then stop; what comes later is dropped."""
+        self._closed = True
+        for waiter in (self._ready, *self._room):
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+        self._ready = None
+        self._room.clear()
 
 
 def protect_stdout() -> int:
@@ -151,7 +195,7 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int = 0, stdout_fd: int | 
     writer = _Writer(wire)
     await writer.start()
     writer_task = asyncio.create_task(writer.run())
-    connection = Connection(ServerSession(server, post=writer.post), writer.write)
+    connection = Connection(ServerSession(server, post=writer.post), writer.write, pace=PACE)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -162,8 +206,13 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int = 0, stdout_fd: int | 
         writer.post(jsonrpc.error(None, INVALID_REQUEST, f"Invalid Request: message larger than {max_message_bytes} bytes"))
 
     async def pump() -> None:
-        async for line in read_lines(stdin_fd, max_message_bytes, too_long):
-            await connection.feed(line)
+        feed = connection.feed
+        async for lines in read_line_batches(stdin_fd, max_message_bytes):
+            for line in lines:
+                if line is None:
+                    too_long()
+                else:
+                    await feed(line)
 
     reader_task = asyncio.create_task(pump())
     stopper = asyncio.create_task(stop.wait())
