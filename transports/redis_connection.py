@@ -4,6 +4,7 @@ to ``StoreUnavailable`` so that the transports answer 503 instead of crashing.""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -88,6 +89,12 @@ class Keys:
 
     def task(self, task_id: str) -> str:
         return f"{self.prefix}:task:{task_id}"
+
+    def tasks_of(self, principal: str | None) -> str:
+        """Sorted set: a principal's task ids -> their creation times (its ``tasks/list``). The principal
+        is hashed (any length, any characters); None (no identified requestor) has its own set."""
+        owner = "-" if principal is None else hashlib.sha256(principal.encode()).hexdigest()[:32]
+        return f"{self.prefix}:tasks:{owner}"
 
     @property
     def broadcast(self) -> str:

@@ -1,0 +1,93 @@
+"""``RedisTaskStore`` against a real redis-server, as two replicas (two clients, two stores on one Redis):
+the shared store behaviours, expiry by key TTL, and a Redis that goes away and comes back."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+from redis.exceptions import RedisError
+
+from app.tasks import TaskRecord
+from tests.support_redis import RedisServer
+from tests.support_tasks import ALICE, CHECKS, Check
+from tests.transports.redis_support import TIMEOUT, until
+from transports.redis_connection import Keys, Redis, connect
+from transports.redis_tasks import RedisTaskStore
+from transports.unavailable import StoreUnavailable
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+async def clients(redis_server: RedisServer) -> AsyncIterator[tuple[Redis, Redis]]:
+    first, second = connect(redis_server.url, timeout=TIMEOUT), connect(redis_server.url, timeout=TIMEOUT)
+    yield first, second
+    await first.aclose()
+    await second.aclose()
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+async def test_store_behaviour_across_replicas(check: Check, clients: tuple[Redis, Redis],
+                                               redis_keys: Keys) -> None:
+    await check(RedisTaskStore(clients[0], redis_keys), RedisTaskStore(clients[1], redis_keys))
+
+
+async def test_tasks_expire_with_their_ttl_and_leave_the_listing(clients: tuple[Redis, Redis],
+                                                                 redis_keys: Keys) -> None:
+    store = RedisTaskStore(clients[0], redis_keys)
+    other = RedisTaskStore(clients[1], redis_keys)
+    short = TaskRecord.new(ALICE, ttl_ms=200)
+    kept = TaskRecord.new(ALICE, ttl_ms=None)
+    await store.create(short)
+    await store.create(kept)
+    assert 0 < await clients[0].pttl(redis_keys.task(short.task_id)) <= 200
+    assert await clients[0].pttl(redis_keys.task(kept.task_id)) > 23 * 3600 * 1000  # the default: a day
+    done = await other.transition(short.task_id, "completed", expect={"working"}, result={"content": []})
+    assert done is not None
+    assert 0 < await clients[0].pttl(redis_keys.task(short.task_id)) <= 200  # counted from creation
+
+    async def gone() -> bool:
+        return await other.get(short.task_id, ALICE) is None
+
+    await until(gone, what="the short task's expiry")
+    page, cursor = await other.list(ALICE, None, limit=1)
+    assert [r.task_id for r in page] == [kept.task_id]
+    assert cursor is None
+    assert await clients[0].zrange(redis_keys.tasks_of(ALICE), 0, -1) == [kept.task_id.encode()]  # pruned
+    assert await store.transition(short.task_id, "failed", expect={"completed"}) is None
+    assert await store.request_cancel(short.task_id, ALICE) is None
+    await store.create(short)  # the id is free again
+    assert await store.delete_expired() == 0  # Redis expires tasks by itself
+
+
+async def test_an_unreachable_redis_raises_store_unavailable_then_recovers(
+        clients: tuple[Redis, Redis], redis_keys: Keys, redis_server: RedisServer) -> None:
+    store = RedisTaskStore(clients[0], redis_keys)
+    record = TaskRecord.new(ALICE, ttl_ms=60_000)
+    await store.create(record)
+    calls: dict[str, Callable[[], Awaitable[object]]] = {
+        "create": lambda: store.create(TaskRecord.new(ALICE, ttl_ms=60_000)),
+        "get": lambda: store.get(record.task_id, ALICE),
+        "list": lambda: store.list(ALICE, None, limit=5),
+        "transition": lambda: store.transition(record.task_id, "completed", expect={"working"}),
+        "request_cancel": lambda: store.request_cancel(record.task_id, ALICE),
+    }
+    redis_server.stop()
+    try:
+        for name, call in calls.items():
+            with pytest.raises(StoreUnavailable) as caught:
+                await call()
+            assert not isinstance(caught.value, RedisError), name
+            assert isinstance(caught.value.__cause__, RedisError | OSError), (name, caught.value.__cause__)
+    finally:
+        redis_server.start()
+    assert await store.get(record.task_id, ALICE) == record  # the data survived (append-only file)
+    flagged = await store.request_cancel(record.task_id, ALICE)
+    assert flagged is not None
+    assert flagged.cancel_requested
+    assert await store.transition(record.task_id, "cancelled", expect={"working"}) is not None
+    fresh = TaskRecord.new(ALICE, ttl_ms=60_000)
+    await store.create(fresh)
+    page, _ = await store.list(ALICE, None, limit=5)
+    assert {r.task_id for r in page} == {record.task_id, fresh.task_id}

@@ -1,0 +1,162 @@
+"""``TaskStore`` on Redis: every replica reads, lists, updates and cancels every task.
+
+A task is one hash key, ``{v: version, json: the record}``, expiring (PX) when its TTL from creation
+has elapsed (``default_ttl`` when the task asks for no limit). Updates are compare-and-set on the
+version in a Lua script: read, check the status, write back only if nobody wrote in between (else read
+again), so concurrent transitions from any number of replicas have exactly one winner. A sorted set per
+principal (score: creation time) lists its tasks; entries whose task has expired are pruned as listing
+meets them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, cast
+
+import orjson
+
+from app.tasks import (
+    DuplicateTask,
+    TaskRecord,
+    TaskStore,
+    decode_cursor,
+    encode_cursor,
+    may_transition,
+    updated,
+    validate_transition,
+)
+from transports.redis_connection import Keys, Redis, reachable
+
+DEFAULT_TTL = 24 * 3600.0
+"""How long a task that asked for no TTL is kept (seconds)."""
+
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'v', '1', 'json', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+return 1
+"""
+
+_SWAP = """
+local v = redis.call('HGET', KEYS[1], 'v')
+if not v then return -1 end
+if v ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', tostring(tonumber(v) + 1), 'json', ARGV[2])
+return 1
+"""
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class RedisTaskStore(TaskStore):
+    def __init__(self, client: Redis, keys: Keys, *, default_ttl: float = DEFAULT_TTL,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._client = client
+        self._keys = keys
+        self._default_ttl_ms = max(1, int(default_ttl * 1000))
+        self._clock = clock
+        self._create = client.register_script(_CREATE)
+        self._swap = client.register_script(_SWAP)
+
+    async def create(self, record: TaskRecord) -> None:
+        ttl_ms = record.ttl_ms if record.ttl_ms is not None else self._default_ttl_ms
+        with reachable("task store"):
+            created = await self._create(
+                keys=[self._keys.task(record.task_id), self._keys.tasks_of(record.principal)],
+                args=[orjson.dumps(record.to_dict()), max(1, ttl_ms), record.task_id, repr(record.created_at)])
+        if not created:
+            raise DuplicateTask(record.task_id)
+
+    async def _read(self, task_id: str) -> tuple[bytes | str, TaskRecord] | None:
+        with reachable("task store"):
+            version, raw = await self._client.hmget(self._keys.task(task_id), ["v", "json"])
+        if version is None or raw is None:
+            return None
+        return version, TaskRecord.from_dict(orjson.loads(raw))
+
+    async def get(self, task_id: str, principal: str | None) -> TaskRecord | None:
+        found = await self._read(task_id)
+        if found is None or found[1].principal != principal:
+            return None
+        return found[1]
+
+    async def list(self, principal: str | None, cursor: str | None = None,
+                   limit: int = 50) -> tuple[Sequence[TaskRecord], str | None]:
+        if limit < 1:
+            raise ValueError("limit must be positive")
+        after = None if cursor is None else decode_cursor(cursor)
+        index = self._keys.tasks_of(principal)
+        found: list[TaskRecord] = []
+        offset, batch = 0, limit + 1
+        with reachable("task store"):
+            while len(found) <= limit:
+                entries = cast(list[tuple[bytes | str, float]], await self._client.zrangebyscore(
+                    index, "-inf" if after is None else repr(after[0]), "+inf", start=offset, num=batch,
+                    withscores=True))
+                offset += len(entries)
+                wanted = [_text(member) for member, score in entries
+                          if after is None or (float(score), _text(member)) > after]
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for task_id in wanted:
+                        pipe.hget(self._keys.task(task_id), "json")
+                    raws = await pipe.execute() if wanted else []
+                stale = [task_id for task_id, raw in zip(wanted, raws, strict=True) if raw is None]
+                found.extend(record for raw in raws if raw is not None
+                             if (record := TaskRecord.from_dict(orjson.loads(raw))).principal == principal)
+                if stale:
+                    await self._client.zrem(index, *stale)
+                    offset -= len(stale)
+                if len(entries) < batch:
+                    break
+        chosen = found[:limit]
+        return chosen, (encode_cursor(chosen[-1]) if len(found) > limit else None)
+
+    async def _modify(self, task_id: str,
+                      change: Callable[[TaskRecord], TaskRecord | None]) -> tuple[TaskRecord, bool] | None:
+        """Compare-and-set: apply ``change`` to the current record and write the result back unless the
+        task changed meanwhile (then start over). None: no such task; else the record as it now is, and
+        whether it was written (``change`` returning None leaves the task as it is)."""
+        while True:
+            found = await self._read(task_id)
+            if found is None:
+                return None
+            version, record = found
+            new = change(record)
+            if new is None:
+                return record, False
+            with reachable("task store"):
+                swapped = await self._swap(keys=[self._keys.task(task_id)],
+                                           args=[version, orjson.dumps(new.to_dict())])
+            if swapped == 1:
+                return new, True
+            if swapped == -1:
+                return None
+
+    async def transition(self, task_id: str, to_status: str, *, expect: Collection[str],
+                         **fields: Any) -> TaskRecord | None:
+        validate_transition(to_status, fields)
+
+        def change(record: TaskRecord) -> TaskRecord | None:
+            if not may_transition(record, expect):
+                return None
+            return updated(record, to_status, fields, self._clock())
+
+        outcome = await self._modify(task_id, change)
+        return outcome[0] if outcome is not None and outcome[1] else None
+
+    async def request_cancel(self, task_id: str, principal: str | None) -> TaskRecord | None:
+        def change(record: TaskRecord) -> TaskRecord | None:
+            if record.principal != principal or record.terminal or record.cancel_requested:
+                return None
+            record.cancel_requested = True
+            return record
+
+        outcome = await self._modify(task_id, change)
+        if outcome is None or outcome[0].principal != principal:
+            return None
+        return outcome[0]
