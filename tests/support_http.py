@@ -98,7 +98,8 @@ def _wait_until_accepting(proc: subprocess.Popen[bytes], host: str, port: int, d
             time.sleep(0.02)  # the poll interval of a bounded wait, not a wait for something
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not ended within ``STOP_BOUND``."""
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -128,7 +129,7 @@ def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: 
                     return
                 last_output = running.output()
             finally:
-                _stop(proc)
+                stop_process(proc)
     raise RuntimeError(f"uvicorn did not start serving {server}:\n{last_output}")
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support_http import START_BOUND, STOP_BOUND, free_port
+from tests.support_http import START_BOUND, free_port, stop_process
 
 
 def redis_server_binary() -> str:
@@ -71,15 +71,8 @@ class RedisServer:
 
     def stop(self) -> None:
         """Stop the server (SIGTERM: it flushes the append-only file first)."""
-        proc = self.process
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(STOP_BOUND)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(STOP_BOUND)
+        if self.process is not None:
+            stop_process(self.process)
 
     def flush(self) -> None:
         with socket.create_connection(("127.0.0.1", self.port), timeout=2) as sock:

@@ -212,24 +212,27 @@ class StreamableHTTPEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["type"] != "http":
             return
-        method = scope["method"]
         if self.manager.cluster is not None:
-            await self._guarded(method, scope, receive, send)
+            await self._guarded(scope, receive, send)
             return
         try:
-            if method == "POST":
-                await self._post(scope, receive, send)
-            elif method == "GET":
-                await self._get(scope, receive, send)
-            elif method == "DELETE":
-                await self._delete(scope, send)
-            else:
-                await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed: use POST, GET or DELETE",
-                                    headers=[(b"allow", b"GET, POST, DELETE")])
+            await self._route(scope, receive, send)
         except _Disconnected:
             return
 
-    async def _guarded(self, method: str, scope: Scope, receive: Receive, send: SendASGI) -> None:
+    async def _route(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        method = scope["method"]
+        if method == "POST":
+            await self._post(scope, receive, send)
+        elif method == "GET":
+            await self._get(scope, receive, send)
+        elif method == "DELETE":
+            await self._delete(scope, send)
+        else:
+            await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed: use POST, GET or DELETE",
+                                headers=[(b"allow", b"GET, POST, DELETE")])
+
+    async def _guarded(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         """With a shared store: a store that cannot be reached answers 503, and the next request tries again."""
         started = False
 
@@ -239,15 +242,7 @@ class StreamableHTTPEndpoint:
             await send(message)
 
         try:
-            if method == "POST":
-                await self._post(scope, receive, tracked)
-            elif method == "GET":
-                await self._get(scope, receive, tracked)
-            elif method == "DELETE":
-                await self._delete(scope, tracked)
-            else:
-                await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed: use POST, GET or DELETE",
-                                    headers=[(b"allow", b"GET, POST, DELETE")])
+            await self._route(scope, receive, tracked)
         except _Disconnected:
             return
         except StoreUnavailable as exc:
