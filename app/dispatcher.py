@@ -16,6 +16,7 @@ import orjson
 from app import modern, pagination
 from app.errors import (
     INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
     InvalidParams,
     InvalidRequest,
     MCPError,
@@ -50,7 +51,10 @@ _NEEDS = {
     "prompts/list": "prompts", "prompts/get": "prompts",
     "completion/complete": "completions",
     "logging/setLevel": "logging",
+    "tasks/get": "tasks", "tasks/result": "tasks", "tasks/list": "tasks", "tasks/cancel": "tasks",
 }
+_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+"""2025-11-25's experimental tasks; the stateless era's tasks are an extension of another shape."""
 
 
 def _principal(ctx: Context) -> str:
@@ -87,6 +91,15 @@ def _visible(items: list[Any], ctx: Context, server: MCPServer) -> list[Any]:
     return [item for item in items if not item.scopes or not missing(granted, item.scopes)]
 
 
+def _wire(item: Any, modern: bool) -> JSONObject:
+    """An item as a list shows it; the stateless era has no ``execution.taskSupport`` (its tasks are an
+    extension the server decides on per request)."""
+    out: JSONObject = item.to_wire()
+    if modern and "execution" in out:
+        out = {k: v for k, v in out.items() if k != "execution"}
+    return out
+
+
 def _string(params: JSONObject, key: str, method: str) -> str:
     value = params.get(key)
     if not isinstance(value, str) or not value:
@@ -100,7 +113,7 @@ _MAX_CACHED_PAGES = 256
 class Dispatcher:
     def __init__(self, server: MCPServer) -> None:
         self.server = server
-        self._pages: dict[tuple[str, str | None, int], JSONObject] = {}
+        self._pages: dict[tuple[str, str | None, int, bool], JSONObject] = {}
         self._handlers: dict[str, Handler] = {
             "initialize": self._initialize,
             "ping": self._ping,
@@ -115,9 +128,13 @@ class Dispatcher:
             "prompts/get": self._prompts_get,
             "completion/complete": self._complete,
             "logging/setLevel": self._set_level,
+            "tasks/get": lambda params, ctx: self.server.task_runner.get(params, ctx),
+            "tasks/result": lambda params, ctx: self.server.task_runner.result(params, ctx),
+            "tasks/list": lambda params, ctx: self.server.task_runner.list(params, ctx),
+            "tasks/cancel": lambda params, ctx: self.server.task_runner.cancel(params, ctx),
         }
         self._modern_handlers: dict[str, Handler] = {
-            **{m: h for m, h in self._handlers.items() if m not in modern.REMOVED},
+            **{m: h for m, h in self._handlers.items() if m not in modern.REMOVED and m not in _TASK_METHODS},
             "server/discover": self._discover,
             "subscriptions/listen": self._listen,
         }
@@ -256,18 +273,19 @@ class Dispatcher:
         return {}
 
     # -- tools ---------------------------------------------------------------------------------
-    def _page(self, items: list[Any], params: JSONObject, key: str, *, everything: bool) -> JSONObject:
+    def _page(self, items: list[Any], params: JSONObject, key: str, *, everything: bool,
+              modern: bool = False) -> JSONObject:
         """One page of a list. A page of an unfiltered list (``everything``) is serialized once and kept
         until the list changes (``forget_lists``): its items go out as pre-encoded JSON."""
         cursor = params.get("cursor")
-        cache_key = (key, cursor, self.server.page_size) if everything and (cursor is None or
-                                                                           isinstance(cursor, str)) else None
+        cache_key = (key, cursor, self.server.page_size, modern) if everything and (
+            cursor is None or isinstance(cursor, str)) else None
         if cache_key is not None:
             cached = self._pages.get(cache_key)
             if cached is not None:
                 return dict(cached)
         chunk, next_cursor = pagination.page(items, cursor, self.server.page_size)
-        result: JSONObject = {key: orjson.Fragment(orjson.dumps([item.to_wire() for item in chunk]))}
+        result: JSONObject = {key: orjson.Fragment(orjson.dumps([_wire(item, modern) for item in chunk]))}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         if cache_key is not None and len(self._pages) < _MAX_CACHED_PAGES:
@@ -280,7 +298,7 @@ class Dispatcher:
 
     def _listing(self, items: list[Any], params: JSONObject, ctx: Context, key: str) -> JSONObject:
         visible = _visible(items, ctx, self.server)
-        return self._page(visible, params, key, everything=visible is items)
+        return self._page(visible, params, key, everything=visible is items, modern=ctx.modern)
 
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._listing(list(self.server.tools.values()), params, ctx, "tools")
@@ -291,6 +309,20 @@ class Dispatcher:
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name}")
         authorize(tool.scopes, ctx.principal)
+        if not ctx.modern and "tasks" in self.server.capabilities():
+            # 2025-11-25 tasks: without the capability, a ``task`` param is ignored (a normal call).
+            task = params.get("task")
+            if task is not None and tool.task_support == "forbidden":
+                raise MCPError(METHOD_NOT_FOUND, f"Tool {name} cannot run as a task")
+            if task is None and tool.task_support == "required":
+                raise MCPError(METHOD_NOT_FOUND, f"Tool {name} must be called as a task (params.task)")
+            if task is not None:
+                arguments = params.get("arguments")
+                if arguments is None:
+                    arguments = {}
+                elif not isinstance(arguments, dict):
+                    raise InvalidParams("tools/call: arguments must be an object")
+                return await self.server.task_runner.start(tool, arguments, ctx, task)
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}

@@ -83,7 +83,9 @@ def complete(result: JSONObject, method: str, server: MCPServer, hints: tuple[in
 
 
 def discover(server: MCPServer) -> JSONObject:
-    result: JSONObject = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": server.capabilities()}
+    # 2025-11-25's experimental ``tasks`` capability is not the stateless era's (an extension).
+    capabilities = {k: v for k, v in server.capabilities().items() if k != "tasks"}
+    result: JSONObject = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": capabilities}
     if server.instructions:
         result["instructions"] = server.instructions
     return result

@@ -12,12 +12,13 @@ from app.prompts import Prompt
 from app.request_state import RequestStateSealer
 from app.resources import Resource, Resources
 from app.subscriptions import InMemorySubscriptionBus, SubscriptionBus
-from app.tools import Tool
+from app.tools import TaskSupport, Tool
 from app.types import JSONObject
 
 if TYPE_CHECKING:
     from app.dispatcher import Dispatcher
     from app.session import ServerSession
+    from app.task_runner import TaskRunner
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,6 +71,7 @@ class MCPServer:
         """Sees every request (metrics, tracing); see ``observe``."""
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._dispatcher: Dispatcher | None = None
+        self._task_runner: TaskRunner | None = None
         self._capabilities: JSONObject | None = None
 
     # -- identity ---------------------------------------------------------------------------
@@ -104,7 +106,18 @@ class MCPServer:
             caps["prompts"] = {"listChanged": True}
         if self.completers:
             caps["completions"] = {}
+        if any(tool.task_support != "forbidden" for tool in self.tools.values()):
+            caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         return caps
+
+    @property
+    def task_runner(self) -> TaskRunner:
+        """Runs task-augmented tool calls (2025-11-25); its ``store`` may be replaced (e.g. Redis)."""
+        if self._task_runner is None:
+            from app.task_runner import TaskRunner
+
+            self._task_runner = TaskRunner(self)
+        return self._task_runner
 
     @property
     def dispatcher(self) -> Dispatcher:
@@ -119,13 +132,15 @@ class MCPServer:
              annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
              meta: JSONObject | None = None, input_schema: JSONObject | None = None,
              output_schema: JSONObject | None = None, structured_output: bool | None = None,
-             scopes: list[str] | None = None) -> Callable[[F], F]:
-        """Register a function as a tool. Its signature is the input schema, its return annotation the output."""
+             scopes: list[str] | None = None, task_support: TaskSupport = "forbidden") -> Callable[[F], F]:
+        """Register a function as a tool. Its signature is the input schema, its return annotation the output.
+        ``task_support``: whether 2025-11-25 clients may (``optional``) or must (``required``) run it as a
+        task they poll."""
 
         def register(fn: F) -> F:
             self.add_tool(Tool(fn, name=name, title=title, description=description, annotations=annotations,
                                icons=icons, meta=meta, input_schema=input_schema, output_schema=output_schema,
-                               structured_output=structured_output, scopes=scopes))
+                               structured_output=structured_output, scopes=scopes, task_support=task_support))
             return fn
 
         return register

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -76,22 +76,30 @@ class ToolResult:
         return out
 
 
+TaskSupport = Literal["forbidden", "optional", "required"]
+
+
 class Tool(Component):
     """One registered tool."""
 
     __slots__ = ("_checker", "_fields", "_model", "_output", "_output_checker", "annotations", "header_params",
-                 "input_schema", "output_schema")
+                 "input_schema", "output_schema", "task_support")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, annotations: JSONObject | None = None,
                  icons: list[JSONObject] | None = None, meta: JSONObject | None = None,
                  input_schema: JSONObject | None = None, output_schema: JSONObject | None = None,
-                 structured_output: bool | None = None, scopes: list[str] | None = None) -> None:
+                 structured_output: bool | None = None, scopes: list[str] | None = None,
+                 task_support: TaskSupport = "forbidden") -> None:
         super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
                          scopes=scopes)
         if not self.name or len(self.name) > 128:
             raise ValueError(f"tool name must be 1 to 128 characters: {self.name!r}")
+        if task_support not in ("forbidden", "optional", "required"):
+            raise ValueError(f"{self.name}: task_support must be 'forbidden', 'optional' or 'required'")
         self.annotations = annotations
+        self.task_support: TaskSupport = task_support
+        """Whether a 2025-11-25 client may (``optional``) or must (``required``) call it as a task."""
         hints = self._hints
         self._model: type[BaseModel] | None = None
         self._checker: SchemaChecker | None = None
@@ -126,6 +134,8 @@ class Tool(Component):
             out["outputSchema"] = self.output_schema
         if self.annotations:
             out["annotations"] = self.annotations
+        if self.task_support != "forbidden":
+            out["execution"] = {"taskSupport": self.task_support}
         return out
 
     async def call(self, arguments: JSONObject, ctx: Context) -> JSONObject:

@@ -1,0 +1,183 @@
+"""2025-11-25 experimental tasks for tools/call, through the in-memory client (handshake era):
+capability and per-tool negotiation, CreateTaskResult, tasks/get, tasks/result, tasks/list, tasks/cancel."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from app import Context, MCPServer
+from app.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MCPError, ToolError
+from app.state import SessionState
+from app.task_runner import RELATED_TASK, owner
+from app.types import JSONObject
+from transports.memory import Client
+
+pytestmark = pytest.mark.spec("2025-11-25/basic/utilities/tasks")
+
+
+class Gate:
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+        self.ended: list[str] = []
+
+
+def task_server(gate: Gate) -> MCPServer:
+    server = MCPServer("tasks")
+
+    @server.tool(task_support="optional")
+    async def slow(text: str) -> str:
+        gate.started.set()
+        try:
+            await gate.release.wait()
+        except asyncio.CancelledError:
+            gate.ended.append("cancelled")
+            raise
+        return text.upper()
+
+    @server.tool(task_support="required")
+    async def batch(n: int) -> int:
+        return n * 2
+
+    @server.tool()
+    def plain(n: int) -> int:
+        return n + 1
+
+    @server.tool(task_support="optional")
+    async def broken(ctx: Context) -> str:
+        raise ToolError("it broke")
+
+    return server
+
+
+async def create(client: Client, name: str, arguments: JSONObject, **task: Any) -> JSONObject:
+    result = await client.request("tools/call", {"name": name, "arguments": arguments, "task": task})
+    created: JSONObject = result["task"]
+    return created
+
+
+async def test_the_capability_and_each_tools_task_support_are_declared() -> None:
+    async with Client(task_server(Gate())) as client:
+        assert client.initialize_result is not None
+        caps = client.initialize_result["capabilities"]
+        assert caps["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        tools = {t["name"]: t for t in await client.list_tools()}
+    assert tools["slow"]["execution"] == {"taskSupport": "optional"}
+    assert tools["batch"]["execution"] == {"taskSupport": "required"}
+    assert "execution" not in tools["plain"]
+
+
+async def test_a_server_without_task_tools_has_no_tasks_and_ignores_a_task_param() -> None:
+    server = MCPServer("plain")
+
+    @server.tool()
+    def add(n: int) -> int:
+        return n + 1
+
+    async with Client(server) as client:
+        assert client.initialize_result is not None
+        assert "tasks" not in client.initialize_result["capabilities"]
+        result = await client.request("tools/call", {"name": "add", "arguments": {"n": 1}, "task": {}})
+        assert result["structuredContent"] == {"result": 2}  # processed normally
+        with pytest.raises(MCPError) as err:
+            await client.request("tasks/get", {"taskId": "x"})
+    assert err.value.code == METHOD_NOT_FOUND
+
+
+async def test_a_task_is_created_at_once_and_its_result_is_the_calls_result() -> None:
+    gate = Gate()
+    async with Client(task_server(gate)) as client:
+        task = await create(client, "slow", {"text": "hi"}, ttl=60_000)
+        assert task["status"] == "working"
+        assert task["ttl"] == 60_000
+        assert len(task["taskId"]) >= 40
+        assert task["createdAt"].endswith("Z")
+        assert (await client.request("tasks/get", {"taskId": task["taskId"]}))["status"] == "working"
+        await gate.started.wait()
+        waiting = asyncio.ensure_future(client.request("tasks/result", {"taskId": task["taskId"]}))
+        await asyncio.sleep(0)
+        assert not waiting.done()  # tasks/result blocks until the task is terminal
+        gate.release.set()
+        result = await waiting
+        assert result["content"][0]["text"] == "HI"
+        assert result["_meta"][RELATED_TASK] == {"taskId": task["taskId"]}
+        done = await client.request("tasks/get", {"taskId": task["taskId"]})
+        assert done["status"] == "completed"
+        listed = await client.request("tasks/list", {})
+    assert [t["taskId"] for t in listed["tasks"]] == [task["taskId"]]
+
+
+async def test_required_and_forbidden_tools_refuse_the_wrong_kind_of_call() -> None:
+    async with Client(task_server(Gate())) as client:
+        with pytest.raises(MCPError) as required:
+            await client.request("tools/call", {"name": "batch", "arguments": {"n": 2}})
+        with pytest.raises(MCPError) as forbidden:
+            await client.request("tools/call", {"name": "plain", "arguments": {"n": 2}, "task": {}})
+        task = await create(client, "batch", {"n": 21})
+        result = await client.request("tasks/result", {"taskId": task["taskId"]})
+    assert required.value.code == METHOD_NOT_FOUND
+    assert forbidden.value.code == METHOD_NOT_FOUND
+    assert result["structuredContent"] == {"result": 42}
+
+
+async def test_a_tool_error_fails_the_task_and_tasks_result_returns_that_result() -> None:
+    async with Client(task_server(Gate())) as client:
+        task = await create(client, "broken", {})
+        result = await client.request("tasks/result", {"taskId": task["taskId"]})
+        state = await client.request("tasks/get", {"taskId": task["taskId"]})
+    assert result["isError"] is True
+    assert state["status"] == "failed"
+
+
+async def test_cancelling_reaches_the_handler_and_a_terminal_task_cannot_be_cancelled() -> None:
+    gate = Gate()
+    async with Client(task_server(gate)) as client:
+        task = await create(client, "slow", {"text": "x"})
+        await gate.started.wait()
+        cancelled = await client.request("tasks/cancel", {"taskId": task["taskId"]})
+        assert cancelled["status"] == "cancelled"
+        with pytest.raises(MCPError) as again:
+            await client.request("tasks/cancel", {"taskId": task["taskId"]})
+        with pytest.raises(MCPError) as outcome:
+            await client.request("tasks/result", {"taskId": task["taskId"]})
+        assert (await client.request("tasks/get", {"taskId": task["taskId"]}))["status"] == "cancelled"
+    assert gate.ended == ["cancelled"]
+    assert again.value.code == INVALID_PARAMS
+    assert outcome.value.code != 0
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/result", "tasks/cancel"])
+async def test_an_unknown_task_id_is_invalid_params(method: str) -> None:
+    async with Client(task_server(Gate())) as client:
+        with pytest.raises(MCPError) as err:
+            await client.request(method, {"taskId": "no-such-task"})
+    assert err.value.code == INVALID_PARAMS
+
+
+def test_a_task_belongs_to_the_principal_or_else_to_the_session() -> None:
+    class Who:
+        key = "https://as.example|alice"
+
+    server = MCPServer("owners")
+    ctx = Context(server, SessionState(id="sid-1"), 1, "tools/call", {}, _nothing, principal=Who())
+    assert owner(ctx) == "https://as.example|alice"
+    anonymous = Context(server, SessionState(id="sid-1"), 1, "tools/call", {}, _nothing)
+    assert owner(anonymous) == "session:sid-1"
+
+
+async def _nothing(message: JSONObject) -> None:
+    return None
+
+
+async def test_the_stateless_era_sees_neither_the_capability_nor_task_support() -> None:
+    async with Client(task_server(Gate()), protocol_version="2026-07-28") as client:
+        discovered = await client.request("server/discover", {})
+        tools = await client.request("tools/list", {})
+        with pytest.raises(MCPError) as err:
+            await client.request("tasks/list", {})
+    assert "tasks" not in discovered["capabilities"]
+    assert all("execution" not in t for t in tools["tools"])
+    assert err.value.code == METHOD_NOT_FOUND
