@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from app.context import Context
@@ -29,6 +30,7 @@ RELATED_TASK = "io.modelcontextprotocol/related-task"
 ACTIVE = frozenset({"working", "input_required"})
 WORKING = "The operation is now in progress."
 CANCELLED = "The task was cancelled by request."
+ORPHANED = "The replica running this task stopped before it finished; the task was not completed"
 
 
 async def _discard(message: JSONObject) -> None:
@@ -55,6 +57,12 @@ class TaskRunner:
         self.poll_interval_ms = 1_000
         self._running: dict[str, asyncio.Task[None]] = {}
         self._finished: dict[str, asyncio.Event] = {}
+        self.replica: str | None = None
+        """This process's name among replicas sharing the store (set with a shared store)."""
+        self.cancel_elsewhere: Callable[[str], Awaitable[None]] | None = None
+        """Tells the replica running a task to stop it (set with a shared store)."""
+        self.alive: Callable[[str], Awaitable[bool]] | None = None
+        """Whether a replica still runs (its lease); a task whose replica died is failed."""
 
     async def start(self, tool: Tool, arguments: JSONObject, ctx: Context, request: Any) -> JSONObject:
         """Create the task (durably, before answering) and run the call in the background."""
@@ -65,7 +73,7 @@ class TaskRunner:
             raise InvalidParams("tools/call: task.ttl must be a non-negative integer (milliseconds)")
         ttl_ms = min(ttl if ttl is not None else self.default_ttl_ms, self.max_ttl_ms)
         record = TaskRecord.new(owner(ctx), ttl_ms=ttl_ms, poll_interval_ms=self.poll_interval_ms,
-                                status_message=WORKING)
+                                status_message=WORKING, owner_replica=self.replica)
         await self.store.create(record)
         run_ctx = Context(self.server, ctx.state, ctx.request_id, ctx.method, ctx.params, _discard,
                           session=ctx.session, principal=ctx.principal)
@@ -102,7 +110,26 @@ class TaskRunner:
         record = await self.store.get(task_id, owner(ctx)) if isinstance(task_id, str) and task_id else None
         if record is None:
             raise InvalidParams("Unknown task id")
+        return await self._orphan_check(record)
+
+    async def _orphan_check(self, record: TaskRecord) -> TaskRecord:
+        """A task still active whose replica has stopped will never end: fail it, saying why."""
+        runner = record.owner_replica
+        if (record.status in ACTIVE and runner is not None and runner != self.replica and self.alive is not None
+                and not await self.alive(runner)):
+            failed = await self.store.transition(
+                record.task_id, "failed", expect=ACTIVE, status_message=ORPHANED,
+                error={"code": INTERNAL_ERROR, "message": ORPHANED, "data": {"replica": runner}})
+            if failed is not None:
+                return failed
+            return await self.store.get(record.task_id, record.principal) or record
         return record
+
+    def cancel_local(self, task_id: str) -> None:
+        """Stop the task if it runs here (a cancel that reached another replica)."""
+        running = self._running.get(task_id)
+        if running is not None:
+            running.cancel()
 
     # -- the methods ------------------------------------------------------------------------------
     async def get(self, params: JSONObject, ctx: Context) -> JSONObject:
@@ -147,6 +174,8 @@ class TaskRunner:
         running = self._running.get(record.task_id)
         if running is not None:
             running.cancel()  # cooperative: the handler sees CancelledError
+        elif self.cancel_elsewhere is not None:
+            await self.cancel_elsewhere(record.task_id)
         if updated is None:  # it ended meanwhile
             updated = await self._record(params, ctx)
         return updated.to_2025_11_25()

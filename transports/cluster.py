@@ -63,6 +63,7 @@ class Cluster:
         self.on_delete: Callable[[str], None] | None = None
         self.on_changed: Callable[[str], None] | None = None
         self.on_reconnect: Callable[[], None] | None = None
+        self.on_task_cancel: Callable[[str], None] | None = None
         self.bus_handlers: list[Callable[[JSONObject], None]] = []
         self._watches: dict[str, set[asyncio.Event]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -180,6 +181,8 @@ class Cluster:
                 self.on_delete(message[1])
             elif kind == "u" and self.on_changed is not None and message[2] != self.replica:
                 self.on_changed(message[1])
+            elif kind == "t" and self.on_task_cancel is not None:
+                self.on_task_cancel(message[1])
         except Exception:
             log.exception("could not handle a message from another replica")
 
@@ -231,6 +234,11 @@ class Cluster:
     async def broadcast_delete(self, sid: str) -> None:
         with reachable("announcing a deleted session"):
             await self.client.publish(self.keys.broadcast, orjson.dumps(["d", sid, self.replica]))
+
+    async def broadcast_task_cancel(self, task_id: str) -> None:
+        """A task was cancelled here: the replica running it stops it."""
+        with reachable("forwarding a task cancellation"):
+            await self.client.publish(self.keys.broadcast, orjson.dumps(["t", task_id]))
 
     async def broadcast_changed(self, sid: str) -> None:
         """A session's state was saved here: other replicas' copies of it are stale."""

@@ -14,6 +14,7 @@ from transports.redis_bus import RedisSubscriptionBus
 from transports.redis_connection import Keys, connect, reachable
 from transports.redis_events import RedisEventStore
 from transports.redis_sessions import RedisSessionStore
+from transports.redis_tasks import RedisTaskStore
 
 
 @dataclass(slots=True)
@@ -22,6 +23,7 @@ class RedisBackend:
     sessions: RedisSessionStore
     events: RedisEventStore
     bus: RedisSubscriptionBus
+    tasks: RedisTaskStore
 
     @classmethod
     def connect(cls, url: str, *, prefix: str = "mcpwire", timeout: float = 2.0, replica: str = "",
@@ -36,11 +38,19 @@ class RedisBackend:
                    sessions=RedisSessionStore(client, keys, idle_timeout=idle_timeout),
                    events=RedisEventStore(client, keys, replica=name, max_events_per_stream=max_events_per_stream,
                                           max_age=max_event_age, counter_ttl=max(idle_timeout, max_event_age)),
-                   bus=RedisSubscriptionBus(cluster))
+                   bus=RedisSubscriptionBus(cluster), tasks=RedisTaskStore(client, keys))
 
     def attach(self, server: MCPServer) -> None:
-        """Make the server publish its change events to every replica."""
+        """Make the server publish its change events to every replica, and keep its tasks in Redis: any
+        replica answers for any task, cancels reach the replica running it, and a task whose replica
+        stopped is failed instead of staying ``working``."""
         server.bus = self.bus
+        runner = server.task_runner
+        runner.store = self.tasks
+        runner.replica = self.cluster.replica
+        runner.cancel_elsewhere = self.cluster.broadcast_task_cancel
+        runner.alive = self.cluster.alive
+        self.cluster.on_task_cancel = runner.cancel_local
 
     async def share_request_state_key(self, server: MCPServer, ttl: float) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one

@@ -265,3 +265,56 @@ async def test_with_a_session_cache_a_replica_serves_from_its_copy_and_still_hea
         while (await at_a.request("tools/list")).status_code != 404:
             assert time.monotonic() < deadline, "the delete never reached replica A"
         stats.close()
+
+
+TASKS = "tests.e2e.task_server:server"
+
+
+async def _task(session: RawSession, name: str) -> str:
+    created = await session.call("tools/call", {"name": "job", "arguments": {"name": name}, "task": {"ttl": 60_000}})
+    assert created["task"]["status"] == "working", created
+    task_id: str = created["task"]["taskId"]
+    return task_id
+
+
+async def test_a_task_created_on_one_replica_is_polled_and_cancelled_from_the_other(
+        redis: RedisServer, http: httpx.AsyncClient) -> None:
+    """2025-11-25 tasks on the Redis task store: any replica answers for any task; the cancel reaches the
+    handler on the replica running it; another session cannot see the task."""
+    with run_uvicorn(TASKS, _env(redis, "TA")) as a, run_uvicorn(TASKS, _env(redis, "TB")) as b:
+        at_a = await initialize(http, a.url)
+        at_b = on(at_a, b)
+        task_id = await _task(at_a, "j1")
+        assert (await at_b.call("tasks/get", {"taskId": task_id}))["status"] == "working"
+        listed = await at_b.call("tasks/list", {})
+        assert [t["taskId"] for t in listed["tasks"]] == [task_id]
+        stranger = await initialize(http, b.url)
+        hidden = await stranger.request("tasks/get", {"taskId": task_id})
+        assert error_of(hidden)[0] == -32602
+        assert (await at_b.call("tasks/cancel", {"taskId": task_id}))["status"] == "cancelled"
+        assert await at_a.tool("outcome", name="j1") == "cancelled"  # the handler on A was stopped
+
+        done_id = await _task(at_b, "j2")
+        assert await at_b.tool("finish", name="j2") == "ok"
+        result = await at_a.call("tasks/result", {"taskId": done_id})  # waits, on A, for B's task
+        assert result["content"][0]["text"] == "j2 done"
+        assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": done_id}
+
+
+async def test_a_task_whose_replica_is_killed_ends_failed_not_working(
+        redis: RedisServer, http: httpx.AsyncClient) -> None:
+    import time
+
+    with run_uvicorn(TASKS, _env(redis, "TK")) as doomed, run_uvicorn(TASKS, _env(redis, "TS")) as survivor:
+        session = await initialize(http, doomed.url)
+        task_id = await _task(session, "j3")
+        doomed.process.send_signal(signal.SIGKILL)
+        doomed.process.wait(READ_BOUND)
+        elsewhere = on(session, survivor)
+        deadline = time.monotonic() + READ_BOUND
+        while (state := await elsewhere.call("tasks/get", {"taskId": task_id}))["status"] == "working":
+            assert time.monotonic() < deadline, "the orphaned task stayed working"
+        assert state["status"] == "failed", state
+        assert "stopped before it finished" in state["statusMessage"]
+        failed = await elsewhere.request("tasks/result", {"taskId": task_id})
+        assert error_of(failed)[0] == -32603

@@ -1,0 +1,41 @@
+"""The server of the tasks-across-replicas tests (``MCPWIRE_SERVER=tests.e2e.task_server:server``):
+``job`` runs as a task until ``finish(name)`` or a cancellation; ``outcome(name)`` says how it ended."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app import MCPServer
+
+server = MCPServer("task-fixture", "1.0.0")
+
+_finish: dict[str, asyncio.Event] = {}
+_outcomes: dict[str, asyncio.Queue[str]] = {}
+
+
+def _queue(name: str) -> asyncio.Queue[str]:
+    return _outcomes.setdefault(name, asyncio.Queue())
+
+
+@server.tool(task_support="optional")
+async def job(name: str) -> str:
+    """Wait until ``finish(name)``; record how it ended."""
+    try:
+        await _finish.setdefault(name, asyncio.Event()).wait()
+    except asyncio.CancelledError:
+        _queue(name).put_nowait("cancelled")
+        raise
+    _queue(name).put_nowait("finished")
+    return f"{name} done"
+
+
+@server.tool()
+def finish(name: str) -> str:
+    _finish.setdefault(name, asyncio.Event()).set()
+    return "ok"
+
+
+@server.tool()
+async def outcome(name: str) -> str:
+    """Answer once ``job(name)`` has ended here: how."""
+    return await _queue(name).get()
