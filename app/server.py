@@ -111,6 +111,10 @@ class MCPServer:
         return caps
 
     @property
+    def has_task_runner(self) -> bool:
+        return self._task_runner is not None
+
+    @property
     def task_runner(self) -> TaskRunner:
         """Runs task-augmented tool calls (2025-11-25); its ``store`` may be replaced (e.g. Redis)."""
         if self._task_runner is None:

@@ -125,6 +125,11 @@ class TaskRunner:
             return await self.store.get(record.task_id, record.principal) or record
         return record
 
+    @property
+    def running(self) -> list[asyncio.Task[None]]:
+        """The tasks this process is running now (a graceful drain lets them finish)."""
+        return list(self._running.values())
+
     def cancel_local(self, task_id: str) -> None:
         """Stop the task if it runs here (a cancel that reached another replica)."""
         running = self._running.get(task_id)

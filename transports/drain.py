@@ -94,6 +94,7 @@ class Drain:
         while self._inflight() and time.monotonic() < deadline:
             waiting: list[asyncio.Task[Any]] = [t for live in manager.live.values() for t in live.tasks]
             waiting.extend(self.stateless.tasks)
+            waiting.extend(self._tasks())
             if not waiting:
                 break
             await asyncio.wait(waiting, timeout=deadline - time.monotonic(), return_when=asyncio.ALL_COMPLETED)
@@ -110,7 +111,14 @@ class Drain:
         self.done.set()
 
     def _inflight(self) -> int:
-        return sum(len(live.tasks) for live in self.manager.live.values()) + len(self.stateless.tasks)
+        return (sum(len(live.tasks) for live in self.manager.live.values()) + len(self.stateless.tasks)
+                + len(self._tasks()))
+
+    def _tasks(self) -> list[asyncio.Task[None]]:
+        """Task-augmented calls running here: they get the same window. One still running when the process
+        exits is failed by the other replicas once this one's lease lapses (Redis), or ends with it."""
+        server = self.manager.server
+        return server.task_runner.running if server.has_task_runner else []
 
 
 def _release_sse_streams() -> None:
