@@ -131,6 +131,10 @@ class Context:
         return token if isinstance(token, str | int) and not isinstance(token, bool) else None
 
     # -- notifications related to this request ---------------------------------------------
+    async def forward(self, message: JSONObject) -> None:
+        """Send a ready-made message on this request's stream (``tasks/result`` carrying a task's)."""
+        await self._send(message)
+
     async def send_notification(self, method: str, params: JSONObject | None = None) -> None:
         message: JSONObject = {"jsonrpc": "2.0", "method": method}
         if params is not None:

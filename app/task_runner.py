@@ -4,14 +4,17 @@ outcome (``tasks/result``), lists (``tasks/list``) or cancels (``tasks/cancel``)
 
 A task belongs to whoever created it: the authenticated principal, or else the session. Another owner's
 task answers like an unknown one (-32602). Tasks run in this process; their records live in the
-server's ``TaskStore``. Messages a task's handler sends (logs, progress) have no stream to go to and are
-dropped; asking the client for input during a task is the next step of this feature.
+server's ``TaskStore``. What a task's handler sends the client (``ctx.elicit``, ``ctx.sample``, logs,
+progress) waits for a ``tasks/result`` request and goes out on its stream, tagged with the task
+(``io.modelcontextprotocol/related-task``); while the handler waits for an answer the task is
+``input_required``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +36,43 @@ CANCELLED = "The task was cancelled by request."
 ORPHANED = "The replica running this task stopped before it finished; the task was not completed"
 
 
-async def _discard(message: JSONObject) -> None:
-    """Where a task's own messages go: it has no open stream of its own (yet)."""
+class _Outlet:
+    """A task's messages to the client (input requests, logs, progress), tagged with the task, kept until a
+    ``tasks/result`` request carries them on its stream."""
+
+    __slots__ = ("queue", "ready", "task_id")
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.queue: deque[JSONObject] = deque()
+        self.ready = asyncio.Event()
+
+    async def send(self, message: JSONObject) -> None:
+        params = dict(message.get("params") or {})
+        params["_meta"] = {**(params.get("_meta") or {}), RELATED_TASK: {"taskId": self.task_id}}
+        self.queue.append({**message, "params": params})
+        self.ready.set()
+
+
+class _TaskContext(Context):
+    """A handler's context inside a task: asking the client for input moves the task to
+    ``input_required`` until the answer arrives."""
+
+    __slots__ = ("_runner", "_task_id")
+
+    def bind(self, runner: TaskRunner, task_id: str) -> _TaskContext:
+        self._runner = runner
+        self._task_id = task_id
+        return self
+
+    async def request(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
+        store = self._runner.store
+        await store.transition(self._task_id, "input_required", expect={"working"},
+                               status_message=f"Waiting for the client's answer to {method}")
+        try:
+            return await super().request(method, params, timeout)
+        finally:
+            await store.transition(self._task_id, "working", expect={"input_required"}, status_message=WORKING)
 
 
 def owner(ctx: Context) -> str | None:
@@ -57,6 +95,7 @@ class TaskRunner:
         self.poll_interval_ms = 1_000
         self._running: dict[str, asyncio.Task[None]] = {}
         self._finished: dict[str, asyncio.Event] = {}
+        self._outlets: dict[str, _Outlet] = {}
         self.replica: str | None = None
         """This process's name among replicas sharing the store (set with a shared store)."""
         self.cancel_elsewhere: Callable[[str], Awaitable[None]] | None = None
@@ -75,8 +114,9 @@ class TaskRunner:
         record = TaskRecord.new(owner(ctx), ttl_ms=ttl_ms, poll_interval_ms=self.poll_interval_ms,
                                 status_message=WORKING, owner_replica=self.replica)
         await self.store.create(record)
-        run_ctx = Context(self.server, ctx.state, ctx.request_id, ctx.method, ctx.params, _discard,
-                          session=ctx.session, principal=ctx.principal)
+        outlet = self._outlets[record.task_id] = _Outlet(record.task_id)
+        run_ctx = _TaskContext(self.server, ctx.state, ctx.request_id, ctx.method, ctx.params, outlet.send,
+                               session=ctx.session, principal=ctx.principal).bind(self, record.task_id)
         self._finished[record.task_id] = asyncio.Event()
         task = asyncio.get_running_loop().create_task(self._run(record.task_id, tool, arguments, run_ctx))
         self._running[record.task_id] = task
@@ -104,6 +144,9 @@ class TaskRunner:
             finished = self._finished.pop(task_id, None)
             if finished is not None:
                 finished.set()
+            outlet = self._outlets.pop(task_id, None)
+            if outlet is not None:
+                outlet.ready.set()
 
     async def _record(self, params: JSONObject, ctx: Context) -> TaskRecord:
         task_id = params.get("taskId")
@@ -144,9 +187,14 @@ class TaskRunner:
         """Wait until the task is terminal, then answer exactly what the call answered."""
         record = await self._record(params, ctx)
         while record.status not in TERMINAL:
-            finished = self._finished.get(record.task_id)
-            if finished is not None:
-                await finished.wait()
+            outlet = self._outlets.get(record.task_id)
+            if outlet is not None:
+                # Running here: its requests for input (and other messages) go out on this stream.
+                while outlet.queue:
+                    await ctx.forward(outlet.queue.popleft())
+                outlet.ready.clear()
+                if record.task_id in self._outlets and not outlet.queue:
+                    await outlet.ready.wait()
             else:  # running in another process: poll at the pace the task asks for
                 await asyncio.sleep((record.poll_interval_ms or self.poll_interval_ms) / 1000)
             record = await self._record(params, ctx)

@@ -181,3 +181,39 @@ async def test_the_stateless_era_sees_neither_the_capability_nor_task_support() 
     assert "tasks" not in discovered["capabilities"]
     assert all("execution" not in t for t in tools["tools"])
     assert err.value.code == METHOD_NOT_FOUND
+
+
+async def test_a_task_asking_for_input_is_input_required_and_tasks_result_carries_the_request() -> None:
+    """The handler's ``ctx.elicit`` moves the task to input_required; the elicitation goes out on the
+    ``tasks/result`` stream tagged with the task; once answered the task completes."""
+    server = MCPServer("asking")
+    asked = asyncio.Event()
+
+    @server.tool(task_support="optional")
+    async def confirm(ctx: Context) -> str:
+        asked.set()
+        answer = await ctx.elicit("Go ahead?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        return f"{answer.action}: {(answer.content or {}).get('ok')}"
+
+    seen: list[JSONObject] = []
+
+    async def elicitation(params: JSONObject) -> JSONObject:
+        seen.append(params)
+        return {"action": "accept", "content": {"ok": True}}
+
+    async with Client(server, elicitation=elicitation) as client:
+        task = await create(client, "confirm", {})
+        await asked.wait()
+        state = await client.request("tasks/get", {"taskId": task["taskId"]})
+        for _ in range(10):  # the transition is written as the handler asks; a few turns at most
+            if state["status"] == "input_required":
+                break
+            await asyncio.sleep(0)
+            state = await client.request("tasks/get", {"taskId": task["taskId"]})
+        assert state["status"] == "input_required", state
+        result = await client.request("tasks/result", {"taskId": task["taskId"]})
+        final = await client.request("tasks/get", {"taskId": task["taskId"]})
+    assert result["content"][0]["text"] == "accept: True"
+    assert final["status"] == "completed"
+    assert seen[0]["_meta"][RELATED_TASK] == {"taskId": task["taskId"]}
+    assert seen[0]["message"] == "Go ahead?"
