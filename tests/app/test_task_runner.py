@@ -217,3 +217,23 @@ async def test_a_task_asking_for_input_is_input_required_and_tasks_result_carrie
     assert final["status"] == "completed"
     assert seen[0]["_meta"][RELATED_TASK] == {"taskId": task["taskId"]}
     assert seen[0]["message"] == "Go ahead?"
+
+
+async def test_the_wire_shapes_parse_as_the_official_sdks_2025_11_25_types() -> None:
+    """The official SDK's generated protocol types (mcp-types, 2025-11-25) accept every task answer."""
+    from mcp_types import _v2025_11_25 as spec
+
+    gate = Gate()
+    async with Client(task_server(gate)) as client:
+        assert client.initialize_result is not None
+        spec.ServerCapabilities.model_validate(client.initialize_result["capabilities"])
+        spec.ListToolsResult.model_validate({"tools": await client.list_tools()})
+        created = await client.request("tools/call", {"name": "slow", "arguments": {"text": "a"}, "task": {}})
+        spec.CreateTaskResult.model_validate(created)
+        task_id = created["task"]["taskId"]
+        spec.GetTaskResult.model_validate(await client.request("tasks/get", {"taskId": task_id}))
+        spec.ListTasksResult.model_validate(await client.request("tasks/list", {}))
+        await gate.started.wait()
+        spec.CancelTaskResult.model_validate(await client.request("tasks/cancel", {"taskId": task_id}))
+        done = await create(client, "batch", {"n": 1})
+        spec.CallToolResult.model_validate(await client.request("tasks/result", {"taskId": done["taskId"]}))
