@@ -36,12 +36,10 @@ _hooked = False
 class Drain:
     """The drain of one app; ``begin`` may be called from a signal handler (any thread)."""
 
-    def __init__(self, manager: SessionManager, stateless: StatelessHandler, *, seconds: float = 10.0,
-                 on_begin: Callable[[], None] | None = None) -> None:
+    def __init__(self, manager: SessionManager, stateless: StatelessHandler, *, seconds: float = 10.0) -> None:
         self.manager = manager
         self.stateless = stateless
         self.seconds = seconds
-        self.on_begin = on_begin
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._signalled = False
@@ -84,19 +82,12 @@ class Drain:
             return
         manager.draining = True
         log.info("draining: no new sessions; %d requests in flight get up to %.1fs", self._inflight(), self.seconds)
-        if self.on_begin is not None:
-            self.on_begin()
         manager.server.bus.end_all()  # listen requests answer and close
         for live in list(manager.live.values()):
             live.standalone.close()  # GET streams: the client reconnects elsewhere
             live.close_followers()
         deadline = time.monotonic() + self.seconds
-        while self._inflight() and time.monotonic() < deadline:
-            waiting: list[asyncio.Task[Any]] = [t for live in manager.live.values() for t in live.tasks]
-            waiting.extend(self.stateless.tasks)
-            waiting.extend(self._tasks())
-            if not waiting:
-                break
+        while (waiting := self._running()) and time.monotonic() < deadline:
             await asyncio.wait(waiting, timeout=deadline - time.monotonic(), return_when=asyncio.ALL_COMPLETED)
         for live in list(manager.live.values()):
             live.close_streams()
@@ -111,14 +102,18 @@ class Drain:
         self.done.set()
 
     def _inflight(self) -> int:
-        return (sum(len(live.tasks) for live in self.manager.live.values()) + len(self.stateless.tasks)
-                + len(self._tasks()))
+        return len(self._running())
 
-    def _tasks(self) -> list[asyncio.Task[None]]:
-        """Task-augmented calls running here: they get the same window. One still running when the process
-        exits is failed by the other replicas once this one's lease lapses (Redis), or ends with it."""
+    def _running(self) -> list[asyncio.Task[Any]]:
+        """Every request in flight here: handshake-era calls, stateless ones, and task-augmented calls (a
+        task still running when the process exits is failed by the other replicas once this one's lease
+        lapses (Redis), or ends with it)."""
+        running: list[asyncio.Task[Any]] = [t for live in self.manager.live.values() for t in live.tasks]
+        running.extend(self.stateless.tasks)
         server = self.manager.server
-        return server.task_runner.running if server.has_task_runner else []
+        if server.has_task_runner:
+            running.extend(server.task_runner.running)
+        return running
 
 
 def _release_sse_streams() -> None:
