@@ -227,13 +227,10 @@ class SessionManager:
                 live.last_seen = self._clock()
                 return live
         state = await self.store.get(session_id)
-        if live is None:
-            live = self.live.get(session_id)  # created meanwhile by a concurrent request
         if state is None:
-            if live is not None:
-                del self.live[session_id]
-                live.close()
+            self._forget(session_id)
             return None
+        live = self.live.get(session_id)  # again: a concurrent request may have made or dropped it meanwhile
         if live is None:
             live = LiveSession(self.server, state, self.events, self.cluster)
             self.live[session_id] = live
