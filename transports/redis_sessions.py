@@ -8,6 +8,7 @@ cap holds across replicas: creation checks and inserts in one script.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import orjson
 
@@ -16,9 +17,13 @@ from transports.redis_connection import Keys, Redis, reachable
 from transports.sessions import SessionStore
 from transports.unavailable import StoreUnavailable
 
-_CREATE = """
+_NOW_MS = """
 local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+"""
+"""Redis's own clock in ms (replicas' clocks may differ), the start of every script here."""
+
+_CREATE = _NOW_MS + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
@@ -26,9 +31,7 @@ redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[4])
 return 1
 """
 
-_TOUCH = """
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+_TOUCH = _NOW_MS + """
 local value
 if ARGV[3] == '' then
   value = redis.call('GET', KEYS[2])
@@ -42,9 +45,7 @@ redis.call('ZADD', KEYS[1], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
 return value
 """
 
-_COUNT = """
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+_COUNT = _NOW_MS + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
 return redis.call('ZCARD', KEYS[1])
 """
@@ -98,13 +99,11 @@ class RedisSessionStore(SessionStore):
             with reachable("session store"):
                 if len(batch) == 1:
                     sid = batch[0][0]
-                    results = [await self._touch(keys=[self._keys.sessions, self._keys.session(sid)],
-                                                 args=[self._ttl_ms, sid, ""])]
+                    results = [await self._renew(sid)]
                 else:
                     async with self._client.pipeline(transaction=False) as pipe:
                         for sid, _ in batch:
-                            await self._touch(keys=[self._keys.sessions, self._keys.session(sid)],
-                                              args=[self._ttl_ms, sid, ""], client=pipe)
+                            await self._renew(sid, client=pipe)
                         results = await pipe.execute()
         except BaseException as exc:
             for _, waiter in batch:
@@ -117,16 +116,20 @@ class RedisSessionStore(SessionStore):
             if not waiter.done():
                 waiter.set_result(raw)
 
+    async def _renew(self, session_id: str, state: bytes = b"", client: Any = None) -> Any:
+        """The touch script: restart the session's idle clock, storing ``state`` if given; the stored state,
+        or None if the session is gone. With a pipeline as ``client``, queued (the pipeline answers)."""
+        return await self._touch(keys=[self._keys.sessions, self._keys.session(session_id)],
+                                 args=[self._ttl_ms, session_id, state], client=client)
+
     async def save(self, state: SessionState) -> None:
         assert state.id is not None
         with reachable("session store"):
-            await self._touch(keys=[self._keys.sessions, self._keys.session(state.id)],
-                              args=[self._ttl_ms, state.id, orjson.dumps(state.to_dict())])
+            await self._renew(state.id, orjson.dumps(state.to_dict()))
 
     async def touch(self, session_id: str) -> None:
         with reachable("session store"):
-            await self._touch(keys=[self._keys.sessions, self._keys.session(session_id)],
-                              args=[self._ttl_ms, session_id, ""])
+            await self._renew(session_id)
 
     async def delete(self, session_id: str) -> bool:
         with reachable("session store"):
