@@ -77,7 +77,7 @@ class Cluster:
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        if self._tasks:
+        if self._loop is not None:  # started, or starting: set before the first await, so it runs once
             return
         self._loop = asyncio.get_running_loop()
         with contextlib.suppress(RedisError, OSError):  # alive for the others from the start, if Redis is up
@@ -88,7 +88,7 @@ class Cluster:
 
     def ensure_started(self) -> None:
         """Start lazily (an app mounted without its lifespan)."""
-        if not self._tasks:
+        if self._loop is None and self._starting is None:
             self._starting = asyncio.get_running_loop().create_task(self.start())
 
     async def close(self) -> None:
@@ -247,18 +247,15 @@ class Cluster:
 
     def publish_bus(self, event: JSONObject) -> None:
         """Send a change event to every replica's bus; never blocks, safe from any thread."""
-        loop = self._loop
-        if loop is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                log.warning("dropped a change event published before the cluster started")
-                return
-        payload = orjson.dumps(["b", event])
         try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # a worker thread (a sync tool)
             running = None
+        loop = self._loop or running
+        if loop is None:
+            log.warning("dropped a change event published before the cluster started")
+            return
+        payload = orjson.dumps(["b", event])
         if running is loop:
             self._spawn_publish(payload)
         else:
