@@ -10,12 +10,17 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TypeVar
 
+import pytest
+from redis.exceptions import RedisError
+
 from tests.support_http import READ_BOUND
+from tests.support_redis import RedisServer
 from transports.cluster import Cluster
 from transports.redis_connection import Keys, connect
+from transports.unavailable import StoreUnavailable
 
 T = TypeVar("T")
 
@@ -63,3 +68,17 @@ async def started(*clusters: Cluster) -> AsyncIterator[None]:
     finally:
         for cluster in clusters:
             await cluster.close()
+
+
+async def fail_while_away(redis: RedisServer, calls: Mapping[str, Callable[[], Awaitable[object]]]) -> None:
+    """Stop Redis, check that every call fails with ``StoreUnavailable`` (caused by the Redis client's
+    own error, not leaking it), then start Redis again on the same port with the same data."""
+    redis.stop()
+    try:
+        for name, call in calls.items():
+            with pytest.raises(StoreUnavailable) as caught:
+                await call()
+            assert not isinstance(caught.value, RedisError), name
+            assert isinstance(caught.value.__cause__, RedisError | OSError), (name, caught.value.__cause__)
+    finally:
+        redis.start()

@@ -7,11 +7,10 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-from redis.exceptions import RedisError
 
 from app.state import SessionState
 from tests.support_redis import RedisServer
-from tests.transports.redis_support import TIMEOUT, until
+from tests.transports.redis_support import TIMEOUT, fail_while_away, until
 from transports.redis_connection import Keys, Redis, connect
 from transports.redis_sessions import RedisSessionStore
 from transports.unavailable import StoreUnavailable
@@ -179,15 +178,7 @@ async def test_redis_away_raises_store_unavailable_and_its_return_needs_no_new_s
         "delete": lambda: store.delete("kept"),
         "count": lambda: store.count(),
     }
-    redis_server.stop()
-    try:
-        for name, call in calls.items():
-            with pytest.raises(StoreUnavailable) as caught:
-                await call()
-            assert not isinstance(caught.value, RedisError), name
-            assert isinstance(caught.value.__cause__, RedisError | OSError), (name, caught.value.__cause__)
-    finally:
-        redis_server.start()
+    await fail_while_away(redis_server, calls)
     # The same store (and client) again, with its scripts reloaded and its stale connections replaced:
     # no request fails for a connection that died with the old Redis.
     assert all(s == state for s in await asyncio.gather(*(store.get("kept") for _ in range(8))))

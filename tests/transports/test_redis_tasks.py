@@ -6,15 +6,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-from redis.exceptions import RedisError
 
 from app.tasks import TaskRecord
 from tests.support_redis import RedisServer
 from tests.support_tasks import ALICE, CHECKS, Check
-from tests.transports.redis_support import TIMEOUT, until
+from tests.transports.redis_support import TIMEOUT, fail_while_away, until
 from transports.redis_connection import Keys, Redis, connect
 from transports.redis_tasks import RedisTaskStore
-from transports.unavailable import StoreUnavailable
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -73,15 +71,7 @@ async def test_an_unreachable_redis_raises_store_unavailable_then_recovers(
         "transition": lambda: store.transition(record.task_id, "completed", expect={"working"}),
         "request_cancel": lambda: store.request_cancel(record.task_id, ALICE),
     }
-    redis_server.stop()
-    try:
-        for name, call in calls.items():
-            with pytest.raises(StoreUnavailable) as caught:
-                await call()
-            assert not isinstance(caught.value, RedisError), name
-            assert isinstance(caught.value.__cause__, RedisError | OSError), (name, caught.value.__cause__)
-    finally:
-        redis_server.start()
+    await fail_while_away(redis_server, calls)
     assert await store.get(record.task_id, ALICE) == record  # the data survived (append-only file)
     flagged = await store.request_cancel(record.task_id, ALICE)
     assert flagged is not None
