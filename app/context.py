@@ -20,9 +20,12 @@ from app.protocol import LOG_LEVEL_RANK, at_least, is_modern
 from app.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from app.server import MCPServer
     from app.session import ServerSession
     from app.state import SessionState
+    from app.task_runner import TaskBinding
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -69,8 +72,8 @@ def elicitation_schema(model: type[BaseModel]) -> JSONObject:
 class Context:
     """Handed to a handler that declares a parameter annotated ``Context``."""
 
-    __slots__ = ("_control", "_last_progress", "_principal", "_send", "exchange", "meta", "method", "modern",
-                 "params", "request_id", "server", "session", "state")
+    __slots__ = ("_control", "_last_progress", "_principal", "_send", "_starter", "exchange", "meta", "method",
+                 "modern", "params", "request_id", "server", "session", "state", "task")
 
     def __init__(self, server: MCPServer, state: SessionState, request_id: RequestId, method: str,
                  params: JSONObject, send: Send, *, session: ServerSession | None = None,
@@ -91,6 +94,9 @@ class Context:
         self._send = send
         self._control = control
         self._last_progress: float | None = None
+        self.task: TaskBinding | None = None
+        """The task this call runs as, once it is one."""
+        self._starter: Callable[[], Awaitable[None]] | None = None
 
     # -- what the handler can read ----------------------------------------------------------
     @property
@@ -124,6 +130,28 @@ class Context:
     def request_state(self) -> str | None:
         """The ``request_state`` given with the ``InputRequired`` this request answers (verified)."""
         return self.exchange.app_state if self.exchange is not None else None
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as (None: an ordinary request)."""
+        return self.task.task_id if self.task is not None else None
+
+    async def start_task(self) -> None:
+        """From here on, run as a task the client polls: for a tool registered with
+        ``task_start="handler"``, whose handler first does what must happen while the client waits (in the
+        stateless era, gather input through ``InputRequired`` rounds), then calls this. The client gets the
+        task at once; the rest of the handler runs in the background and its result becomes the task's. Does
+        nothing when the call cannot become a task (the client did not declare task support, or the tool's
+        task starts with the call) or already is one."""
+        starter, self._starter = self._starter, None
+        if starter is not None:
+            await starter()
+
+    def become_task(self, binding: TaskBinding, send: Send) -> None:
+        """Turn this request's context into its task's: messages go to ``send``, not the request's stream."""
+        self.task = binding
+        self._send = send
+        self._control = None
 
     @property
     def progress_token(self) -> str | int | None:
@@ -203,7 +231,14 @@ class Context:
 
     async def request(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
         """Ask the client for input: a request sent on this request's stream (handshake era), or, in the
-        stateless era, an input request of an ``InputRequired`` result, answered when the client retries."""
+        stateless era, an input request of an ``InputRequired`` result, answered when the client retries.
+        Inside a task, the task waits (``input_required``) until the client answers."""
+        if self.task is not None:
+            return await self.task.ask(self, method, params, timeout)
+        return await self.ask_client(method, params, timeout)
+
+    async def ask_client(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
+        """``request`` outside a task."""
         if self.modern:
             if self.method not in INPUT_CAPABLE:
                 raise MCPError(INTERNAL_ERROR, f"{self.method} cannot ask the client for input")

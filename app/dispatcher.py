@@ -21,12 +21,21 @@ from app.errors import (
     InvalidRequest,
     MCPError,
     MethodNotFound,
+    MissingClientCapability,
     ResourceNotFound,
 )
 from app.mrtr import INPUT_CAPABLE, INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
-from app.protocol import LOG_LEVEL_RANK, META_SERVER_INFO, META_SUBSCRIPTION, negotiate
+from app.protocol import (
+    LOG_LEVEL_RANK,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION,
+    TASKS_EXTENSION,
+    at_least,
+    negotiate,
+)
 from app.scopes import authorize, missing
 from app.subscriptions import Filter
+from app.task_runner import declares_extension, require_extension
 from app.types import JSONObject
 
 if TYPE_CHECKING:
@@ -52,9 +61,11 @@ _NEEDS = {
     "completion/complete": "completions",
     "logging/setLevel": "logging",
     "tasks/get": "tasks", "tasks/result": "tasks", "tasks/list": "tasks", "tasks/cancel": "tasks",
+    "tasks/update": "tasks",
 }
 _TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
-"""2025-11-25's experimental tasks; the stateless era's tasks are an extension of another shape."""
+"""2025-11-25's experimental tasks; the stateless era's tasks are an extension of another shape (no
+``tasks/result`` or ``tasks/list``; ``tasks/update``)."""
 
 
 def _principal(ctx: Context) -> str:
@@ -137,6 +148,9 @@ class Dispatcher:
             **{m: h for m, h in self._handlers.items() if m not in modern.REMOVED and m not in _TASK_METHODS},
             "server/discover": self._discover,
             "subscriptions/listen": self._listen,
+            "tasks/get": lambda params, ctx: self.server.task_runner.get_detailed(params, ctx),
+            "tasks/update": lambda params, ctx: self.server.task_runner.update(params, ctx),
+            "tasks/cancel": lambda params, ctx: self.server.task_runner.cancel_ack(params, ctx),
         }
 
     async def dispatch(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
@@ -223,13 +237,20 @@ class Dispatcher:
         return modern.discover(self.server)
 
     async def _listen(self, params: JSONObject, ctx: Context) -> JSONObject:
-        """``subscriptions/listen``: acknowledge, then forward the opted-in changes until the end."""
-        wanted = Filter(params.get("notifications"), self.server.capabilities())
+        """``subscriptions/listen``: acknowledge, then forward the opted-in changes until the end. Tasks the
+        caller follows (``taskIds``, the tasks extension) start with their current state."""
+        requested = params.get("notifications")
+        task_ids = await self._followed_tasks(requested, ctx)
+        wanted = Filter(requested, self.server.capabilities(), task_ids)
         tag = {META_SUBSCRIPTION: ctx.request_id}
         subscription = self.server.bus.subscribe()
         try:
             await ctx.send_notification("notifications/subscriptions/acknowledged",
                                         {"_meta": tag, "notifications": wanted.honoured})
+            for task_id in task_ids:
+                snapshot = await self.server.task_runner.snapshot(task_id, ctx)
+                if snapshot is not None:
+                    await ctx.send_notification("notifications/tasks", {**snapshot, "_meta": tag})
             async for event in subscription:
                 if wanted.wants(event):
                     event_params = event.get("params")
@@ -238,6 +259,18 @@ class Dispatcher:
         finally:
             subscription.close()
         return {"_meta": tag}  # the server ended the subscription (shutting down)
+
+    async def _followed_tasks(self, requested: Any, ctx: Context) -> list[str]:
+        """The caller's tasks a listen request asks to follow (``notifications.taskIds``)."""
+        wanted = requested.get("taskIds") if isinstance(requested, dict) else None
+        if wanted is None:
+            return []
+        if not isinstance(wanted, list):
+            raise InvalidParams("Invalid params: notifications.taskIds must be an array of task ids")
+        require_extension(ctx)
+        if "tasks" not in self.server.capabilities():
+            return []
+        return await self.server.task_runner.owned(wanted, ctx)
 
     def notify(self, method: str, params: JSONObject, session: ServerSession) -> None:
         """Client notifications other than cancelled/initialized (handled by the session)."""
@@ -258,6 +291,8 @@ class Dispatcher:
         state.client_capabilities = caps
         state.client_info = info
         capabilities = self.server.capabilities()
+        if "tasks" in capabilities and not at_least(state.protocol_version, "2025-11-25"):
+            capabilities = {k: v for k, v in capabilities.items() if k != "tasks"}  # tasks came in 2025-11-25
         state.server_capabilities = sorted(capabilities)
         state.initialized = True
         result: JSONObject = {
@@ -298,7 +333,9 @@ class Dispatcher:
 
     def _listing(self, items: list[Any], params: JSONObject, ctx: Context, key: str) -> JSONObject:
         visible = _visible(items, ctx, self.server)
-        return self._page(visible, params, key, everything=visible is items, modern=ctx.modern)
+        # ``execution.taskSupport`` exists only in 2025-11-25 (the stateless era's tasks are an extension).
+        bare = ctx.modern or not at_least(ctx.protocol_version, "2025-11-25")
+        return self._page(visible, params, key, everything=visible is items, modern=bare)
 
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._listing(list(self.server.tools.values()), params, ctx, "tools")
@@ -309,25 +346,28 @@ class Dispatcher:
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name}")
         authorize(tool.scopes, ctx.principal)
-        if not ctx.modern and "tasks" in self.server.capabilities():
-            # 2025-11-25 tasks: without the capability, a ``task`` param is ignored (a normal call).
-            task = params.get("task")
-            if task is not None and tool.task_support == "forbidden":
-                raise MCPError(METHOD_NOT_FOUND, f"Tool {name} cannot run as a task")
-            if task is None and tool.task_support == "required":
-                raise MCPError(METHOD_NOT_FOUND, f"Tool {name} must be called as a task (params.task)")
-            if task is not None:
-                arguments = params.get("arguments")
-                if arguments is None:
-                    arguments = {}
-                elif not isinstance(arguments, dict):
-                    raise InvalidParams("tools/call: arguments must be an object")
-                return await self.server.task_runner.start(tool, arguments, ctx, task)
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
         elif not isinstance(arguments, dict):
             raise InvalidParams("tools/call: arguments must be an object")
+        if tool.task_support != "forbidden":
+            if ctx.modern:
+                # The tasks extension: the server decides, for clients that declare it; a legacy ``task``
+                # param means nothing here.
+                if declares_extension(ctx):
+                    return await self.server.task_runner.call(tool, arguments, ctx)
+                if tool.task_support == "required":
+                    raise MissingClientCapability({"extensions": {TASKS_EXTENSION: {}}})
+            elif "tasks" in self.server.capabilities():
+                # 2025-11-25 tasks: the client asks (``params.task``).
+                task = params.get("task")
+                if task is None and tool.task_support == "required":
+                    raise MCPError(METHOD_NOT_FOUND, f"Tool {name} must be called as a task (params.task)")
+                if task is not None:
+                    return await self.server.task_runner.call(tool, arguments, ctx, task)
+        elif not ctx.modern and params.get("task") is not None and "tasks" in self.server.capabilities():
+            raise MCPError(METHOD_NOT_FOUND, f"Tool {name} cannot run as a task")
         return await tool.call(arguments, ctx)
 
     # -- resources -----------------------------------------------------------------------------

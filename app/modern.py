@@ -18,6 +18,7 @@ from app.protocol import (
     META_SERVER_INFO,
     META_VERSION,
     SUPPORTED_VERSIONS,
+    TASKS_EXTENSION,
     is_modern,
 )
 from app.state import SessionState
@@ -83,8 +84,10 @@ def complete(result: JSONObject, method: str, server: MCPServer, hints: tuple[in
 
 
 def discover(server: MCPServer) -> JSONObject:
-    # 2025-11-25's experimental ``tasks`` capability is not the stateless era's (an extension).
+    # 2025-11-25's experimental ``tasks`` capability is the stateless era's tasks extension.
     capabilities = {k: v for k, v in server.capabilities().items() if k != "tasks"}
+    if "tasks" in server.capabilities():
+        capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
     result: JSONObject = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": capabilities}
     if server.instructions:
         result["instructions"] = server.instructions

@@ -49,6 +49,11 @@ class InputExchange:
         self.app_state = app_state
         self._count = 0
 
+    @property
+    def asked(self) -> int:
+        """How many input points the handler has reached so far."""
+        return self._count
+
     def next_key(self, kind: str) -> str:
         """The key of the handler's next input point: stable across rounds because handlers replay in order."""
         self._count += 1

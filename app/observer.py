@@ -18,7 +18,7 @@ METHODS = frozenset({
     "initialize", "ping", "server/discover", "subscriptions/listen", "logging/setLevel", "completion/complete",
     "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list",
     "resources/read", "resources/subscribe", "resources/unsubscribe",
-    "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+    "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update",
 })
 """The request methods a server answers, in either era."""
 

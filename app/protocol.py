@@ -20,6 +20,8 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The 2026-07-28 tasks extension's identifier (``capabilities.extensions``)."""
 
 BATCH_VERSIONS = frozenset({"2025-03-26"})
 """Revisions whose clients may send JSON-RPC batches."""

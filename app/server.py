@@ -12,7 +12,7 @@ from app.prompts import Prompt
 from app.request_state import RequestStateSealer
 from app.resources import Resource, Resources
 from app.subscriptions import InMemorySubscriptionBus, SubscriptionBus
-from app.tools import TaskSupport, Tool
+from app.tools import TaskStart, TaskSupport, Tool
 from app.types import JSONObject
 
 if TYPE_CHECKING:
@@ -136,15 +136,18 @@ class MCPServer:
              annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
              meta: JSONObject | None = None, input_schema: JSONObject | None = None,
              output_schema: JSONObject | None = None, structured_output: bool | None = None,
-             scopes: list[str] | None = None, task_support: TaskSupport = "forbidden") -> Callable[[F], F]:
+             scopes: list[str] | None = None, task_support: TaskSupport = "forbidden",
+             task_start: TaskStart = "call") -> Callable[[F], F]:
         """Register a function as a tool. Its signature is the input schema, its return annotation the output.
-        ``task_support``: whether 2025-11-25 clients may (``optional``) or must (``required``) run it as a
-        task they poll."""
+        ``task_support``: whether the tool may (``optional``) or must (``required``) run as a task the client
+        polls (both eras' tasks: see ``Tool.task_support``); ``task_start``: whether the task starts with the
+        call or when the handler calls ``ctx.start_task()``."""
 
         def register(fn: F) -> F:
             self.add_tool(Tool(fn, name=name, title=title, description=description, annotations=annotations,
                                icons=icons, meta=meta, input_schema=input_schema, output_schema=output_schema,
-                               structured_output=structured_output, scopes=scopes, task_support=task_support))
+                               structured_output=structured_output, scopes=scopes, task_support=task_support,
+                               task_start=task_start))
             return fn
 
         return register

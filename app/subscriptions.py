@@ -113,7 +113,7 @@ class InMemorySubscriptionBus(SubscriptionBus):
 class Filter:
     """What one listen request asked for, less what this server cannot deliver."""
 
-    def __init__(self, requested: Any, capabilities: JSONObject) -> None:
+    def __init__(self, requested: Any, capabilities: JSONObject, task_ids: list[str] | None = None) -> None:
         requested = requested if isinstance(requested, dict) else {}
         self.honoured: JSONObject = {}
         self._methods: set[str] = set()
@@ -128,10 +128,16 @@ class Filter:
         if isinstance(uris, list) and isinstance(resources, dict) and resources.get("subscribe"):
             self._uris = {u for u in uris if isinstance(u, str)}
             self.honoured["resourceSubscriptions"] = sorted(self._uris)
+        self._task_ids = set(task_ids or ())
+        if task_ids is not None and "taskIds" in requested:
+            self.honoured["taskIds"] = list(task_ids)  # the tasks extension: the caller's own tasks
 
     def wants(self, event: JSONObject) -> bool:
         method = event.get("method")
         if method == "notifications/resources/updated":
             params = event.get("params")
             return isinstance(params, dict) and params.get("uri") in self._uris
+        if method == "notifications/tasks":
+            params = event.get("params")
+            return isinstance(params, dict) and params.get("taskId") in self._task_ids
         return method in self._methods

@@ -1,13 +1,22 @@
-"""Task-augmented tool calls of the 2025-11-25 experimental tasks (handshake era): the call runs in the
-background, the client gets ``CreateTaskResult {task}`` at once and polls (``tasks/get``), waits for the
-outcome (``tasks/result``), lists (``tasks/list``) or cancels (``tasks/cancel``).
+"""Tool calls that run as tasks the client polls, in both eras, from one tool definition.
 
-A task belongs to whoever created it: the authenticated principal, or else the session. Another owner's
-task answers like an unknown one (-32602). Tasks run in this process; their records live in the
-server's ``TaskStore``. What a task's handler sends the client (``ctx.elicit``, ``ctx.sample``, logs,
-progress) waits for a ``tasks/result`` request and goes out on its stream, tagged with the task
-(``io.modelcontextprotocol/related-task``); while the handler waits for an answer the task is
-``input_required``.
+- **2025-11-25** (handshake era, experimental tasks): the client asks for a task (``params.task``) and
+  gets ``CreateTaskResult {task}`` at once; it polls ``tasks/get``, waits for the outcome with
+  ``tasks/result``, lists (``tasks/list``) and cancels (``tasks/cancel``). What the handler sends the
+  client (``ctx.elicit``, logs, progress) waits for a ``tasks/result`` request and goes out on its stream,
+  tagged ``io.modelcontextprotocol/related-task``.
+- **2026-07-28** (stateless era, the ``io.modelcontextprotocol/tasks`` extension): the server decides. A
+  call of a tool with ``task_support`` from a client declaring the extension answers the flat
+  ``CreateTaskResult`` (``resultType: "task"``); the client polls ``tasks/get`` (the ``DetailedTask``:
+  ``inputRequests``, ``result`` or ``error`` inlined), answers input requests with ``tasks/update`` and
+  cancels with ``tasks/cancel``; ``subscriptions/listen`` with ``taskIds`` pushes ``notifications/tasks``.
+  A tool error is a ``completed`` task whose result has ``isError`` (2025-11-25: ``failed``).
+
+A task belongs to whoever created it: the authenticated principal, or else the session (stateless era
+without authentication: anyone holding the id, which is 256 random bits). Another owner's task answers
+like an unknown one (-32602). Tasks run in the process that created them; their records live in the
+server's ``TaskStore`` (Redis: every replica answers for every task). While the handler waits for an
+answer the task is ``input_required``.
 """
 
 from __future__ import annotations
@@ -18,12 +27,14 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from app.context import Context
-from app.errors import INTERNAL_ERROR, InvalidParams, MCPError
+from app.errors import INTERNAL_ERROR, ClientTimeout, InvalidParams, MCPError, MissingClientCapability
+from app.mrtr import InputRequired
+from app.protocol import TASKS_EXTENSION as EXTENSION
 from app.tasks import TERMINAL, InMemoryTaskStore, TaskRecord, TaskStore
-from app.types import JSONObject
+from app.types import JSONObject, Send
 
 if TYPE_CHECKING:
+    from app.context import Context
     from app.server import MCPServer
     from app.tools import Tool
 
@@ -34,11 +45,37 @@ ACTIVE = frozenset({"working", "input_required"})
 WORKING = "The operation is now in progress."
 CANCELLED = "The task was cancelled by request."
 ORPHANED = "The replica running this task stopped before it finished; the task was not completed"
+RECHECK_SECONDS = 5.0
+"""How often a task waiting for input re-reads its record, should a wake-up from another replica be lost."""
+
+
+def declares_extension(ctx: Context) -> bool:
+    """Whether this request's client declared the 2026-07-28 tasks extension."""
+    extensions = ctx.client_capabilities.get("extensions")
+    return isinstance(extensions, dict) and isinstance(extensions.get(EXTENSION), dict)
+
+
+def require_extension(ctx: Context) -> None:
+    if not declares_extension(ctx):
+        raise MissingClientCapability({"extensions": {EXTENSION: {}}})
+
+
+def owner(ctx: Context) -> str | None:
+    """Whom a task belongs to: the principal's key, or the session when nobody is authenticated."""
+    principal = ctx.principal
+    key = principal if isinstance(principal, str) else getattr(principal, "key", None)
+    if key:
+        return str(key)
+    return f"session:{ctx.state.id}" if ctx.state.id else None
+
+
+async def _discard(message: JSONObject) -> None:
+    """The extension's tasks carry no progress or log messages."""
 
 
 class _Outlet:
-    """A task's messages to the client (input requests, logs, progress), tagged with the task, kept until a
-    ``tasks/result`` request carries them on its stream."""
+    """A 2025-11-25 task's messages to the client (input requests, logs, progress), tagged with the task,
+    kept until a ``tasks/result`` request carries them on its stream."""
 
     __slots__ = ("queue", "ready", "task_id")
 
@@ -54,38 +91,41 @@ class _Outlet:
         self.ready.set()
 
 
-class _TaskContext(Context):
-    """A handler's context inside a task: asking the client for input moves the task to
-    ``input_required`` until the answer arrives."""
+class TaskBinding:
+    """What a handler's context knows of the task it runs as: asking the client for input goes through it."""
 
-    __slots__ = ("_runner", "_task_id")
+    __slots__ = ("_count", "modern", "principal", "runner", "task_id")
 
-    def bind(self, runner: TaskRunner, task_id: str) -> _TaskContext:
-        self._runner = runner
-        self._task_id = task_id
-        return self
+    def __init__(self, runner: TaskRunner, task_id: str, principal: str | None, modern: bool, count: int) -> None:
+        self.runner = runner
+        self.task_id = task_id
+        self.principal = principal
+        self.modern = modern
+        self._count = count
 
-    async def request(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
-        store = self._runner.store
-        await store.transition(self._task_id, "input_required", expect={"working"},
-                               status_message=f"Waiting for the client's answer to {method}")
+    def next_key(self, method: str) -> str:
+        """A key for the next input request: unique over the task's life (it continues the call's own
+        ``InputRequired`` rounds' numbering)."""
+        self._count += 1
+        return f"{method.partition('/')[0]}-{self._count}"
+
+    async def ask(self, ctx: Context, method: str, params: JSONObject | None, timeout: float | None) -> JSONObject:
+        if self.modern:
+            return await self.runner.wait_for_input(self, method, params, timeout)
+        runner = self.runner
+        record = await runner.store.transition(self.task_id, "input_required", expect={"working"},
+                                               status_message=f"Waiting for the client's answer to {method}")
+        runner.changed(record)
         try:
-            return await super().request(method, params, timeout)
+            return await ctx.ask_client(method, params, timeout)
         finally:
-            await store.transition(self._task_id, "working", expect={"input_required"}, status_message=WORKING)
-
-
-def owner(ctx: Context) -> str | None:
-    """Whom a task belongs to: the principal's key, or the session when nobody is authenticated."""
-    principal = ctx.principal
-    key = principal if isinstance(principal, str) else getattr(principal, "key", None)
-    if key:
-        return str(key)
-    return f"session:{ctx.state.id}" if ctx.state.id else None
+            record = await runner.store.transition(self.task_id, "working", expect={"input_required"},
+                                                   status_message=WORKING)
+            runner.changed(record)
 
 
 class TaskRunner:
-    """Starts task-augmented calls and answers the ``tasks/*`` methods."""
+    """Runs tool calls as tasks and answers the ``tasks/*`` methods of both eras."""
 
     def __init__(self, server: MCPServer, store: TaskStore | None = None) -> None:
         self.server = server
@@ -93,66 +133,199 @@ class TaskRunner:
         self.default_ttl_ms = 3_600_000
         self.max_ttl_ms = 86_400_000
         self.poll_interval_ms = 1_000
-        self._running: dict[str, asyncio.Task[None]] = {}
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._bindings: dict[str, TaskBinding] = {}
         self._finished: dict[str, asyncio.Event] = {}
         self._outlets: dict[str, _Outlet] = {}
+        self._waiting: dict[str, dict[str, asyncio.Future[JSONObject]]] = {}
+        self._wakes: set[asyncio.Task[None]] = set()
         self.replica: str | None = None
         """This process's name among replicas sharing the store (set with a shared store)."""
         self.cancel_elsewhere: Callable[[str], Awaitable[None]] | None = None
         """Tells the replica running a task to stop it (set with a shared store)."""
+        self.wake_elsewhere: Callable[[str], Awaitable[None]] | None = None
+        """Tells the replica running a task that the client answered its input requests (shared store)."""
         self.alive: Callable[[str], Awaitable[bool]] | None = None
         """Whether a replica still runs (its lease); a task whose replica died is failed."""
 
-    async def start(self, tool: Tool, arguments: JSONObject, ctx: Context, request: Any) -> JSONObject:
-        """Create the task (durably, before answering) and run the call in the background."""
-        if not isinstance(request, dict):
-            raise InvalidParams("tools/call: task must be an object")
-        ttl = request.get("ttl")
-        if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
-            raise InvalidParams("tools/call: task.ttl must be a non-negative integer (milliseconds)")
-        ttl_ms = min(ttl if ttl is not None else self.default_ttl_ms, self.max_ttl_ms)
-        record = TaskRecord.new(owner(ctx), ttl_ms=ttl_ms, poll_interval_ms=self.poll_interval_ms,
-                                status_message=WORKING, owner_replica=self.replica)
-        await self.store.create(record)
-        outlet = self._outlets[record.task_id] = _Outlet(record.task_id)
-        run_ctx = _TaskContext(self.server, ctx.state, ctx.request_id, ctx.method, ctx.params, outlet.send,
-                               session=ctx.session, principal=ctx.principal).bind(self, record.task_id)
-        self._finished[record.task_id] = asyncio.Event()
-        task = asyncio.get_running_loop().create_task(self._run(record.task_id, tool, arguments, run_ctx))
-        self._running[record.task_id] = task
-        return {"task": record.to_2025_11_25()}
+    # -- running calls as tasks -------------------------------------------------------------------
+    async def call(self, tool: Tool, arguments: JSONObject, ctx: Context, requested: Any = None) -> JSONObject:
+        """Run a ``tools/call`` that is to be a task: the 2025-11-25 ``params.task`` (``requested``), or the
+        2026-07-28 extension. The answer is the ``CreateTaskResult`` once the task is durably stored, or
+        (``task_start="handler"`` whose handler has not started the task) the call's own outcome."""
+        ttl_ms = self.default_ttl_ms
+        if not ctx.modern:
+            if not isinstance(requested, dict):
+                raise InvalidParams("tools/call: task must be an object")
+            ttl = requested.get("ttl")
+            if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
+                raise InvalidParams("tools/call: task.ttl must be a non-negative integer (milliseconds)")
+            ttl_ms = min(ttl if ttl is not None else self.default_ttl_ms, self.max_ttl_ms)
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[JSONObject] = loop.create_future()
 
-    async def _run(self, task_id: str, tool: Tool, arguments: JSONObject, ctx: Context) -> None:
+        async def start() -> None:
+            record = TaskRecord.new(owner(ctx), ttl_ms=ttl_ms, poll_interval_ms=self.poll_interval_ms,
+                                    status_message=WORKING, owner_replica=self.replica)
+            await self.store.create(record)
+            task_id = record.task_id
+            count = ctx.exchange.asked if ctx.exchange is not None else 0
+            binding = self._bindings[task_id] = TaskBinding(self, task_id, record.principal, ctx.modern, count)
+            send: Send = _discard
+            if not ctx.modern:
+                send = (outlet := _Outlet(task_id)).send
+                self._outlets[task_id] = outlet
+            ctx.become_task(binding, send)
+            current = asyncio.current_task()
+            assert current is not None
+            self._running[task_id] = current
+            self._finished[task_id] = asyncio.Event()
+            answer.set_result({"resultType": "task", **record.to_2026_07_28_task()} if ctx.modern
+                              else {"task": record.to_2025_11_25()})
+
+        ctx._starter = start
+        immediately = not ctx.modern or tool.task_start == "call"
+        driver = loop.create_task(self._drive(tool, arguments, ctx, answer, immediately))
         try:
+            return await asyncio.shield(answer)
+        except asyncio.CancelledError:
+            if ctx.task is None:  # the request went away before the call became a task: stop it
+                driver.cancel()
+            raise
+
+    async def _drive(self, tool: Tool, arguments: JSONObject, ctx: Context, answer: asyncio.Future[JSONObject],
+                     immediately: bool) -> None:
+        """Run the handler; its outcome answers the request until the call is a task, the task after."""
+        try:
+            if immediately:
+                await ctx.start_task()
             result = await tool.call(arguments, ctx)
         except asyncio.CancelledError:
-            await self.store.transition(task_id, "cancelled", expect=ACTIVE, status_message=CANCELLED)
-        except MCPError as exc:
-            await self.store.transition(task_id, "failed", expect=ACTIVE, error=exc.to_error(),
-                                        status_message=exc.message)
-        except Exception:
-            log.exception("task %s failed", task_id)
-            await self.store.transition(task_id, "failed", expect=ACTIVE,
-                                        error={"code": INTERNAL_ERROR, "message": "Internal error"},
-                                        status_message="Internal error")
+            if ctx.task is None:
+                answer.cancel()
+                raise
+            await self._end(ctx.task.task_id, "cancelled", status_message=CANCELLED)
+        except Exception as exc:
+            if ctx.task is None:
+                if not answer.done():
+                    answer.set_exception(exc)
+                return
+            await self._end(ctx.task.task_id, "failed", **self._failure(ctx.task.task_id, exc))
         else:
-            # A tool result with isError is a failed task whose result is that CallToolResult.
-            status = "failed" if result.get("isError") else "completed"
-            await self.store.transition(task_id, status, expect=ACTIVE, result=result)
+            if ctx.task is None:
+                answer.set_result(result)
+                return
+            # 2025-11-25: a tool error fails the task; the extension: the task completed with that result.
+            failed = bool(result.get("isError")) and not ctx.modern
+            await self._end(ctx.task.task_id, "failed" if failed else "completed", result=result)
         finally:
-            self._running.pop(task_id, None)
-            finished = self._finished.pop(task_id, None)
-            if finished is not None:
-                finished.set()
-            outlet = self._outlets.pop(task_id, None)
-            if outlet is not None:
-                outlet.ready.set()
+            if ctx.task is not None:
+                self._forget(ctx.task.task_id)
 
+    @staticmethod
+    def _failure(task_id: str, exc: Exception) -> dict[str, Any]:
+        if isinstance(exc, MCPError):
+            return {"error": exc.to_error(), "status_message": exc.message}
+        if isinstance(exc, InputRequired):
+            message = "The tool asked for input through InputRequired inside a task; use ctx.elicit and the like"
+            log.error("task %s: %s", task_id, message)
+            return {"error": {"code": INTERNAL_ERROR, "message": message}, "status_message": message}
+        log.error("task %s failed", task_id, exc_info=exc)
+        return {"error": {"code": INTERNAL_ERROR, "message": "Internal error"}, "status_message": "Internal error"}
+
+    async def _end(self, task_id: str, status: str, **fields: Any) -> None:
+        self.changed(await self.store.transition(task_id, status, expect=ACTIVE, **fields))
+
+    def _forget(self, task_id: str) -> None:
+        self._running.pop(task_id, None)
+        self._bindings.pop(task_id, None)
+        for waiting in self._waiting.pop(task_id, {}).values():
+            waiting.cancel()
+        finished = self._finished.pop(task_id, None)
+        if finished is not None:
+            finished.set()
+        outlet = self._outlets.pop(task_id, None)
+        if outlet is not None:
+            outlet.ready.set()
+
+    def changed(self, record: TaskRecord | None) -> None:
+        """Tell ``subscriptions/listen`` streams following the task (any replica) its new state."""
+        if record is not None:
+            self.server.bus.publish({"jsonrpc": "2.0", "method": "notifications/tasks",
+                                     "params": record.to_2026_07_28()})
+
+    @property
+    def running(self) -> list[asyncio.Task[Any]]:
+        """The tasks this process is running now (a graceful drain lets them finish)."""
+        return list(self._running.values())
+
+    def cancel_local(self, task_id: str) -> None:
+        """Stop the task if it runs here (a cancel that reached another replica)."""
+        running = self._running.get(task_id)
+        if running is not None:
+            running.cancel()
+
+    # -- input during a task (2026-07-28) -----------------------------------------------------------
+    async def wait_for_input(self, binding: TaskBinding, method: str, params: JSONObject | None,
+                             timeout: float | None) -> JSONObject:
+        """Add an input request to the task (``input_required``) and wait for the ``tasks/update`` that
+        answers it, on whichever replica it arrives."""
+        task_id = binding.task_id
+        key = binding.next_key(method)
+        request: JSONObject = {"method": method}
+        if params is not None:
+            request["params"] = params
+        loop = asyncio.get_running_loop()
+        waiting = self._waiting.setdefault(task_id, {})
+        arrived = waiting[key] = loop.create_future()
+        deadline = None if timeout is None else loop.time() + timeout
+        try:
+            record = await self.store.add_input_request(task_id, key, request)
+            self.changed(record)
+            while record is not None:
+                answer = record.input_responses.get(key)
+                if isinstance(answer, dict):
+                    return answer
+                wait = RECHECK_SECONDS if deadline is None else min(RECHECK_SECONDS, deadline - loop.time())
+                if wait <= 0:  # withdraw the request, so that the task no longer shows it as outstanding
+                    self.changed((await self.store.answer_inputs(task_id, binding.principal,
+                                                                 {key: {"action": "cancel"}}) or (None,))[0])
+                    raise ClientTimeout(f"the client did not answer {method} in time")
+                try:
+                    return await asyncio.wait_for(asyncio.shield(arrived), wait)
+                except TimeoutError:
+                    record = await self.store.get(task_id, binding.principal)
+            raise MCPError(INTERNAL_ERROR, "The task is gone")
+        finally:
+            waiting.pop(key, None)
+
+    def deliver(self, record: TaskRecord) -> None:
+        """Hand the answers in ``record`` to this process's handlers waiting for them."""
+        for key, arrived in self._waiting.get(record.task_id, {}).items():
+            answer = record.input_responses.get(key)
+            if isinstance(answer, dict) and not arrived.done():
+                arrived.set_result(answer)
+
+    def wake_soon(self, task_id: str) -> None:
+        """``wake``, from a callback that cannot wait."""
+        woken = asyncio.get_running_loop().create_task(self.wake(task_id))
+        self._wakes.add(woken)
+        woken.add_done_callback(self._wakes.discard)
+
+    async def wake(self, task_id: str) -> None:
+        """Another replica took answers for a task running here: read them."""
+        binding = self._bindings.get(task_id)
+        if binding is not None:
+            record = await self.store.get(task_id, binding.principal)
+            if record is not None:
+                self.deliver(record)
+
+    # -- lookups ------------------------------------------------------------------------------------
     async def _record(self, params: JSONObject, ctx: Context) -> TaskRecord:
         task_id = params.get("taskId")
         record = await self.store.get(task_id, owner(ctx)) if isinstance(task_id, str) and task_id else None
         if record is None:
-            raise InvalidParams("Unknown task id")
+            raise InvalidParams("Failed to retrieve task: Task not found")
         return await self._orphan_check(record)
 
     async def _orphan_check(self, record: TaskRecord) -> TaskRecord:
@@ -164,22 +337,38 @@ class TaskRunner:
                 record.task_id, "failed", expect=ACTIVE, status_message=ORPHANED,
                 error={"code": INTERNAL_ERROR, "message": ORPHANED, "data": {"replica": runner}})
             if failed is not None:
+                self.changed(failed)
                 return failed
             return await self.store.get(record.task_id, record.principal) or record
         return record
 
-    @property
-    def running(self) -> list[asyncio.Task[None]]:
-        """The tasks this process is running now (a graceful drain lets them finish)."""
-        return list(self._running.values())
+    async def owned(self, task_ids: list[Any], ctx: Context) -> list[str]:
+        """Which of ``task_ids`` are the caller's live tasks (a ``subscriptions/listen`` may follow them)."""
+        mine = []
+        for task_id in dict.fromkeys(t for t in task_ids if isinstance(t, str) and t):
+            record = await self.store.get(task_id, owner(ctx))
+            if record is not None:
+                mine.append(task_id)
+        return mine
 
-    def cancel_local(self, task_id: str) -> None:
-        """Stop the task if it runs here (a cancel that reached another replica)."""
-        running = self._running.get(task_id)
+    async def snapshot(self, task_id: str, ctx: Context) -> JSONObject | None:
+        """The ``notifications/tasks`` params for the task as it is now (None: gone)."""
+        record = await self.store.get(task_id, owner(ctx))
+        return None if record is None else (await self._orphan_check(record)).to_2026_07_28()
+
+    async def _cancel(self, record: TaskRecord, ctx: Context) -> TaskRecord:
+        await self.store.request_cancel(record.task_id, owner(ctx))
+        cancelled = await self.store.transition(record.task_id, "cancelled", expect=ACTIVE,
+                                                status_message=CANCELLED)
+        self.changed(cancelled)
+        running = self._running.get(record.task_id)
         if running is not None:
-            running.cancel()
+            running.cancel()  # cooperative: the handler sees CancelledError
+        elif self.cancel_elsewhere is not None:
+            await self.cancel_elsewhere(record.task_id)
+        return cancelled or await self.store.get(record.task_id, record.principal) or record
 
-    # -- the methods ------------------------------------------------------------------------------
+    # -- the 2025-11-25 methods ---------------------------------------------------------------------
     async def get(self, params: JSONObject, ctx: Context) -> JSONObject:
         return (await self._record(params, ctx)).to_2025_11_25()
 
@@ -221,14 +410,40 @@ class TaskRunner:
         record = await self._record(params, ctx)
         if record.terminal:
             raise InvalidParams(f"Cannot cancel a task that is already {record.status}")
-        await self.store.request_cancel(record.task_id, owner(ctx))
-        updated = await self.store.transition(record.task_id, "cancelled", expect=ACTIVE,
-                                              status_message=CANCELLED)
-        running = self._running.get(record.task_id)
-        if running is not None:
-            running.cancel()  # cooperative: the handler sees CancelledError
-        elif self.cancel_elsewhere is not None:
-            await self.cancel_elsewhere(record.task_id)
-        if updated is None:  # it ended meanwhile
-            updated = await self._record(params, ctx)
-        return updated.to_2025_11_25()
+        return (await self._cancel(record, ctx)).to_2025_11_25()
+
+    # -- the 2026-07-28 extension's methods -----------------------------------------------------------
+    async def get_detailed(self, params: JSONObject, ctx: Context) -> JSONObject:
+        require_extension(ctx)
+        return (await self._record(params, ctx)).to_2026_07_28()
+
+    async def update(self, params: JSONObject, ctx: Context) -> JSONObject:
+        """``tasks/update``: take the client's answers to the task's outstanding input requests."""
+        require_extension(ctx)
+        task_id = params.get("taskId")
+        responses = params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise InvalidParams("Invalid params: tasks/update needs an inputResponses object")
+        for key, value in responses.items():
+            if not isinstance(value, dict):
+                raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
+        outcome = (await self.store.answer_inputs(task_id, owner(ctx), responses)
+                   if isinstance(task_id, str) and task_id else None)
+        if outcome is None:
+            raise InvalidParams("Failed to update task: Task not found")
+        record, taken = outcome
+        if taken:
+            self.changed(record)
+            if record.task_id in self._bindings:
+                self.deliver(record)
+            elif self.wake_elsewhere is not None:
+                await self.wake_elsewhere(record.task_id)
+        return {}
+
+    async def cancel_ack(self, params: JSONObject, ctx: Context) -> JSONObject:
+        """``tasks/cancel``: an empty acknowledgement, also for a task that has already ended."""
+        require_extension(ctx)
+        record = await self._record(params, ctx)
+        if not record.terminal:
+            await self._cancel(record, ctx)
+        return {}

@@ -29,7 +29,7 @@ STATUSES: frozenset[str] = frozenset(get_args(TaskStatus))
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 """Final states: no transition leaves them."""
 UPDATABLE = frozenset({"status_message", "poll_interval_ms", "result", "error", "input_requests",
-                       "owner_replica"})
+                       "input_responses", "owner_replica"})
 """The fields a ``transition`` may set besides the status."""
 
 
@@ -63,6 +63,9 @@ class TaskRecord:
     result: JSONObject | None = None
     error: JSONObject | None = None
     input_requests: JSONObject = dataclasses.field(default_factory=dict)
+    """The requests the task waits on the client to answer, by key (2026-07-28: ``inputRequests``)."""
+    input_responses: JSONObject = dataclasses.field(default_factory=dict)
+    """Answers the client gave (``tasks/update``) and the handler has not necessarily read yet, by key."""
     cancel_requested: bool = False
     owner_replica: str | None = None
 
@@ -109,6 +112,10 @@ class TaskRecord:
     def to_2025_11_25(self) -> JSONObject:
         """The 2025-11-25 ``Task``."""
         return self._task("ttl", "pollInterval")
+
+    def to_2026_07_28_task(self) -> JSONObject:
+        """The 2026-07-28 extension's bare ``Task`` (what ``CreateTaskResult`` carries)."""
+        return self._task("ttlMs", "pollIntervalMs")
 
     def to_2026_07_28(self) -> JSONObject:
         """The 2026-07-28 extension's ``DetailedTask``: the ``Task`` (``ttlMs``, ``pollIntervalMs``) plus
@@ -161,6 +168,33 @@ def may_transition(record: TaskRecord, expect: Collection[str]) -> bool:
     return not record.terminal and record.status in expect
 
 
+def with_input_request(record: TaskRecord, key: str, request: JSONObject, now: float) -> TaskRecord | None:
+    """``record`` waiting on one more request to the client (``input_required``); None if it has ended."""
+    if record.terminal:
+        return None
+    return dataclasses.replace(record, status="input_required", last_updated_at=now,
+                               input_requests={**record.input_requests, key: request},
+                               status_message="Waiting for input from the client")
+
+
+def with_answers(record: TaskRecord, responses: JSONObject, now: float) -> tuple[TaskRecord | None, tuple[str, ...]]:
+    """``record`` with the answers to its outstanding requests taken in (others are ignored, as the spec
+    asks: unknown, already answered or superseded keys), back to ``working`` once none is outstanding.
+    None (nothing to write) when no answer applies; and the keys taken."""
+    taken = tuple(key for key in responses if key in record.input_requests)
+    if record.terminal or not taken:
+        return None, ()
+    waiting = {k: v for k, v in record.input_requests.items() if k not in taken}
+    fields: dict[str, Any] = {
+        "input_requests": waiting,
+        "input_responses": {**record.input_responses, **{key: responses[key] for key in taken}},
+        "last_updated_at": now,
+    }
+    if not waiting and record.status == "input_required":
+        fields.update(status="working", status_message=None)
+    return dataclasses.replace(record, **fields), taken
+
+
 class TaskStore(ABC):
     """Where tasks live. Every method taking a ``principal`` acts only on that principal's tasks: another
     principal's task looks exactly like one that does not exist."""
@@ -191,6 +225,17 @@ class TaskStore(ABC):
     async def request_cancel(self, task_id: str, principal: str | None) -> TaskRecord | None:
         """Flag the principal's task for (cooperative) cancellation unless it is already terminal; the
         task as it now is, or None if unknown. The runner sees ``cancel_requested`` and ends it."""
+
+    @abstractmethod
+    async def add_input_request(self, task_id: str, key: str, request: JSONObject) -> TaskRecord | None:
+        """Atomically add a request the task waits on the client to answer; the task becomes
+        ``input_required``. The updated record, or None if the task is unknown or has ended."""
+
+    @abstractmethod
+    async def answer_inputs(self, task_id: str, principal: str | None,
+                            responses: JSONObject) -> tuple[TaskRecord, tuple[str, ...]] | None:
+        """Atomically take the principal's answers to the task's outstanding requests (see
+        ``with_answers``); the record as it now is and the keys taken, or None if the task is unknown."""
 
     async def delete_expired(self) -> int:
         """Drop the tasks whose TTL has elapsed; how many. Stores that expire tasks by themselves: 0."""
@@ -256,6 +301,24 @@ class InMemoryTaskStore(TaskStore):
         if not record.terminal:
             record.cancel_requested = True
         return copy.deepcopy(record)
+
+    async def add_input_request(self, task_id: str, key: str, request: JSONObject) -> TaskRecord | None:
+        record = self._live(task_id)
+        new = None if record is None else with_input_request(record, key, copy.deepcopy(request), self._clock())
+        if new is None:
+            return None
+        self._tasks[task_id] = new
+        return copy.deepcopy(new)
+
+    async def answer_inputs(self, task_id: str, principal: str | None,
+                            responses: JSONObject) -> tuple[TaskRecord, tuple[str, ...]] | None:
+        record = self._live(task_id)
+        if record is None or record.principal != principal:
+            return None
+        new, taken = with_answers(record, copy.deepcopy(responses), self._clock())
+        if new is not None:
+            self._tasks[task_id] = record = new
+        return copy.deepcopy(record), taken
 
     async def delete_expired(self) -> int:
         expired = [tid for tid in list(self._tasks) if self._live(tid) is None]

@@ -77,29 +77,37 @@ class ToolResult:
 
 
 TaskSupport = Literal["forbidden", "optional", "required"]
+TaskStart = Literal["call", "handler"]
 
 
 class Tool(Component):
     """One registered tool."""
 
     __slots__ = ("_checker", "_fields", "_model", "_output", "_output_checker", "annotations", "header_params",
-                 "input_schema", "output_schema", "task_support")
+                 "input_schema", "output_schema", "task_start", "task_support")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, annotations: JSONObject | None = None,
                  icons: list[JSONObject] | None = None, meta: JSONObject | None = None,
                  input_schema: JSONObject | None = None, output_schema: JSONObject | None = None,
                  structured_output: bool | None = None, scopes: list[str] | None = None,
-                 task_support: TaskSupport = "forbidden") -> None:
+                 task_support: TaskSupport = "forbidden", task_start: TaskStart = "call") -> None:
         super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
                          scopes=scopes)
         if not self.name or len(self.name) > 128:
             raise ValueError(f"tool name must be 1 to 128 characters: {self.name!r}")
         if task_support not in ("forbidden", "optional", "required"):
             raise ValueError(f"{self.name}: task_support must be 'forbidden', 'optional' or 'required'")
+        if task_start not in ("call", "handler"):
+            raise ValueError(f"{self.name}: task_start must be 'call' or 'handler'")
         self.annotations = annotations
         self.task_support: TaskSupport = task_support
-        """Whether a 2025-11-25 client may (``optional``) or must (``required``) call it as a task."""
+        """Whether the tool may (``optional``) or must (``required``) run as a task the client polls: a
+        2025-11-25 client asks for one (``params.task``); with the 2026-07-28 tasks extension the server
+        decides, and makes every call of such a tool from a client declaring the extension a task."""
+        self.task_start: TaskStart = task_start
+        """When a call becomes a task: with the ``call`` (before the handler runs), or when the ``handler``
+        calls ``ctx.start_task()`` (until then, and if it never does, the call is an ordinary one)."""
         hints = self._hints
         self._model: type[BaseModel] | None = None
         self._checker: SchemaChecker | None = None

@@ -28,6 +28,7 @@ from app import (
     EmbeddedResource,
     Image,
     InputRequired,
+    MCPError,
     MCPServer,
     Message,
     ToolError,
@@ -35,6 +36,7 @@ from app import (
     text,
     user,
 )
+from app.errors import INTERNAL_ERROR
 from app.prompts import Prompt
 from app.tools import Tool
 from app.types import JSONObject
@@ -474,3 +476,63 @@ def test_input_required_result_prompt(ctx: Context) -> Message | InputRequired:
     return InputRequired({"user_context": _elicit(
         "What context should the prompt use?",
         {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]})})
+
+
+# -- tasks (2025-11-25 experimental tasks and the 2026-07-28 tasks extension) -----------------------
+DELETE_SCHEMA: JSONObject = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+
+
+@server.tool()
+def greet(name: str) -> str:
+    """An ordinary tool: never a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task_support="optional")
+async def slow_compute(seconds: Annotated[float, Field(ge=0, le=3600)], label: str = "") -> str:
+    """Work for ``seconds`` seconds, as a task when the client supports tasks; cancellable."""
+    await asyncio.sleep(seconds)
+    return f"Computed {label or 'result'} in {seconds:g}s."
+
+
+@server.tool(task_support="required")
+async def failing_job() -> str:
+    """Always a task; after a second it reports a tool error (a completed task with isError)."""
+    await asyncio.sleep(1)
+    raise ToolError("The job failed: the input could not be processed.")
+
+
+@server.tool(task_support="optional")
+async def protocol_error_job() -> str:
+    """Fails with a JSON-RPC error (a failed task with an inlined error)."""
+    await asyncio.sleep(0.2)
+    raise MCPError(INTERNAL_ERROR, "The job crashed: its worker went away.")
+
+
+@server.tool(task_support="optional")
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """Ask the user to confirm, then 'delete' the file; as a task, it waits in input_required."""
+    answer = await ctx.elicit(f"Delete {filename}?", DELETE_SCHEMA)
+    confirmed = answer.accepted and bool((answer.content or {}).get("confirm"))
+    return f"Deleted {filename}." if confirmed else f"Kept {filename}."
+
+
+@server.tool(task_support="optional")
+async def multi_input(ctx: Context) -> str:
+    """Ask two questions; as a task, both at once (two input requests pending together)."""
+    if ctx.task_id is not None:
+        name, proceed = await asyncio.gather(ctx.elicit("What is your name?", NAME_SCHEMA),
+                                             ctx.elicit("Proceed?", DELETE_SCHEMA))
+    else:  # an ordinary call asks one question per round
+        name = await ctx.elicit("What is your name?", NAME_SCHEMA)
+        proceed = await ctx.elicit("Proceed?", DELETE_SCHEMA)
+    return f"{(name.content or {}).get('name', 'someone')} answered; proceed={proceed.accepted}."
+
+
+@server.tool(task_support="required", task_start="handler")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Gather the user's name while the client waits (input-required rounds), then go on as a task."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA)
+    await ctx.start_task()
+    await asyncio.sleep(0.2)
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}! The task is done."

@@ -64,6 +64,7 @@ class Cluster:
         self.on_changed: Callable[[str], None] | None = None
         self.on_reconnect: Callable[[], None] | None = None
         self.on_task_cancel: Callable[[str], None] | None = None
+        self.on_task_input: Callable[[str], None] | None = None
         self.bus_handlers: list[Callable[[JSONObject], None]] = []
         self._watches: dict[str, set[asyncio.Event]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -183,6 +184,8 @@ class Cluster:
                 self.on_changed(message[1])
             elif kind == "t" and self.on_task_cancel is not None:
                 self.on_task_cancel(message[1])
+            elif kind == "i" and self.on_task_input is not None:
+                self.on_task_input(message[1])
         except Exception:
             log.exception("could not handle a message from another replica")
 
@@ -239,6 +242,11 @@ class Cluster:
         """A task was cancelled here: the replica running it stops it."""
         with reachable("forwarding a task cancellation"):
             await self.client.publish(self.keys.broadcast, orjson.dumps(["t", task_id]))
+
+    async def broadcast_task_input(self, task_id: str) -> None:
+        """The client answered a task's input requests here: the replica running it reads the answers."""
+        with reachable("forwarding a task's input"):
+            await self.client.publish(self.keys.broadcast, orjson.dumps(["i", task_id]))
 
     async def broadcast_changed(self, sid: str) -> None:
         """A session's state was saved here: other replicas' copies of it are stale."""

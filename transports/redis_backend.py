@@ -42,15 +42,17 @@ class RedisBackend:
 
     def attach(self, server: MCPServer) -> None:
         """Make the server publish its change events to every replica, and keep its tasks in Redis: any
-        replica answers for any task, cancels reach the replica running it, and a task whose replica
-        stopped is failed instead of staying ``working``."""
+        replica answers for any task, cancels and input answers reach the replica running it, and a task
+        whose replica stopped is failed instead of staying ``working``."""
         server.bus = self.bus
         runner = server.task_runner
         runner.store = self.tasks
         runner.replica = self.cluster.replica
         runner.cancel_elsewhere = self.cluster.broadcast_task_cancel
         runner.alive = self.cluster.alive
+        runner.wake_elsewhere = self.cluster.broadcast_task_input
         self.cluster.on_task_cancel = runner.cancel_local
+        self.cluster.on_task_input = runner.wake_soon
 
     async def share_request_state_key(self, server: MCPServer, ttl: float) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one

@@ -25,7 +25,10 @@ from app.tasks import (
     may_transition,
     updated,
     validate_transition,
+    with_answers,
+    with_input_request,
 )
+from app.types import JSONObject
 from transports.redis_connection import Keys, Redis, reachable
 
 DEFAULT_TTL = 24 * 3600.0
@@ -160,3 +163,22 @@ class RedisTaskStore(TaskStore):
         if outcome is None or outcome[0].principal != principal:
             return None
         return outcome[0]
+
+    async def add_input_request(self, task_id: str, key: str, request: JSONObject) -> TaskRecord | None:
+        outcome = await self._modify(task_id, lambda record: with_input_request(record, key, request, self._clock()))
+        return outcome[0] if outcome is not None and outcome[1] else None
+
+    async def answer_inputs(self, task_id: str, principal: str | None,
+                            responses: JSONObject) -> tuple[TaskRecord, tuple[str, ...]] | None:
+        taken: list[tuple[str, ...]] = [()]
+
+        def change(record: TaskRecord) -> TaskRecord | None:
+            if record.principal != principal:
+                return None
+            new, taken[0] = with_answers(record, responses, self._clock())
+            return new
+
+        outcome = await self._modify(task_id, change)
+        if outcome is None or outcome[0].principal != principal:
+            return None
+        return outcome[0], (taken[0] if outcome[1] else ())

@@ -22,8 +22,9 @@ from app.server import MCPServer
 from app.state import SessionState
 from transports.asgi import Scope, header
 
-NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""Methods whose ``Mcp-Name`` header mirrors a parameter."""
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+         "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+"""Methods whose ``Mcp-Name`` header mirrors a parameter (the tasks extension's: the task id)."""
 
 _SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
 _VISIBLE = re.compile(r"^[\t\x20-\x7e]*$")

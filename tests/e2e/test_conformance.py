@@ -114,6 +114,23 @@ def test_conformance_0_2_0_alpha_12_spec_2026_07_28_all_scenarios_pass(node_bin:
     assert "WARNING" not in output[output.rfind("=== SUMMARY ==="):], output[-4000:]
 
 
+TASK_SCENARIOS = ["tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
+                  "tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope",
+                  "tasks-status-notifications", "tasks-required-task-error", "tasks-mrtr-composition"]
+"""The tasks extension's (``io.modelcontextprotocol/tasks``) scenarios: only ``--suite all`` without a spec
+version runs extension scenarios (on the stateless 2026-07-28 wire)."""
+
+
+def test_conformance_0_2_0_alpha_12_suite_all_with_the_tasks_extension_passes(node_bin: Path,
+                                                                             everything: UvicornProcess) -> None:
+    output = run_suite(node_bin, "0.2.0-alpha.12", everything.url)
+    passed, failed = scenarios(output)
+    assert not failed, output[-4000:]
+    assert set(TASK_SCENARIOS) <= set(passed), output[-4000:]
+    assert len(passed) == 65, output[-4000:]
+    assert re.search(r"^Total: \d+ passed, 0 failed", output, re.M), output[-4000:]
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """``deploy/local_cluster.py``: two replicas sharing a real Redis, behind a round-robin proxy
@@ -125,7 +142,8 @@ def cluster() -> Iterator[Any]:
 
 
 @pytest.mark.parametrize(("version", "spec_version", "count"), [
-    ("0.1.16", None, 32), ("0.2.0-alpha.12", "2025-11-25", 33), ("0.2.0-alpha.12", "2026-07-28", 40)])
+    ("0.1.16", None, 32), ("0.2.0-alpha.12", "2025-11-25", 33), ("0.2.0-alpha.12", "2026-07-28", 40),
+    ("0.2.0-alpha.12", None, 65)])
 def test_conformance_against_two_replicas_behind_a_round_robin_balancer(
         node_bin: Path, cluster: Any, version: str, spec_version: str | None, count: int) -> None:
     output = run_suite(node_bin, version, cluster.url, *(("--spec-version", spec_version) if spec_version else ()))

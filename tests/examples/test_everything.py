@@ -43,7 +43,10 @@ STATELESS_TOOLS = {
     "test_missing_capability", "test_x_mcp_header", "test_logging_tool", "test_streaming_elicitation",
     "test_trigger_tool_change", "test_trigger_prompt_change", *INPUT_REQUIRED_TOOLS,
 }
-TOOLS = HANDSHAKE_TOOLS | STATELESS_TOOLS
+TASK_TOOLS = {"greet", "slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input",
+              "test_tool_with_task"}
+"""The tasks extension scenarios' fixtures (both eras' tasks)."""
+TOOLS = HANDSHAKE_TOOLS | STATELESS_TOOLS | TASK_TOOLS
 RESOURCES = {"test://static-text", "test://static-binary", "test://watched-resource"}
 TEMPLATES = {"test://template/{id}/data"}
 PROMPTS = {"test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
