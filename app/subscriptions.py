@@ -68,6 +68,12 @@ class Subscription:
     def close(self) -> None:
         self._bus.unsubscribe(self)
 
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
 
 class SubscriptionBus(ABC):
     """Where the server's change events go, and where listeners pick them up."""

@@ -22,6 +22,7 @@ answer the task is ``input_required``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from app.errors import INTERNAL_ERROR, ClientTimeout, InvalidParams, MCPError, MissingClientCapability
 from app.mrtr import InputRequired
 from app.protocol import TASKS_EXTENSION as EXTENSION
+from app.subscriptions import Subscription
 from app.tasks import TERMINAL, InMemoryTaskStore, TaskRecord, TaskStore
 from app.types import JSONObject, Send
 
@@ -45,6 +47,7 @@ ACTIVE = frozenset({"working", "input_required"})
 WORKING = "The operation is now in progress."
 CANCELLED = "The task was cancelled by request."
 ORPHANED = "The replica running this task stopped before it finished; the task was not completed"
+SHUT_DOWN = "The server shut down before the task finished; the task was not completed"
 RECHECK_SECONDS = 5.0
 """How often a task waiting for input re-reads its record, should a wake-up from another replica be lost."""
 
@@ -73,21 +76,39 @@ async def _discard(message: JSONObject) -> None:
     """The extension's tasks carry no progress or log messages."""
 
 
+async def _next_change(changes: Subscription, task_id: str, timeout: float) -> None:
+    """Wait until the task changes (anywhere) or ``timeout`` elapses, whichever comes first."""
+    async def changed() -> None:
+        async for event in changes:
+            params = event.get("params")
+            if event.get("method") == "notifications/tasks" and isinstance(params, dict) \
+                    and params.get("taskId") == task_id:
+                return
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(changed(), timeout)
+
+
 class _Outlet:
     """A 2025-11-25 task's messages to the client (input requests, logs, progress), tagged with the task,
-    kept until a ``tasks/result`` request carries them on its stream."""
+    kept until a ``tasks/result`` request carries them on its stream. Its requests for input are also
+    written to the task's record, so that a ``tasks/result`` on another replica carries them too."""
 
-    __slots__ = ("queue", "ready", "task_id")
+    __slots__ = ("queue", "ready", "store", "task_id")
 
-    def __init__(self, task_id: str) -> None:
+    def __init__(self, task_id: str, store: TaskStore) -> None:
         self.task_id = task_id
+        self.store = store
         self.queue: deque[JSONObject] = deque()
         self.ready = asyncio.Event()
 
     async def send(self, message: JSONObject) -> None:
         params = dict(message.get("params") or {})
         params["_meta"] = {**(params.get("_meta") or {}), RELATED_TASK: {"taskId": self.task_id}}
-        self.queue.append({**message, "params": params})
+        tagged = {**message, "params": params}
+        if "id" in message and "method" in message:
+            await self.store.add_input_request(self.task_id, str(message["id"]), tagged)
+        self.queue.append(tagged)
         self.ready.set()
 
 
@@ -120,7 +141,7 @@ class TaskBinding:
             return await ctx.ask_client(method, params, timeout)
         finally:
             record = await runner.store.transition(self.task_id, "working", expect={"input_required"},
-                                                   status_message=WORKING)
+                                                   status_message=WORKING, input_requests={})
             runner.changed(record)
 
 
@@ -173,7 +194,7 @@ class TaskRunner:
             binding = self._bindings[task_id] = TaskBinding(self, task_id, record.principal, ctx.modern, count)
             send: Send = _discard
             if not ctx.modern:
-                send = (outlet := _Outlet(task_id)).send
+                send = (outlet := _Outlet(task_id, self.store)).send
                 self._outlets[task_id] = outlet
             ctx.become_task(binding, send)
             current = asyncio.current_task()
@@ -259,6 +280,21 @@ class TaskRunner:
         """The tasks this process is running now (a graceful drain lets them finish)."""
         return list(self._running.values())
 
+    async def shutdown(self) -> None:
+        """The server is stopping and the drain window is over: fail the tasks still running here, saying
+        why (so that no poller waits for a task that will never end), then stop their handlers."""
+        running = dict(self._running)
+        for task_id in running:
+            try:
+                await self._end(task_id, "failed", status_message=SHUT_DOWN,
+                                error={"code": INTERNAL_ERROR, "message": SHUT_DOWN,
+                                       "data": {"replica": self.replica, "retryable": True}})
+            except Exception:  # the store is away: with Redis, the other replicas fail it when the lease lapses
+                log.warning("could not mark task %s failed at shutdown", task_id, exc_info=True)
+        for handler in running.values():
+            handler.cancel()
+        await asyncio.gather(*running.values(), return_exceptions=True)
+
     def cancel_local(self, task_id: str) -> None:
         """Stop the task if it runs here (a cancel that reached another replica)."""
         running = self._running.get(task_id)
@@ -315,10 +351,15 @@ class TaskRunner:
     async def wake(self, task_id: str) -> None:
         """Another replica took answers for a task running here: read them."""
         binding = self._bindings.get(task_id)
-        if binding is not None:
+        if binding is None:
+            return
+        try:
             record = await self.store.get(task_id, binding.principal)
-            if record is not None:
-                self.deliver(record)
+        except Exception:  # the handler re-reads its record on its own before long (RECHECK_SECONDS)
+            log.warning("could not read task %s after the client answered its input", task_id, exc_info=True)
+            return
+        if record is not None:
+            self.deliver(record)
 
     # -- lookups ------------------------------------------------------------------------------------
     async def _record(self, params: JSONObject, ctx: Context) -> TaskRecord:
@@ -375,6 +416,7 @@ class TaskRunner:
     async def result(self, params: JSONObject, ctx: Context) -> JSONObject:
         """Wait until the task is terminal, then answer exactly what the call answered."""
         record = await self._record(params, ctx)
+        forwarded: set[str] = set()
         while record.status not in TERMINAL:
             outlet = self._outlets.get(record.task_id)
             if outlet is not None:
@@ -384,8 +426,20 @@ class TaskRunner:
                 outlet.ready.clear()
                 if record.task_id in self._outlets and not outlet.queue:
                     await outlet.ready.wait()
-            else:  # running in another process: poll at the pace the task asks for
-                await asyncio.sleep((record.poll_interval_ms or self.poll_interval_ms) / 1000)
+                record = await self._record(params, ctx)
+                continue
+            # Running on another replica: carry its requests for input (the client's answers find their
+            # way back by their ids), and wait for the task to change there.
+            with self.server.bus.subscribe() as changes:
+                record = await self._record(params, ctx)
+                if record.status in TERMINAL:
+                    break
+                for key, message in record.input_requests.items():
+                    if key not in forwarded and isinstance(message, dict) and "id" in message:
+                        forwarded.add(key)
+                        await ctx.forward(message)
+                poll = (record.poll_interval_ms or self.poll_interval_ms) / 1000
+                await _next_change(changes, record.task_id, poll)
             record = await self._record(params, ctx)
         related = {RELATED_TASK: {"taskId": record.task_id}}
         if record.result is not None:

@@ -102,6 +102,9 @@ class MCPHttpApp:
             elif message["type"] == "lifespan.shutdown":
                 with contextlib.suppress(Exception):
                     await self.drain.run()
+                if self.server.has_task_runner:
+                    with contextlib.suppress(Exception):
+                        await self.server.task_runner.shutdown()
                 with contextlib.suppress(Exception):
                     await self.endpoint.stateless.close()
                     await self.manager.close()

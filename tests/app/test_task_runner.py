@@ -237,3 +237,18 @@ async def test_the_wire_shapes_parse_as_the_official_sdks_2025_11_25_types() -> 
         spec.CancelTaskResult.model_validate(await client.request("tasks/cancel", {"taskId": task_id}))
         done = await create(client, "batch", {"n": 1})
         spec.CallToolResult.model_validate(await client.request("tasks/result", {"taskId": done["taskId"]}))
+
+
+async def test_at_shutdown_a_task_still_running_is_failed_saying_why_and_its_handler_is_stopped() -> None:
+    """After the drain window, the server fails the tasks it still runs (pollers see why) and stops them."""
+    gate = Gate()
+    server = task_server(gate)
+    async with Client(server) as client:
+        task = await create(client, "slow", {"text": "a"})
+        await gate.started.wait()
+        await server.task_runner.shutdown()
+        state = await client.request("tasks/get", {"taskId": task["taskId"]})
+        assert server.task_runner.running == []
+    assert gate.ended == ["cancelled"]
+    assert state["status"] == "failed"
+    assert "shut down before the task finished" in state["statusMessage"]
