@@ -30,10 +30,16 @@ log = logging.getLogger("mcpwire")
 
 
 def configure(server: MCPServer, settings: Settings) -> MCPServer:
-    """Apply the settings that belong to the server itself (shared ``requestState`` keys)."""
+    """Apply the settings that belong to the server itself (shared ``requestState`` keys, tasks)."""
     if settings.request_state_keys:
         server.request_states = RequestStateSealer.from_strings(settings.request_state_keys,
                                                                 ttl=settings.request_state_ttl_seconds)
+    if "tasks" in server.capabilities():
+        runner = server.task_runner
+        runner.default_ttl_ms = max(1, round(settings.task_ttl_seconds * 1000))
+        runner.max_ttl_ms = max(runner.max_ttl_ms, runner.default_ttl_ms)
+        runner.poll_interval_ms = max(1, settings.task_poll_interval_ms)
+        runner.max_running_per_owner = max(1, settings.max_tasks_per_owner)
     return server
 
 

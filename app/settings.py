@@ -122,6 +122,12 @@ class Settings:
     running are answered with an error on their streams when a client resumes them elsewhere."""
     drain_seconds: float = 10.0
     """On shutdown (SIGTERM), how long requests in flight may finish before their streams are closed."""
+    task_ttl_seconds: float = 3600.0
+    """How long a task is kept from its creation (a 2025-11-25 client may ask for less, or up to a day)."""
+    task_poll_interval_ms: int = 1000
+    """The polling interval suggested to clients in every task."""
+    max_tasks_per_owner: int = 100
+    """How many tasks one principal (or session) may have running at once in one process; more are refused."""
     metrics: bool = True
     """Serve Prometheus metrics at ``/metrics``."""
 
@@ -176,6 +182,9 @@ class Settings:
             replica_id=_str("MCPWIRE_REPLICA_ID", d.replica_id),
             replica_lease_seconds=_float("MCPWIRE_REPLICA_LEASE_SECONDS", d.replica_lease_seconds),
             drain_seconds=_float("MCPWIRE_DRAIN_SECONDS", d.drain_seconds),
+            task_ttl_seconds=_float("MCPWIRE_TASK_TTL_SECONDS", d.task_ttl_seconds),
+            task_poll_interval_ms=_int("MCPWIRE_TASK_POLL_INTERVAL_MS", d.task_poll_interval_ms),
+            max_tasks_per_owner=_int("MCPWIRE_MAX_TASKS_PER_OWNER", d.max_tasks_per_owner),
             metrics=_bool("MCPWIRE_METRICS", d.metrics),
             auth_resource=_str("MCPWIRE_AUTH_RESOURCE", d.auth_resource),
             auth_issuer=_str("MCPWIRE_AUTH_ISSUER", d.auth_issuer),

@@ -154,6 +154,8 @@ class TaskRunner:
         self.default_ttl_ms = 3_600_000
         self.max_ttl_ms = 86_400_000
         self.poll_interval_ms = 1_000
+        self.max_running_per_owner = 100
+        """Tasks one owner may have running at once in this process; one more is refused (-32603)."""
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._bindings: dict[str, TaskBinding] = {}
         self._finished: dict[str, asyncio.Event] = {}
@@ -186,7 +188,12 @@ class TaskRunner:
         answer: asyncio.Future[JSONObject] = loop.create_future()
 
         async def start() -> None:
-            record = TaskRecord.new(owner(ctx), ttl_ms=ttl_ms, poll_interval_ms=self.poll_interval_ms,
+            principal = owner(ctx)
+            if sum(1 for b in self._bindings.values() if b.principal == principal) >= self.max_running_per_owner:
+                raise MCPError(INTERNAL_ERROR, f"Too many tasks running for this client (at most "
+                               f"{self.max_running_per_owner}); try again once one has finished",
+                               {"retryable": True})
+            record = TaskRecord.new(principal, ttl_ms=ttl_ms, poll_interval_ms=self.poll_interval_ms,
                                     status_message=WORKING, owner_replica=self.replica)
             await self.store.create(record)
             task_id = record.task_id

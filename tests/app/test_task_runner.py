@@ -252,3 +252,30 @@ async def test_at_shutdown_a_task_still_running_is_failed_saying_why_and_its_han
     assert gate.ended == ["cancelled"]
     assert state["status"] == "failed"
     assert "shut down before the task finished" in state["statusMessage"]
+
+
+async def test_an_owner_over_its_running_task_limit_is_refused_until_one_finishes() -> None:
+    gate = Gate()
+    server = task_server(gate)
+    server.task_runner.max_running_per_owner = 1
+    async with Client(server) as client:
+        first = await create(client, "slow", {"text": "a"})
+        with pytest.raises(MCPError) as refused:
+            await client.request("tools/call", {"name": "slow", "arguments": {"text": "b"}, "task": {}})
+        assert refused.value.code == -32603
+        assert refused.value.data == {"retryable": True}
+        gate.release.set()
+        await client.request("tasks/result", {"taskId": first["taskId"]})
+        second = await create(client, "batch", {"n": 1})
+        assert second["status"] in ("working", "completed")
+
+
+def test_the_task_settings_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.deployment import configure
+    from app.settings import Settings
+
+    monkeypatch.setenv("MCPWIRE_TASK_TTL_SECONDS", "120")
+    monkeypatch.setenv("MCPWIRE_TASK_POLL_INTERVAL_MS", "250")
+    monkeypatch.setenv("MCPWIRE_MAX_TASKS_PER_OWNER", "3")
+    runner = configure(task_server(Gate()), Settings.from_env()).task_runner
+    assert (runner.default_ttl_ms, runner.poll_interval_ms, runner.max_running_per_owner) == (120_000, 250, 3)
