@@ -302,6 +302,13 @@ class TaskRunner:
             handler.cancel()
         await asyncio.gather(*running.values(), return_exceptions=True)
 
+    async def cancel_owned(self, principal: str) -> None:
+        """Cancel the tasks of one owner running here (its handshake-era session has ended)."""
+        for task_id, binding in list(self._bindings.items()):
+            if binding.principal == principal:
+                await self._end(task_id, "cancelled", status_message="The session that owned the task ended")
+                self.cancel_local(task_id)
+
     def cancel_local(self, task_id: str) -> None:
         """Stop the task if it runs here (a cancel that reached another replica)."""
         running = self._running.get(task_id)

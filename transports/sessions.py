@@ -184,7 +184,7 @@ class SessionManager:
         if cluster is not None:
             cluster.on_response = self._on_response
             cluster.on_cancel = self._on_cancel
-            cluster.on_delete = self._forget
+            cluster.on_delete = self._ended
             cluster.on_changed = self._stale
             cluster.on_reconnect = self._all_stale
             cluster.bus_handlers.append(self._on_change)
@@ -262,12 +262,24 @@ class SessionManager:
         live = self.live.pop(session_id, None)
         if live is not None:
             live.close()
+        await self._end_tasks(session_id)
         found = await self.store.delete(session_id)
         if self.events is not None:
             await self.events.drop_session(session_id)
         if self.cluster is not None:
             await self.cluster.broadcast_delete(session_id)  # other replicas stop its work and streams
         return found or live is not None
+
+    def _ended(self, session_id: str) -> None:
+        """Another replica ended the session: drop this process's copy and stop the tasks it owned here."""
+        self._forget(session_id)
+        self._spawn(self._end_tasks(session_id))
+
+    async def _end_tasks(self, session_id: str) -> None:
+        """A session's own tasks (no principal) cannot be reached once it has ended: cancel them."""
+        if self.server.has_task_runner:
+            with contextlib.suppress(Exception):
+                await self.server.task_runner.cancel_owned(f"session:{session_id}")
 
     def _forget(self, session_id: str) -> None:
         """Drop this process's copy of a session (ended elsewhere, or idle here)."""
