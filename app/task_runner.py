@@ -48,6 +48,8 @@ WORKING = "The operation is now in progress."
 CANCELLED = "The task was cancelled by request."
 ORPHANED = "The replica running this task stopped before it finished; the task was not completed"
 SHUT_DOWN = "The server shut down before the task finished; the task was not completed"
+OUTLET_LIMIT = 1000
+"""A 2025-11-25 task's notifications (logs, progress) kept for a ``tasks/result`` at most; more are dropped."""
 RECHECK_SECONDS = 5.0
 """How often a task waiting for input re-reads its record, should a wake-up from another replica be lost."""
 
@@ -94,11 +96,12 @@ class _Outlet:
     kept until a ``tasks/result`` request carries them on its stream. Its requests for input are also
     written to the task's record, so that a ``tasks/result`` on another replica carries them too."""
 
-    __slots__ = ("queue", "ready", "store", "task_id")
+    __slots__ = ("dropping", "queue", "ready", "store", "task_id")
 
     def __init__(self, task_id: str, store: TaskStore) -> None:
         self.task_id = task_id
         self.store = store
+        self.dropping = False
         self.queue: deque[JSONObject] = deque()
         self.ready = asyncio.Event()
 
@@ -108,6 +111,12 @@ class _Outlet:
         tagged = {**message, "params": params}
         if "id" in message and "method" in message:
             await self.store.add_input_request(self.task_id, str(message["id"]), tagged)
+        elif len(self.queue) >= OUTLET_LIMIT:  # nobody reads them: keep the requests, not every log line
+            if not self.dropping:
+                log.warning("task %s: no tasks/result is reading its messages; dropping its notifications",
+                            self.task_id)
+            self.dropping = True
+            return
         self.queue.append(tagged)
         self.ready.set()
 

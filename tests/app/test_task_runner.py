@@ -279,3 +279,26 @@ def test_the_task_settings_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("MCPWIRE_MAX_TASKS_PER_OWNER", "3")
     runner = configure(task_server(Gate()), Settings.from_env()).task_runner
     assert (runner.default_ttl_ms, runner.poll_interval_ms, runner.max_running_per_owner) == (120_000, 250, 3)
+
+
+async def test_a_task_nobody_reads_keeps_its_requests_for_input_but_drops_logs_beyond_the_limit() -> None:
+    from app.task_runner import OUTLET_LIMIT
+
+    server = MCPServer("chatty")
+
+    @server.tool(task_support="optional")
+    async def chatty(ctx: Context) -> str:
+        for i in range(OUTLET_LIMIT + 50):
+            await ctx.info(f"line {i}")
+        answer = await ctx.elicit("Go ahead?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        return answer.action
+
+    async def elicitation(params: JSONObject) -> JSONObject:
+        return {"action": "accept", "content": {"ok": True}}
+
+    async with Client(server, elicitation=elicitation) as client:
+        task = await create(client, "chatty", {})
+        result = await client.request("tasks/result", {"taskId": task["taskId"]})
+    assert result["content"][0]["text"] == "accept"
+    logs = [n for n in client.notifications if n["method"] == "notifications/message"]
+    assert OUTLET_LIMIT <= len(logs) < OUTLET_LIMIT + 50  # some dropped: nobody read them in time
