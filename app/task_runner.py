@@ -96,11 +96,12 @@ class _Outlet:
     kept until a ``tasks/result`` request carries them on its stream. Its requests for input are also
     written to the task's record, so that a ``tasks/result`` on another replica carries them too."""
 
-    __slots__ = ("dropping", "queue", "ready", "store", "task_id")
+    __slots__ = ("changed", "dropping", "queue", "ready", "store", "task_id")
 
-    def __init__(self, task_id: str, store: TaskStore) -> None:
+    def __init__(self, task_id: str, store: TaskStore, changed: Callable[[TaskRecord | None], None]) -> None:
         self.task_id = task_id
         self.store = store
+        self.changed = changed
         self.dropping = False
         self.queue: deque[JSONObject] = deque()
         self.ready = asyncio.Event()
@@ -110,7 +111,7 @@ class _Outlet:
         params["_meta"] = {**(params.get("_meta") or {}), RELATED_TASK: {"taskId": self.task_id}}
         tagged = {**message, "params": params}
         if "id" in message and "method" in message:
-            await self.store.add_input_request(self.task_id, str(message["id"]), tagged)
+            self.changed(await self.store.add_input_request(self.task_id, str(message["id"]), tagged))
         elif len(self.queue) >= OUTLET_LIMIT:  # nobody reads them: keep the requests, not every log line
             if not self.dropping:
                 log.warning("task %s: no tasks/result is reading its messages; dropping its notifications",
@@ -210,7 +211,7 @@ class TaskRunner:
             binding = self._bindings[task_id] = TaskBinding(self, task_id, record.principal, ctx.modern, count)
             send: Send = _discard
             if not ctx.modern:
-                send = (outlet := _Outlet(task_id, self.store)).send
+                send = (outlet := _Outlet(task_id, self.store, self.changed)).send
                 self._outlets[task_id] = outlet
             ctx.become_task(binding, send)
             current = asyncio.current_task()
@@ -399,7 +400,7 @@ class TaskRunner:
                 and not await self.alive(runner)):
             failed = await self.store.transition(
                 record.task_id, "failed", expect=ACTIVE, status_message=ORPHANED,
-                error={"code": INTERNAL_ERROR, "message": ORPHANED, "data": {"replica": runner}})
+                error={"code": INTERNAL_ERROR, "message": ORPHANED, "data": {"replica": runner, "retryable": True}})
             if failed is not None:
                 self.changed(failed)
                 return failed
