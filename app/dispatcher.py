@@ -111,6 +111,12 @@ def _wire(item: Any, modern: bool) -> JSONObject:
     return out
 
 
+def _has_tasks(ctx: Context) -> bool:
+    """Whether this handshake-era session negotiated 2025-11-25's tasks (older clients know none: a task
+    tool is an ordinary tool to them, a ``task`` param means nothing)."""
+    return "tasks" in ctx.state.server_capabilities
+
+
 def _string(params: JSONObject, key: str, method: str) -> str:
     value = params.get(key)
     if not isinstance(value, str) or not value:
@@ -163,6 +169,8 @@ class Dispatcher:
         if not ctx.state.initialized and method not in _BEFORE_INITIALIZE:
             raise InvalidRequest(f"Invalid Request: {method} before initialize; the session is not initialized")
         self._gate(method)
+        if method in _TASK_METHODS and not _has_tasks(ctx):
+            raise MethodNotFound(method)  # tasks came with 2025-11-25
         if method in INPUT_CAPABLE:
             return await self._with_client_requests(handler, params, ctx)
         return await handler(params, ctx)
@@ -267,7 +275,8 @@ class Dispatcher:
             return []
         if not isinstance(wanted, list):
             raise InvalidParams("Invalid params: notifications.taskIds must be an array of task ids")
-        require_extension(ctx)
+        if wanted:
+            require_extension(ctx)
         if "tasks" not in self.server.capabilities():
             return []
         return await self.server.task_runner.owned(wanted, ctx)
@@ -359,14 +368,14 @@ class Dispatcher:
                     return await self.server.task_runner.call(tool, arguments, ctx)
                 if tool.task_support == "required":
                     raise MissingClientCapability({"extensions": {TASKS_EXTENSION: {}}})
-            elif "tasks" in self.server.capabilities():
+            elif _has_tasks(ctx):
                 # 2025-11-25 tasks: the client asks (``params.task``).
                 task = params.get("task")
                 if task is None and tool.task_support == "required":
                     raise MCPError(METHOD_NOT_FOUND, f"Tool {name} must be called as a task (params.task)")
                 if task is not None:
                     return await self.server.task_runner.call(tool, arguments, ctx, task)
-        elif not ctx.modern and params.get("task") is not None and "tasks" in self.server.capabilities():
+        elif not ctx.modern and params.get("task") is not None and _has_tasks(ctx):
             raise MCPError(METHOD_NOT_FOUND, f"Tool {name} cannot run as a task")
         return await tool.call(arguments, ctx)
 

@@ -255,7 +255,8 @@ class TaskRunner:
                 return
             # 2025-11-25: a tool error fails the task; the extension: the task completed with that result.
             failed = bool(result.get("isError")) and not ctx.modern
-            await self._end(ctx.task.task_id, "failed" if failed else "completed", result=result)
+            await self._end(ctx.task.task_id, "failed" if failed else "completed", result=result,
+                            status_message="The tool reported an error" if failed else None)
         finally:
             if ctx.task is not None:
                 self._forget(ctx.task.task_id)

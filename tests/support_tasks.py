@@ -134,3 +134,115 @@ async def cancel_requests(a: TaskStore, b: TaskStore) -> None:
 
 CHECKS: list[Check] = [create_get_and_ownership, list_pages_own_tasks_only, transitions_and_terminal_finality,
                        concurrent_transitions_have_one_winner, cancel_requests]
+
+
+# -- input requests and their answers (the 2026-07-28 extension's tasks/update) ---------------------------
+
+QUESTION = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}
+ROOTS = {"method": "roots/list"}
+ACCEPT = {"action": "accept", "content": {"name": "Ada"}}
+DECLINE = {"action": "decline"}
+
+
+async def input_requests_accumulate_until_the_task_ends(a: TaskStore, b: TaskStore) -> None:
+    record = TaskRecord.new(ALICE, ttl_ms=60_000, now=time.time() - 5)
+    await a.create(record)
+    first = await b.add_input_request(record.task_id, "elicitation-1", QUESTION)
+    assert first is not None
+    assert first.status == "input_required"
+    assert first.input_requests == {"elicitation-1": QUESTION}
+    assert first.last_updated_at > record.last_updated_at
+    second = await a.add_input_request(record.task_id, "roots-2", ROOTS)  # merged with the first
+    assert second is not None
+    assert second.status == "input_required"
+    assert second.input_requests == {"elicitation-1": QUESTION, "roots-2": ROOTS}
+    assert await b.get(record.task_id, ALICE) == second
+    assert await a.add_input_request("unknown", "k", QUESTION) is None
+    done = await b.transition(record.task_id, "completed", expect={"input_required"}, result={"content": []})
+    assert done is not None
+    assert await a.add_input_request(record.task_id, "elicitation-3", QUESTION) is None  # ended: no more
+    assert await b.get(record.task_id, ALICE) == done
+
+
+async def answers_take_only_outstanding_requests(a: TaskStore, b: TaskStore) -> None:
+    record = TaskRecord.new(ALICE, ttl_ms=60_000)
+    await a.create(record)
+    await a.add_input_request(record.task_id, "k1", QUESTION)
+    asking = await b.add_input_request(record.task_id, "k2", ROOTS)
+    assert asking is not None
+    assert await b.answer_inputs(record.task_id, BOB, {"k1": ACCEPT}) is None  # someone else's task
+    assert await b.answer_inputs(record.task_id, None, {"k1": ACCEPT}) is None
+    assert await a.answer_inputs("unknown", ALICE, {"k1": ACCEPT}) is None
+    assert await a.answer_inputs(record.task_id, ALICE, {"never-asked": ACCEPT}) == (asking, ())  # nothing written
+    assert await b.get(record.task_id, ALICE) == asking
+
+    outcome = await b.answer_inputs(record.task_id, ALICE, {"k1": ACCEPT, "never-asked": DECLINE})
+    assert outcome is not None
+    partial, taken = outcome
+    assert taken == ("k1",)
+    assert partial.status == "input_required"  # k2 is still outstanding
+    assert partial.input_requests == {"k2": ROOTS}
+    assert partial.input_responses == {"k1": ACCEPT}
+    assert await a.get(record.task_id, ALICE) == partial
+    assert await a.answer_inputs(record.task_id, ALICE, {"k1": DECLINE}) == (partial, ())  # already answered
+
+    outcome = await a.answer_inputs(record.task_id, ALICE, {"k2": {"roots": []}})
+    assert outcome is not None
+    answered, taken = outcome
+    assert taken == ("k2",)
+    assert answered.status == "working"  # the last answer: the task works again
+    assert answered.input_requests == {}
+    assert answered.input_responses == {"k1": ACCEPT, "k2": {"roots": []}}
+    assert await b.get(record.task_id, ALICE) == answered
+
+
+async def answers_to_an_ended_task_are_ignored(a: TaskStore, b: TaskStore) -> None:
+    record = TaskRecord.new(ALICE, ttl_ms=60_000)
+    await a.create(record)
+    await a.add_input_request(record.task_id, "k1", QUESTION)
+    cancelled = await b.transition(record.task_id, "cancelled", expect={"input_required"})  # k1 left in place
+    assert cancelled is not None
+    assert cancelled.input_requests == {"k1": QUESTION}
+    assert await a.answer_inputs(record.task_id, ALICE, {"k1": ACCEPT}) == (cancelled, ())
+    assert await b.get(record.task_id, ALICE) == cancelled
+
+
+async def concurrent_requests_and_answers_lose_nothing(a: TaskStore, b: TaskStore) -> None:
+    record = TaskRecord.new(ALICE, ttl_ms=60_000)
+    await a.create(record)
+    first = [f"first-{i}" for i in range(12)]
+    added = await asyncio.gather(*((a if i % 2 else b).add_input_request(record.task_id, key, {**ROOTS, "i": i})
+                                   for i, key in enumerate(first)))
+    assert all(r is not None for r in added)
+    stored = await a.get(record.task_id, ALICE)
+    assert stored is not None
+    assert set(stored.input_requests) == set(first)
+
+    # answering the first batch while a second batch of requests is added, from both replicas
+    second = [f"second-{i}" for i in range(12)]
+    outcomes = await asyncio.gather(
+        *((b if i % 2 else a).answer_inputs(record.task_id, ALICE, {key: {"i": i}}) for i, key in enumerate(first)),
+        *((a if i % 2 else b).add_input_request(record.task_id, key, QUESTION) for i, key in enumerate(second)))
+    taken = [key for outcome in outcomes[:len(first)] if isinstance(outcome, tuple) for key in outcome[1]]
+    assert sorted(taken) == sorted(first)
+    assert all(outcome is not None for outcome in outcomes)
+    stored = await b.get(record.task_id, ALICE)
+    assert stored is not None
+    assert stored.status == "input_required"
+    assert set(stored.input_requests) == set(second)
+    assert stored.input_responses == {key: {"i": i} for i, key in enumerate(first)}
+
+    # several answers to the same request: exactly one is taken
+    racing = await asyncio.gather(*((a if i % 2 else b).answer_inputs(record.task_id, ALICE, {"second-0": {"i": i}})
+                                    for i in range(10)))
+    winners = [outcome for outcome in racing if outcome is not None and outcome[1] == ("second-0",)]
+    assert len(winners) == 1
+    stored = await a.get(record.task_id, ALICE)
+    assert stored is not None
+    assert "second-0" not in stored.input_requests
+    assert stored.input_responses["second-0"] == winners[0][0].input_responses["second-0"]
+
+
+INPUT_CHECKS: list[Check] = [input_requests_accumulate_until_the_task_ends, answers_take_only_outstanding_requests,
+                             answers_to_an_ended_task_are_ignored, concurrent_requests_and_answers_lose_nothing]
+"""The store side of input during a task: ``add_input_request`` and ``answer_inputs``."""

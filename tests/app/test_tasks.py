@@ -8,7 +8,7 @@ import re
 import pytest
 
 from app.tasks import InMemoryTaskStore, TaskRecord, iso_timestamp, new_task_id
-from tests.support_tasks import ALICE, CHECKS, Check
+from tests.support_tasks import ALICE, CHECKS, INPUT_CHECKS, Check
 
 
 class FakeClock:
@@ -21,6 +21,13 @@ class FakeClock:
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 async def test_store_behaviour(check: Check) -> None:
+    store = InMemoryTaskStore()
+    await check(store, store)
+
+
+@pytest.mark.spec("2026-07-28/extensions/tasks#task-update-requests")
+@pytest.mark.parametrize("check", INPUT_CHECKS, ids=lambda c: c.__name__)
+async def test_input_requests_and_answers(check: Check) -> None:
     store = InMemoryTaskStore()
     await check(store, store)
 

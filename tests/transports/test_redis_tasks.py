@@ -9,7 +9,7 @@ import pytest
 
 from app.tasks import TaskRecord
 from tests.support_redis import RedisServer
-from tests.support_tasks import ALICE, CHECKS, Check
+from tests.support_tasks import ALICE, CHECKS, INPUT_CHECKS, Check
 from tests.transports.redis_support import TIMEOUT, fail_while_away, until
 from transports.redis_connection import Keys, Redis, connect
 from transports.redis_tasks import RedisTaskStore
@@ -28,6 +28,13 @@ async def clients(redis_server: RedisServer) -> AsyncIterator[tuple[Redis, Redis
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 async def test_store_behaviour_across_replicas(check: Check, clients: tuple[Redis, Redis],
                                                redis_keys: Keys) -> None:
+    await check(RedisTaskStore(clients[0], redis_keys), RedisTaskStore(clients[1], redis_keys))
+
+
+@pytest.mark.spec("2026-07-28/extensions/tasks#task-update-requests")
+@pytest.mark.parametrize("check", INPUT_CHECKS, ids=lambda c: c.__name__)
+async def test_input_requests_and_answers_across_replicas(check: Check, clients: tuple[Redis, Redis],
+                                                          redis_keys: Keys) -> None:
     await check(RedisTaskStore(clients[0], redis_keys), RedisTaskStore(clients[1], redis_keys))
 
 
