@@ -145,18 +145,18 @@ class Dispatcher:
             "prompts/get": self._prompts_get,
             "completion/complete": self._complete,
             "logging/setLevel": self._set_level,
-            "tasks/get": lambda params, ctx: self.server.task_runner.get(params, ctx),
-            "tasks/result": lambda params, ctx: self.server.task_runner.result(params, ctx),
-            "tasks/list": lambda params, ctx: self.server.task_runner.list(params, ctx),
-            "tasks/cancel": lambda params, ctx: self.server.task_runner.cancel(params, ctx),
+            "tasks/get": lambda params, ctx: self.server.task_methods.get(params, ctx),
+            "tasks/result": lambda params, ctx: self.server.task_methods.result(params, ctx),
+            "tasks/list": lambda params, ctx: self.server.task_methods.list(params, ctx),
+            "tasks/cancel": lambda params, ctx: self.server.task_methods.cancel(params, ctx),
         }
         self._modern_handlers: dict[str, Handler] = {
             **{m: h for m, h in self._handlers.items() if m not in modern.REMOVED and m not in _TASK_METHODS},
             "server/discover": self._discover,
             "subscriptions/listen": self._listen,
-            "tasks/get": lambda params, ctx: self.server.task_runner.get_detailed(params, ctx),
-            "tasks/update": lambda params, ctx: self.server.task_runner.update(params, ctx),
-            "tasks/cancel": lambda params, ctx: self.server.task_runner.cancel_ack(params, ctx),
+            "tasks/get": lambda params, ctx: self.server.task_methods.get_detailed(params, ctx),
+            "tasks/update": lambda params, ctx: self.server.task_methods.update(params, ctx),
+            "tasks/cancel": lambda params, ctx: self.server.task_methods.cancel_ack(params, ctx),
         }
 
     async def dispatch(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
@@ -256,7 +256,7 @@ class Dispatcher:
             await ctx.send_notification("notifications/subscriptions/acknowledged",
                                         {"_meta": tag, "notifications": wanted.honoured})
             for task_id in task_ids:
-                snapshot = await self.server.task_runner.snapshot(task_id, ctx)
+                snapshot = await self.server.task_methods.snapshot(task_id, ctx)
                 if snapshot is not None:
                     await ctx.send_notification("notifications/tasks", {**snapshot, "_meta": tag})
             async for event in subscription:
@@ -279,7 +279,7 @@ class Dispatcher:
             require_extension(ctx)
         if "tasks" not in self.server.capabilities():
             return []
-        return await self.server.task_runner.owned(wanted, ctx)
+        return await self.server.task_methods.owned(wanted, ctx)
 
     def notify(self, method: str, params: JSONObject, session: ServerSession) -> None:
         """Client notifications other than cancelled/initialized (handled by the session)."""

@@ -18,6 +18,7 @@ from app.types import JSONObject
 if TYPE_CHECKING:
     from app.dispatcher import Dispatcher
     from app.session import ServerSession
+    from app.task_methods import TaskMethods
     from app.task_runner import TaskRunner
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -72,6 +73,7 @@ class MCPServer:
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._dispatcher: Dispatcher | None = None
         self._task_runner: TaskRunner | None = None
+        self._task_methods: TaskMethods | None = None
         self._capabilities: JSONObject | None = None
 
     # -- identity ---------------------------------------------------------------------------
@@ -113,6 +115,15 @@ class MCPServer:
     @property
     def has_task_runner(self) -> bool:
         return self._task_runner is not None
+
+    @property
+    def task_methods(self) -> TaskMethods:
+        """Answers the ``tasks/*`` requests of both eras for ``task_runner``."""
+        if self._task_methods is None:
+            from app.task_methods import TaskMethods
+
+            self._task_methods = TaskMethods(self.task_runner)
+        return self._task_methods
 
     @property
     def task_runner(self) -> TaskRunner:

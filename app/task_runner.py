@@ -16,7 +16,8 @@ A task belongs to whoever created it: the authenticated principal, or else the s
 without authentication: anyone holding the id, which is 256 random bits). Another owner's task answers
 like an unknown one (-32602). Tasks run in the process that created them; their records live in the
 server's ``TaskStore`` (Redis: every replica answers for every task). While the handler waits for an
-answer the task is ``input_required``.
+answer the task is ``input_required``. This module runs the tasks; ``app.task_methods`` answers the
+``tasks/*`` requests.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from app.errors import INTERNAL_ERROR, ClientTimeout, InvalidParams, MCPError, M
 from app.mrtr import InputRequired
 from app.protocol import TASKS_EXTENSION as EXTENSION
 from app.subscriptions import Subscription
-from app.tasks import TERMINAL, InMemoryTaskStore, TaskRecord, TaskStore
+from app.tasks import InMemoryTaskStore, TaskRecord, TaskStore
 from app.types import JSONObject, Send
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ async def _discard(message: JSONObject) -> None:
     """The extension's tasks carry no progress or log messages."""
 
 
-async def _next_change(changes: Subscription, task_id: str, timeout: float) -> None:
+async def next_change(changes: Subscription, task_id: str, timeout: float) -> None:
     """Wait until the task changes (anywhere) or ``timeout`` elapses, whichever comes first."""
     async def changed() -> None:
         async for event in changes:
@@ -386,15 +387,8 @@ class TaskRunner:
         if record is not None:
             self.deliver(record)
 
-    # -- lookups ------------------------------------------------------------------------------------
-    async def _record(self, params: JSONObject, ctx: Context) -> TaskRecord:
-        task_id = params.get("taskId")
-        record = await self.store.get(task_id, owner(ctx)) if isinstance(task_id, str) and task_id else None
-        if record is None:
-            raise InvalidParams("Failed to retrieve task: Task not found")
-        return await self._orphan_check(record)
-
-    async def _orphan_check(self, record: TaskRecord) -> TaskRecord:
+    # -- what the tasks/* methods ask of the runner ----------------------------------------------------
+    async def settle_orphan(self, record: TaskRecord) -> TaskRecord:
         """A task still active whose replica has stopped will never end: fail it, saying why."""
         runner = record.owner_replica
         if (record.status in ACTIVE and runner is not None and runner != self.replica and self.alive is not None
@@ -408,22 +402,9 @@ class TaskRunner:
             return await self.store.get(record.task_id, record.principal) or record
         return record
 
-    async def owned(self, task_ids: list[Any], ctx: Context) -> list[str]:
-        """Which of ``task_ids`` are the caller's live tasks (a ``subscriptions/listen`` may follow them)."""
-        mine = []
-        for task_id in dict.fromkeys(t for t in task_ids if isinstance(t, str) and t):
-            record = await self.store.get(task_id, owner(ctx))
-            if record is not None:
-                mine.append(task_id)
-        return mine
-
-    async def snapshot(self, task_id: str, ctx: Context) -> JSONObject | None:
-        """The ``notifications/tasks`` params for the task as it is now (None: gone)."""
-        record = await self.store.get(task_id, owner(ctx))
-        return None if record is None else (await self._orphan_check(record)).to_2026_07_28()
-
-    async def _cancel(self, record: TaskRecord, ctx: Context) -> TaskRecord:
-        await self.store.request_cancel(record.task_id, owner(ctx))
+    async def cancel_task(self, record: TaskRecord) -> TaskRecord:
+        """Cancel a task (cooperatively: its handler, here or on another replica, sees CancelledError)."""
+        await self.store.request_cancel(record.task_id, record.principal)
         cancelled = await self.store.transition(record.task_id, "cancelled", expect=ACTIVE,
                                                 status_message=CANCELLED)
         self.changed(cancelled)
@@ -434,95 +415,14 @@ class TaskRunner:
             await self.cancel_elsewhere(record.task_id)
         return cancelled or await self.store.get(record.task_id, record.principal) or record
 
-    # -- the 2025-11-25 methods ---------------------------------------------------------------------
-    async def get(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return (await self._record(params, ctx)).to_2025_11_25()
+    async def answers_arrived(self, record: TaskRecord) -> None:
+        """The client answered some of the task's input requests: wake its handler, here or elsewhere."""
+        self.changed(record)
+        if record.task_id in self._bindings:
+            self.deliver(record)
+        elif self.wake_elsewhere is not None:
+            await self.wake_elsewhere(record.task_id)
 
-    async def result(self, params: JSONObject, ctx: Context) -> JSONObject:
-        """Wait until the task is terminal, then answer exactly what the call answered."""
-        record = await self._record(params, ctx)
-        forwarded: set[str] = set()
-        while record.status not in TERMINAL:
-            outlet = self._outlets.get(record.task_id)
-            if outlet is not None:
-                # Running here: its requests for input (and other messages) go out on this stream.
-                while outlet.queue:
-                    await ctx.forward(outlet.queue.popleft())
-                outlet.ready.clear()
-                if record.task_id in self._outlets and not outlet.queue:
-                    await outlet.ready.wait()
-                record = await self._record(params, ctx)
-                continue
-            # Running on another replica: carry its requests for input (the client's answers find their
-            # way back by their ids), and wait for the task to change there.
-            with self.server.bus.subscribe() as changes:
-                record = await self._record(params, ctx)
-                if record.status in TERMINAL:
-                    break
-                for key, message in record.input_requests.items():
-                    if key not in forwarded and isinstance(message, dict) and "id" in message:
-                        forwarded.add(key)
-                        await ctx.forward(message)
-                poll = (record.poll_interval_ms or self.poll_interval_ms) / 1000
-                await _next_change(changes, record.task_id, poll)
-            record = await self._record(params, ctx)
-        related = {RELATED_TASK: {"taskId": record.task_id}}
-        if record.result is not None:
-            return {**record.result, "_meta": {**(record.result.get("_meta") or {}), **related}}
-        if record.error is not None:
-            code = record.error.get("code")
-            raise MCPError(code if isinstance(code, int) else INTERNAL_ERROR,
-                           str(record.error.get("message", "Task failed")), record.error.get("data"))
-        raise MCPError(INTERNAL_ERROR, "The task was cancelled before it produced a result")
-
-    async def list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        cursor = params.get("cursor")
-        if cursor is not None and not isinstance(cursor, str):
-            raise InvalidParams("Invalid cursor")
-        records, next_cursor = await self.store.list(owner(ctx), cursor)
-        out: JSONObject = {"tasks": [record.to_2025_11_25() for record in records]}
-        if next_cursor is not None:
-            out["nextCursor"] = next_cursor
-        return out
-
-    async def cancel(self, params: JSONObject, ctx: Context) -> JSONObject:
-        record = await self._record(params, ctx)
-        if record.terminal:
-            raise InvalidParams(f"Cannot cancel a task that is already {record.status}")
-        return (await self._cancel(record, ctx)).to_2025_11_25()
-
-    # -- the 2026-07-28 extension's methods -----------------------------------------------------------
-    async def get_detailed(self, params: JSONObject, ctx: Context) -> JSONObject:
-        require_extension(ctx)
-        return (await self._record(params, ctx)).to_2026_07_28()
-
-    async def update(self, params: JSONObject, ctx: Context) -> JSONObject:
-        """``tasks/update``: take the client's answers to the task's outstanding input requests."""
-        require_extension(ctx)
-        task_id = params.get("taskId")
-        responses = params.get("inputResponses")
-        if not isinstance(responses, dict):
-            raise InvalidParams("Invalid params: tasks/update needs an inputResponses object")
-        for key, value in responses.items():
-            if not isinstance(value, dict):
-                raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
-        outcome = (await self.store.answer_inputs(task_id, owner(ctx), responses)
-                   if isinstance(task_id, str) and task_id else None)
-        if outcome is None:
-            raise InvalidParams("Failed to update task: Task not found")
-        record, taken = outcome
-        if taken:
-            self.changed(record)
-            if record.task_id in self._bindings:
-                self.deliver(record)
-            elif self.wake_elsewhere is not None:
-                await self.wake_elsewhere(record.task_id)
-        return {}
-
-    async def cancel_ack(self, params: JSONObject, ctx: Context) -> JSONObject:
-        """``tasks/cancel``: an empty acknowledgement, also for a task that has already ended."""
-        require_extension(ctx)
-        record = await self._record(params, ctx)
-        if not record.terminal:
-            await self._cancel(record, ctx)
-        return {}
+    def outlet(self, task_id: str) -> _Outlet | None:
+        """The messages of a 2025-11-25 task running here (None: it does not run here, or has ended)."""
+        return self._outlets.get(task_id)

@@ -1,0 +1,141 @@
+"""The ``tasks/*`` methods of both eras, over a ``TaskRunner`` (which runs the tasks and keeps them).
+
+- 2025-11-25 (handshake era): ``tasks/get`` (the ``Task``), ``tasks/result`` (waits, carrying the
+  task's messages, then answers exactly what the call answered), ``tasks/list``, ``tasks/cancel`` (the
+  ``Task``; -32602 for one already ended).
+- 2026-07-28 (the tasks extension): ``tasks/get`` (the ``DetailedTask``), ``tasks/update`` (answers to
+  input requests) and ``tasks/cancel``, both acknowledged with an empty result; each needs the
+  extension declared on the request (-32021).
+
+Every method looks the task up for the caller (``owner``): another owner's task is unknown (-32602).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from app.errors import INTERNAL_ERROR, InvalidParams, MCPError
+from app.task_runner import RELATED_TASK, next_change, owner, require_extension
+from app.tasks import TERMINAL, TaskRecord
+from app.types import JSONObject
+
+if TYPE_CHECKING:
+    from app.context import Context
+    from app.task_runner import TaskRunner
+
+
+class TaskMethods:
+    """Answers the ``tasks/*`` requests for one server's ``TaskRunner``."""
+
+    def __init__(self, runner: TaskRunner) -> None:
+        self.runner = runner
+
+    async def _record(self, params: JSONObject, ctx: Context) -> TaskRecord:
+        task_id = params.get("taskId")
+        record = await self.runner.store.get(task_id, owner(ctx)) if isinstance(task_id, str) and task_id else None
+        if record is None:
+            raise InvalidParams("Failed to retrieve task: Task not found")
+        return await self.runner.settle_orphan(record)
+
+    async def owned(self, task_ids: list[Any], ctx: Context) -> list[str]:
+        """Which of ``task_ids`` are the caller's live tasks (a ``subscriptions/listen`` may follow them)."""
+        mine = []
+        for task_id in dict.fromkeys(t for t in task_ids if isinstance(t, str) and t):
+            record = await self.runner.store.get(task_id, owner(ctx))
+            if record is not None:
+                mine.append(task_id)
+        return mine
+
+    async def snapshot(self, task_id: str, ctx: Context) -> JSONObject | None:
+        """The ``notifications/tasks`` params for the task as it is now (None: gone)."""
+        record = await self.runner.store.get(task_id, owner(ctx))
+        return None if record is None else (await self.runner.settle_orphan(record)).to_2026_07_28()
+
+    # -- the 2025-11-25 methods ---------------------------------------------------------------------
+    async def get(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return (await self._record(params, ctx)).to_2025_11_25()
+
+    async def result(self, params: JSONObject, ctx: Context) -> JSONObject:
+        """Wait until the task is terminal, then answer exactly what the call answered."""
+        record = await self._record(params, ctx)
+        forwarded: set[str] = set()
+        while record.status not in TERMINAL:
+            outlet = self.runner.outlet(record.task_id)
+            if outlet is not None:
+                # Running here: its requests for input (and other messages) go out on this stream.
+                while outlet.queue:
+                    await ctx.forward(outlet.queue.popleft())
+                outlet.ready.clear()
+                if self.runner.outlet(record.task_id) is outlet and not outlet.queue:
+                    await outlet.ready.wait()
+                record = await self._record(params, ctx)
+                continue
+            # Running on another replica: carry its requests for input (the client's answers find their
+            # way back by their ids), and wait for the task to change there.
+            with self.runner.server.bus.subscribe() as changes:
+                record = await self._record(params, ctx)
+                if record.status in TERMINAL:
+                    break
+                for key, message in record.input_requests.items():
+                    if key not in forwarded and isinstance(message, dict) and "id" in message:
+                        forwarded.add(key)
+                        await ctx.forward(message)
+                poll = (record.poll_interval_ms or self.runner.poll_interval_ms) / 1000
+                await next_change(changes, record.task_id, poll)
+            record = await self._record(params, ctx)
+        related = {RELATED_TASK: {"taskId": record.task_id}}
+        if record.result is not None:
+            return {**record.result, "_meta": {**(record.result.get("_meta") or {}), **related}}
+        if record.error is not None:
+            code = record.error.get("code")
+            raise MCPError(code if isinstance(code, int) else INTERNAL_ERROR,
+                           str(record.error.get("message", "Task failed")), record.error.get("data"))
+        raise MCPError(INTERNAL_ERROR, "The task was cancelled before it produced a result")
+
+    async def list(self, params: JSONObject, ctx: Context) -> JSONObject:
+        cursor = params.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidParams("Invalid cursor")
+        records, next_cursor = await self.runner.store.list(owner(ctx), cursor)
+        out: JSONObject = {"tasks": [record.to_2025_11_25() for record in records]}
+        if next_cursor is not None:
+            out["nextCursor"] = next_cursor
+        return out
+
+    async def cancel(self, params: JSONObject, ctx: Context) -> JSONObject:
+        record = await self._record(params, ctx)
+        if record.terminal:
+            raise InvalidParams(f"Cannot cancel a task that is already {record.status}")
+        return (await self.runner.cancel_task(record)).to_2025_11_25()
+
+    # -- the 2026-07-28 extension's methods -----------------------------------------------------------
+    async def get_detailed(self, params: JSONObject, ctx: Context) -> JSONObject:
+        require_extension(ctx)
+        return (await self._record(params, ctx)).to_2026_07_28()
+
+    async def update(self, params: JSONObject, ctx: Context) -> JSONObject:
+        """``tasks/update``: take the client's answers to the task's outstanding input requests."""
+        require_extension(ctx)
+        task_id = params.get("taskId")
+        responses = params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise InvalidParams("Invalid params: tasks/update needs an inputResponses object")
+        for key, value in responses.items():
+            if not isinstance(value, dict):
+                raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
+        outcome = (await self.runner.store.answer_inputs(task_id, owner(ctx), responses)
+                   if isinstance(task_id, str) and task_id else None)
+        if outcome is None:
+            raise InvalidParams("Failed to update task: Task not found")
+        record, taken = outcome
+        if taken:
+            await self.runner.answers_arrived(record)
+        return {}
+
+    async def cancel_ack(self, params: JSONObject, ctx: Context) -> JSONObject:
+        """``tasks/cancel``: an empty acknowledgement, also for a task that has already ended."""
+        require_extension(ctx)
+        record = await self._record(params, ctx)
+        if not record.terminal:
+            await self.runner.cancel_task(record)
+        return {}
