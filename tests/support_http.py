@@ -133,6 +133,18 @@ def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: 
     raise RuntimeError(f"uvicorn did not start serving {server}:\n{last_output}")
 
 
+@contextlib.contextmanager
+def run_replicas(server: str, envs: Mapping[str, Mapping[str, str]]) -> Iterator[dict[str, UvicornProcess]]:
+    """One ``run_uvicorn`` of ``server`` per name, with that name's environment; on the way out, none of
+    them may have logged a traceback."""
+    with contextlib.ExitStack() as stack:
+        processes = {name: stack.enter_context(run_uvicorn(server, env)) for name, env in envs.items()}
+        yield processes
+        outputs = {name: process.output() for name, process in processes.items()}
+    for name, output in outputs.items():
+        assert "Traceback" not in output, (name, output)
+
+
 # -- in-process serving -------------------------------------------------------------------------------
 class _Lifespan:
     """Answers the lifespan protocol itself (tests shut their managers down) and signals startup."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -27,9 +27,10 @@ from tests.support_http import (
     error_of,
     initialize,
     request_body,
+    run_replicas,
     run_uvicorn,
 )
-from tests.support_redis import RedisServer, run_redis
+from tests.support_redis import RedisServer
 
 SERVER = "tests.transports.http_fixture_server:server"
 LEASE = 1.0
@@ -46,24 +47,9 @@ def _env(redis: RedisServer, replica: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    with run_redis() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def replicas(redis: RedisServer) -> Iterator[tuple[UvicornProcess, UvicornProcess]]:
-    with run_uvicorn(SERVER, _env(redis, "A")) as a, run_uvicorn(SERVER, _env(redis, "B")) as b:
-        yield a, b
-        outputs = {"A": a.output(), "B": b.output()}
-    for name, output in outputs.items():
-        assert "Traceback" not in output, (name, output)
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=READ_BOUND) as client:
-        yield client
+    with run_replicas(SERVER, {name: _env(redis, name) for name in ("A", "B")}) as running:
+        yield running["A"], running["B"]
 
 
 def on(session: RawSession, replica: UvicornProcess) -> RawSession:

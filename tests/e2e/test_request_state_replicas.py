@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,7 +18,7 @@ import pytest
 
 from app.errors import INVALID_PARAMS
 from app.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
-from tests.support_http import ACCEPT_BOTH, READ_BOUND, UvicornProcess, run_uvicorn
+from tests.support_http import ACCEPT_BOTH, UvicornProcess, run_replicas, run_uvicorn
 
 SERVER = "tests.e2e.replica_server:server"
 VERSION = "2026-07-28"
@@ -34,20 +34,9 @@ def _key() -> str:
 def replicas() -> Iterator[dict[str, UvicornProcess]]:
     """A and B share a key; C has another one."""
     shared, other = _key(), _key()
-    with run_uvicorn(SERVER, {"MCPWIRE_REQUEST_STATE_KEYS": shared}) as a, \
-            run_uvicorn(SERVER, {"MCPWIRE_REQUEST_STATE_KEYS": shared}) as b, \
-            run_uvicorn(SERVER, {"MCPWIRE_REQUEST_STATE_KEYS": other}) as c:
-        processes = {"A": a, "B": b, "C": c}
-        yield processes
-        outputs = {name: p.output() for name, p in processes.items()}
-    for name, output in outputs.items():
-        assert "Traceback" not in output, (name, output)
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=READ_BOUND) as client:
-        yield client
+    keys = {"A": shared, "B": shared, "C": other}
+    with run_replicas(SERVER, {name: {"MCPWIRE_REQUEST_STATE_KEYS": key} for name, key in keys.items()}) as running:
+        yield running
 
 
 class Exchange:

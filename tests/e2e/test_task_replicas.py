@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import signal
 import time
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Literal
 
 import httpx
@@ -42,9 +42,10 @@ from tests.support_http import (
     error_of,
     initialize,
     request_body,
+    run_replicas,
     run_uvicorn,
 )
-from tests.support_redis import RedisServer, run_redis
+from tests.support_redis import RedisServer
 from tests.transports.test_stateless_http import Call, post, result_of, with_meta
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -65,24 +66,9 @@ def unique(prefix: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    with run_redis() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def replicas(redis: RedisServer) -> Iterator[tuple[UvicornProcess, UvicornProcess]]:
-    with run_uvicorn(TASKS, _env(redis, "XA")) as a, run_uvicorn(TASKS, _env(redis, "XB")) as b:
-        yield a, b
-        outputs = {"A": a.output(), "B": b.output()}
-    for name, output in outputs.items():
-        assert "Traceback" not in output, (name, output)
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=READ_BOUND) as client:
-        yield client
+    with run_replicas(TASKS, {name: _env(redis, name) for name in ("XA", "XB")}) as running:
+        yield running["XA"], running["XB"]
 
 
 def on(session: RawSession, replica: UvicornProcess) -> RawSession:

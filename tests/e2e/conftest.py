@@ -1,0 +1,23 @@
+"""Fixtures the end-to-end tests share: a real ``redis-server`` per module and an httpx client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+
+from tests.support_http import READ_BOUND
+from tests.support_redis import RedisServer, run_redis
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    with run_redis() as server:
+        yield server
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=READ_BOUND) as client:
+        yield client
