@@ -5,7 +5,7 @@ has elapsed (``default_ttl`` when the task asks for no limit). Updates are compa
 version in a Lua script: read, check the status, write back only if nobody wrote in between (else read
 again), so concurrent transitions from any number of replicas have exactly one winner. A sorted set per
 principal (score: creation time) lists its tasks; entries whose task has expired are pruned as listing
-meets them.
+meets them, and every create drops the entries older than the longest TTL a task may have.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', '1', 'json', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[5])
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
 return 1
@@ -62,16 +63,21 @@ class RedisTaskStore(TaskStore):
         self._client = client
         self._keys = keys
         self._default_ttl_ms = max(1, int(default_ttl * 1000))
+        self._longest_ms = self._default_ttl_ms
         self._clock = clock
         self._create = client.register_script(_CREATE)
         self._swap = client.register_script(_SWAP)
 
     async def create(self, record: TaskRecord) -> None:
-        ttl_ms = record.ttl_ms if record.ttl_ms is not None else self._default_ttl_ms
+        ttl_ms = max(1, record.ttl_ms if record.ttl_ms is not None else self._default_ttl_ms)
+        # The principal's index forgets entries older than any task lives: it cannot grow without bound.
+        self._longest_ms = max(self._longest_ms, ttl_ms)
+        horizon = record.created_at - self._longest_ms / 1000
         with reachable("task store"):
             created = await self._create(
                 keys=[self._keys.task(record.task_id), self._keys.tasks_of(record.principal)],
-                args=[orjson.dumps(record.to_dict()), max(1, ttl_ms), record.task_id, repr(record.created_at)])
+                args=[orjson.dumps(record.to_dict()), ttl_ms, record.task_id, repr(record.created_at),
+                      repr(horizon)])
         if not created:
             raise DuplicateTask(record.task_id)
 

@@ -66,6 +66,18 @@ async def test_tasks_expire_with_their_ttl_and_leave_the_listing(clients: tuple[
     assert await store.delete_expired() == 0  # Redis expires tasks by itself
 
 
+async def test_a_principals_index_forgets_entries_older_than_any_task_lives(clients: tuple[Redis, Redis],
+                                                                           redis_keys: Keys) -> None:
+    """Without listing, the per-principal index would keep every task ever created: each create drops
+    the entries older than the longest TTL (here the default, a day)."""
+    store = RedisTaskStore(clients[0], redis_keys)
+    ancient = TaskRecord.new(ALICE, ttl_ms=1_000, now=1_000.0)  # created long ago, long expired
+    await store.create(ancient)
+    fresh = TaskRecord.new(ALICE, ttl_ms=1_000)
+    await store.create(fresh)
+    assert await clients[0].zrange(redis_keys.tasks_of(ALICE), 0, -1) == [fresh.task_id.encode()]
+
+
 async def test_an_unreachable_redis_raises_store_unavailable_then_recovers(
         clients: tuple[Redis, Redis], redis_keys: Keys, redis_server: RedisServer) -> None:
     store = RedisTaskStore(clients[0], redis_keys)
