@@ -83,6 +83,8 @@ class TaskMethods:
                 poll = (record.poll_interval_ms or self.runner.poll_interval_ms) / 1000
                 await next_change(changes, record.task_id, poll)
             record = await self._record(params, ctx)
+        for message in self.runner.leftovers(record.task_id):  # sent just before the task ended
+            await ctx.forward(message)
         related = {RELATED_TASK: {"taskId": record.task_id}}
         if record.result is not None:
             return {**record.result, "_meta": {**(record.result.get("_meta") or {}), **related}}

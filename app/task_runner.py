@@ -49,6 +49,8 @@ WORKING = "The operation is now in progress."
 CANCELLED = "The task was cancelled by request."
 ORPHANED = "The replica running this task stopped before it finished; the task was not completed"
 SHUT_DOWN = "The server shut down before the task finished; the task was not completed"
+LEFTOVER_TASKS = 256
+"""Ended 2025-11-25 tasks whose last messages are kept for a ``tasks/result`` that has not come yet."""
 OUTLET_LIMIT = 1000
 """A 2025-11-25 task's notifications (logs, progress) kept for a ``tasks/result`` at most; more are dropped."""
 RECHECK_SECONDS = 5.0
@@ -171,6 +173,7 @@ class TaskRunner:
         self._bindings: dict[str, TaskBinding] = {}
         self._finished: dict[str, asyncio.Event] = {}
         self._outlets: dict[str, _Outlet] = {}
+        self._leftovers: dict[str, deque[JSONObject]] = {}
         self._waiting: dict[str, dict[str, asyncio.Future[JSONObject]]] = {}
         self._wakes: set[asyncio.Task[None]] = set()
         self.replica: str | None = None
@@ -287,6 +290,10 @@ class TaskRunner:
         outlet = self._outlets.pop(task_id, None)
         if outlet is not None:
             outlet.ready.set()
+            if outlet.queue:  # sent just before the end: the next tasks/result still carries them
+                self._leftovers[task_id] = outlet.queue
+                while len(self._leftovers) > LEFTOVER_TASKS:
+                    self._leftovers.pop(next(iter(self._leftovers)))
 
     def changed(self, record: TaskRecord | None) -> None:
         """Tell ``subscriptions/listen`` streams following the task (any replica) its new state."""
@@ -426,3 +433,7 @@ class TaskRunner:
     def outlet(self, task_id: str) -> _Outlet | None:
         """The messages of a 2025-11-25 task running here (None: it does not run here, or has ended)."""
         return self._outlets.get(task_id)
+
+    def leftovers(self, task_id: str) -> deque[JSONObject]:
+        """What a 2025-11-25 task that ended here sent that no ``tasks/result`` has carried yet (taken)."""
+        return self._leftovers.pop(task_id, deque())

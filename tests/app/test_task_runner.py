@@ -302,3 +302,28 @@ async def test_a_task_nobody_reads_keeps_its_requests_for_input_but_drops_logs_b
     assert result["content"][0]["text"] == "accept"
     logs = [n for n in client.notifications if n["method"] == "notifications/message"]
     assert OUTLET_LIMIT <= len(logs) < OUTLET_LIMIT + 50  # some dropped: nobody read them in time
+
+
+async def test_what_a_task_sent_just_before_it_ended_reaches_the_next_tasks_result() -> None:
+    server = MCPServer("last-words")
+    done = asyncio.Event()
+
+    @server.tool(task_support="optional")
+    async def brief(ctx: Context) -> str:
+        await ctx.info("almost there")
+        done.set()
+        return "done"
+
+    async with Client(server) as client:
+        task = await create(client, "brief", {})
+        await done.wait()
+        state = await client.request("tasks/get", {"taskId": task["taskId"]})
+        while state["status"] != "completed":  # the record is written as the handler returns
+            await asyncio.sleep(0)
+            state = await client.request("tasks/get", {"taskId": task["taskId"]})
+        result = await client.request("tasks/result", {"taskId": task["taskId"]})
+        again = await client.request("tasks/result", {"taskId": task["taskId"]})
+    logs = [n["params"] for n in client.notifications if n["method"] == "notifications/message"]
+    assert [log["data"] for log in logs] == ["almost there"]  # once: the first tasks/result took it
+    assert logs[0]["_meta"][RELATED_TASK] == {"taskId": task["taskId"]}
+    assert result["content"] == again["content"]
