@@ -73,8 +73,8 @@ def joined(items: tuple[RequestObserver, ...]) -> RequestObserver | None:
 
 def outcome(answer: Answer | None) -> tuple[str, int | None]:
     """How a request ended, for metrics and spans: ``ok``, ``tool_error`` (a tool result with ``isError``),
-    ``input_required`` (a stateless-era round that asks the client for input), ``error`` (a JSON-RPC
-    error, with its code) or ``cancelled``."""
+    ``input_required`` (a stateless-era round that asks the client for input), ``task`` (the call goes
+    on as a task, either era), ``error`` (a JSON-RPC error, with its code) or ``cancelled``."""
     if answer is None:
         return "cancelled", None
     message = answer.message
@@ -88,4 +88,6 @@ def outcome(answer: Answer | None) -> tuple[str, int | None]:
             return "tool_error", None
         if result.get("resultType") == "input_required":
             return "input_required", None
+        if result.get("resultType") == "task" or isinstance(result.get("task"), dict):
+            return "task", None
     return "ok", None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -174,6 +174,8 @@ class TaskRunner:
         self._finished: dict[str, asyncio.Event] = {}
         self._outlets: dict[str, _Outlet] = {}
         self._leftovers: dict[str, deque[JSONObject]] = {}
+        self.ended: Counter[str] = Counter()
+        """How the tasks run here ended, by status (metrics)."""
         self._waiting: dict[str, dict[str, asyncio.Future[JSONObject]]] = {}
         self._wakes: set[asyncio.Task[None]] = set()
         self.replica: str | None = None
@@ -277,7 +279,10 @@ class TaskRunner:
         return {"error": {"code": INTERNAL_ERROR, "message": "Internal error"}, "status_message": "Internal error"}
 
     async def _end(self, task_id: str, status: str, **fields: Any) -> None:
-        self.changed(await self.store.transition(task_id, status, expect=ACTIVE, **fields))
+        record = await self.store.transition(task_id, status, expect=ACTIVE, **fields)
+        self.changed(record)
+        if record is not None:
+            self.ended[status] += 1
 
     def _forget(self, task_id: str) -> None:
         self._running.pop(task_id, None)

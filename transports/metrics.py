@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from app.observer import method_label, outcome
@@ -124,6 +124,16 @@ class _Gauges:
         if isinstance(stateless, int):
             streams += stateless
         yield GaugeMetricFamily("mcpwire_sse_streams_open", "SSE streams open now (every era).", value=streams)
+        server = app.server
+        if server.has_task_runner:
+            runner = server.task_runner
+            yield GaugeMetricFamily("mcpwire_tasks_running", "Tasks whose handler runs in this process now.",
+                                    value=len(runner.running))
+            ended = CounterMetricFamily("mcpwire_tasks_ended", "Tasks run here that ended, by status.",
+                                        labels=("status",))
+            for status in ("completed", "failed", "cancelled"):
+                ended.add_metric((status,), runner.ended[status])
+            yield ended
         size = getattr(app.manager.events, "size", None)
         if isinstance(size, tuple) and len(size) == 2:
             yield GaugeMetricFamily("mcpwire_event_store_events", "Events kept for resumption.", value=size[0])

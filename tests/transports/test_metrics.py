@@ -136,3 +136,24 @@ def test_metrics_can_be_turned_off() -> None:
     app = build_http_app(_server(), Settings(metrics=False))
     assert isinstance(app, Operations)
     assert app.metrics is None
+
+
+async def test_tasks_are_counted_when_created_and_when_they_end() -> None:
+    server = MCPServer("metered-tasks")
+
+    @server.tool(task_support="optional")
+    async def job(n: int) -> int:
+        return n * 2
+
+    mcp = MCPHttpApp(server)
+    metrics = Metrics()
+    metrics.instrument(mcp)
+    async with asgi_client(Operations(mcp, metrics=metrics)) as http:
+        session = await initialize(http, "/mcp")
+        created = await session.call("tools/call", {"name": "job", "arguments": {"n": 2}, "task": {}})
+        await session.call("tasks/result", {"taskId": created["task"]["taskId"]})
+        assert value(metrics, "mcpwire_requests_total", method="tools/call", outcome="task", code="") == 1
+        assert value(metrics, "mcpwire_tasks_ended_total", status="completed") == 1
+        assert value(metrics, "mcpwire_tasks_ended_total", status="failed") == 0
+        assert value(metrics, "mcpwire_tasks_running") == 0
+    await mcp.manager.close()
