@@ -226,6 +226,9 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int = 0, stdout_fd: int | 
         if eof:
             await connection.drain(drain_seconds)
         await connection.close()
+        if server.has_task_runner:  # the one client is gone: its tasks end here, failed, saying why
+            with contextlib.suppress(Exception):
+                await server.task_runner.shutdown()
         await writer.close()
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(writer_task, 1.0)
