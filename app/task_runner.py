@@ -49,6 +49,8 @@ WORKING = "The operation is now in progress."
 CANCELLED = "The task was cancelled by request."
 ORPHANED = "The replica running this task stopped before it finished; the task was not completed"
 SHUT_DOWN = "The server shut down before the task finished; the task was not completed"
+END_ATTEMPTS = 12
+"""Tries at writing a task's outcome (backing off from 0.1 s to 2 s: about 15 s in all)."""
 LEFTOVER_TASKS = 256
 """Ended 2025-11-25 tasks whose last messages are kept for a ``tasks/result`` that has not come yet."""
 OUTLET_LIMIT = 1000
@@ -171,7 +173,6 @@ class TaskRunner:
         """Tasks one owner may have running at once in this process; one more is refused (-32603)."""
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._bindings: dict[str, TaskBinding] = {}
-        self._finished: dict[str, asyncio.Event] = {}
         self._outlets: dict[str, _Outlet] = {}
         self._leftovers: dict[str, deque[JSONObject]] = {}
         self.ended: Counter[str] = Counter()
@@ -199,7 +200,8 @@ class TaskRunner:
             ttl = requested.get("ttl")
             if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
                 raise InvalidParams("tools/call: task.ttl must be a non-negative integer (milliseconds)")
-            ttl_ms = min(ttl if ttl is not None else self.default_ttl_ms, self.max_ttl_ms)
+            # At least a second: a task that expired before its creator could poll it would help nobody.
+            ttl_ms = max(1_000, min(ttl if ttl is not None else self.default_ttl_ms, self.max_ttl_ms))
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[JSONObject] = loop.create_future()
 
@@ -223,7 +225,6 @@ class TaskRunner:
             current = asyncio.current_task()
             assert current is not None
             self._running[task_id] = current
-            self._finished[task_id] = asyncio.Event()
             answer.set_result({"resultType": "task", **record.to_2026_07_28_task()} if ctx.modern
                               else {"task": record.to_2025_11_25()})
 
@@ -278,8 +279,22 @@ class TaskRunner:
         log.error("task %s failed", task_id, exc_info=exc)
         return {"error": {"code": INTERNAL_ERROR, "message": "Internal error"}, "status_message": "Internal error"}
 
-    async def _end(self, task_id: str, status: str, **fields: Any) -> None:
-        record = await self.store.transition(task_id, status, expect=ACTIVE, **fields)
+    async def _end(self, task_id: str, status: str, *, attempts: int = END_ATTEMPTS, **fields: Any) -> None:
+        """Write how the task ended. A store that is away for a moment (Redis restarting) is tried again
+        for a while: an outcome is not given up lightly, or the task would stay ``working`` until its TTL."""
+        delay = 0.1
+        for attempt in range(1, attempts + 1):
+            try:
+                record = await self.store.transition(task_id, status, expect=ACTIVE, **fields)
+                break
+            except Exception:
+                if attempt == attempts:
+                    log.error("task %s: could not record that it ended (%s); it stays as it was until its TTL",
+                              task_id, status, exc_info=True)
+                    return
+                log.warning("task %s: could not record its end (%s), trying again", task_id, status, exc_info=True)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
         self.changed(record)
         if record is not None:
             self.ended[status] += 1
@@ -289,9 +304,6 @@ class TaskRunner:
         self._bindings.pop(task_id, None)
         for waiting in self._waiting.pop(task_id, {}).values():
             waiting.cancel()
-        finished = self._finished.pop(task_id, None)
-        if finished is not None:
-            finished.set()
         outlet = self._outlets.pop(task_id, None)
         if outlet is not None:
             outlet.ready.set()
@@ -316,12 +328,10 @@ class TaskRunner:
         why (so that no poller waits for a task that will never end), then stop their handlers."""
         running = dict(self._running)
         for task_id in running:
-            try:
-                await self._end(task_id, "failed", status_message=SHUT_DOWN,
-                                error={"code": INTERNAL_ERROR, "message": SHUT_DOWN,
-                                       "data": {"replica": self.replica, "retryable": True}})
-            except Exception:  # the store is away: with Redis, the other replicas fail it when the lease lapses
-                log.warning("could not mark task %s failed at shutdown", task_id, exc_info=True)
+            # One try: if the store is away, with Redis the other replicas fail it once the lease lapses.
+            await self._end(task_id, "failed", attempts=1, status_message=SHUT_DOWN,
+                            error={"code": INTERNAL_ERROR, "message": SHUT_DOWN,
+                                   "data": {"replica": self.replica, "retryable": True}})
         for handler in running.values():
             handler.cancel()
         await asyncio.gather(*running.values(), return_exceptions=True)

@@ -327,3 +327,37 @@ async def test_what_a_task_sent_just_before_it_ended_reaches_the_next_tasks_resu
     assert [log["data"] for log in logs] == ["almost there"]  # once: the first tasks/result took it
     assert logs[0]["_meta"][RELATED_TASK] == {"taskId": task["taskId"]}
     assert result["content"] == again["content"]
+
+
+async def test_a_store_away_for_a_moment_when_the_task_ends_still_gets_its_outcome() -> None:
+    """The outcome is written again (backing off) until the store takes it: the task does not stay working."""
+    from app.tasks import InMemoryTaskStore
+
+    class Flaky(InMemoryTaskStore):
+        failures = 2
+
+        async def transition(self, task_id: str, to_status: str, **kwargs: Any) -> Any:
+            if to_status == "completed" and self.failures:
+                self.failures -= 1
+                raise ConnectionError("the store is away")
+            return await super().transition(task_id, to_status, **kwargs)
+
+    gate = Gate()
+    gate.release.set()
+    server = task_server(gate)
+    server.task_runner.store = store = Flaky()
+    async with Client(server) as client:
+        task = await create(client, "slow", {"text": "a"})
+        result = await client.request("tasks/result", {"taskId": task["taskId"]})
+    assert result["content"][0]["text"] == "A"
+    assert store.failures == 0
+
+
+async def test_a_requested_ttl_is_kept_within_a_second_and_the_maximum() -> None:
+    gate = Gate()
+    server = task_server(gate)
+    async with Client(server) as client:
+        tiny = await create(client, "batch", {"n": 1}, ttl=0)
+        huge = await create(client, "batch", {"n": 1}, ttl=10**12)
+        asked = await create(client, "batch", {"n": 1}, ttl=5_000)
+    assert (tiny["ttl"], huge["ttl"], asked["ttl"]) == (1_000, server.task_runner.max_ttl_ms, 5_000)
