@@ -378,7 +378,11 @@ class TaskRunner:
                 try:
                     return await asyncio.wait_for(asyncio.shield(arrived), wait)
                 except TimeoutError:
-                    record = await self.store.get(task_id, binding.principal)
+                    try:
+                        record = await self.store.get(task_id, binding.principal)
+                    except Exception:  # away for a moment: the answer will still be there
+                        log.warning("task %s: could not re-read its record while waiting for input", task_id,
+                                    exc_info=True)
             raise MCPError(INTERNAL_ERROR, "The task is gone")
         finally:
             waiting.pop(key, None)
