@@ -1,5 +1,6 @@
-"""Behaviour checks every ``TaskStore`` must pass, written once: each takes two stores over the same
-tasks (``a`` and ``b``: two replicas; the in-memory store passes itself twice)."""
+"""What the task tests share: the behaviour checks every ``TaskStore`` must pass, written once (each takes
+two stores over the same tasks, ``a`` and ``b``: two replicas; the in-memory store passes itself twice),
+and the task tools both eras' runner tests start from (``Gate``, ``task_server``)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,55 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from app.errors import InvalidParams
+from app import MCPServer
+from app.errors import InvalidParams, ToolError
 from app.tasks import TERMINAL, DuplicateTask, TaskRecord, TaskStore
 
 ALICE = "https://issuer.example|alice"
 BOB = "https://issuer.example|bob"
 
 Check = Callable[[TaskStore, TaskStore], Awaitable[None]]
+
+
+class Gate:
+    """Lets a test hold a handler (``release``) and see what it went through."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+        self.cancelled = asyncio.Event()
+        self.ended: list[str] = []
+
+
+def task_server(gate: Gate) -> MCPServer:
+    """``slow`` (held by the gate, cancellable), ``batch`` (must be a task), ``plain`` (never one) and
+    ``broken`` (a tool error)."""
+    server = MCPServer("tasks")
+
+    @server.tool(task_support="optional")
+    async def slow(text: str) -> str:
+        gate.started.set()
+        try:
+            await gate.release.wait()
+        except asyncio.CancelledError:
+            gate.ended.append("cancelled")
+            gate.cancelled.set()
+            raise
+        return text.upper()
+
+    @server.tool(task_support="required")
+    async def batch(n: int) -> int:
+        return n * 2
+
+    @server.tool()
+    def plain(n: int) -> int:
+        return n + 1
+
+    @server.tool(task_support="optional")
+    async def broken() -> str:
+        raise ToolError("it broke")
+
+    return server
 
 
 async def create_get_and_ownership(a: TaskStore, b: TaskStore) -> None:

@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 
 from app import Context, MCPServer
-from app.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, MCPError, ToolError
+from app.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, MCPError
 from app.protocol import META_SERVER_INFO, META_SUBSCRIPTION, TASKS_EXTENSION
 from app.task_runner import RELATED_TASK
 from app.types import JSONObject
+from tests.support_tasks import Gate
+from tests.support_tasks import task_server as shared_task_server
 from transports.memory import Client
 
 VERSION = "2026-07-28"
@@ -35,39 +37,9 @@ MISSING_EXTENSION: JSONObject = {"requiredCapabilities": {"extensions": {TASKS_E
 pytestmark = pytest.mark.spec(f"{EXT}#tasks")
 
 
-class Gate:
-    """Lets a test hold a handler (``release``) and see what it went through."""
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.release = asyncio.Event()
-        self.cancelled = asyncio.Event()
-
-
 def task_server(gate: Gate) -> MCPServer:
-    server = MCPServer("tasks")
-
-    @server.tool(task_support="optional")
-    async def slow(text: str) -> str:
-        gate.started.set()
-        try:
-            await gate.release.wait()
-        except asyncio.CancelledError:
-            gate.cancelled.set()
-            raise
-        return text.upper()
-
-    @server.tool(task_support="required")
-    async def batch(n: int) -> int:
-        return n * 2
-
-    @server.tool()
-    def plain(n: int) -> int:
-        return n + 1
-
-    @server.tool(task_support="optional")
-    async def broken() -> str:
-        raise ToolError("it broke")
+    """The shared task tools, and those the extension's input and start rules need."""
+    server = shared_task_server(gate)
 
     @server.tool(task_support="optional")
     async def refused() -> str:

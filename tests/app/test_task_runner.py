@@ -9,48 +9,14 @@ from typing import Any
 import pytest
 
 from app import Context, MCPServer
-from app.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MCPError, ToolError
+from app.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MCPError
 from app.state import SessionState
 from app.task_runner import RELATED_TASK, owner
 from app.types import JSONObject
+from tests.support_tasks import Gate, task_server
 from transports.memory import Client
 
 pytestmark = pytest.mark.spec("2025-11-25/basic/utilities/tasks")
-
-
-class Gate:
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.release = asyncio.Event()
-        self.ended: list[str] = []
-
-
-def task_server(gate: Gate) -> MCPServer:
-    server = MCPServer("tasks")
-
-    @server.tool(task_support="optional")
-    async def slow(text: str) -> str:
-        gate.started.set()
-        try:
-            await gate.release.wait()
-        except asyncio.CancelledError:
-            gate.ended.append("cancelled")
-            raise
-        return text.upper()
-
-    @server.tool(task_support="required")
-    async def batch(n: int) -> int:
-        return n * 2
-
-    @server.tool()
-    def plain(n: int) -> int:
-        return n + 1
-
-    @server.tool(task_support="optional")
-    async def broken(ctx: Context) -> str:
-        raise ToolError("it broke")
-
-    return server
 
 
 async def create(client: Client, name: str, arguments: JSONObject, **task: Any) -> JSONObject:
