@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from app.context import Context
     from app.server import MCPServer
     from app.session import ServerSession
+    from app.tasks import TaskRecord
 
 log = logging.getLogger("mcpwire.dispatcher")
 
@@ -248,17 +249,15 @@ class Dispatcher:
         """``subscriptions/listen``: acknowledge, then forward the opted-in changes until the end. Tasks the
         caller follows (``taskIds``, the tasks extension) start with their current state."""
         requested = params.get("notifications")
-        task_ids = await self._followed_tasks(requested, ctx)
-        wanted = Filter(requested, self.server.capabilities(), task_ids)
+        tasks = await self._followed_tasks(requested, ctx)
+        wanted = Filter(requested, self.server.capabilities(), [task.task_id for task in tasks])
         tag = {META_SUBSCRIPTION: ctx.request_id}
         subscription = self.server.bus.subscribe()
         try:
             await ctx.send_notification("notifications/subscriptions/acknowledged",
                                         {"_meta": tag, "notifications": wanted.honoured})
-            for task_id in task_ids:
-                snapshot = await self.server.task_methods.snapshot(task_id, ctx)
-                if snapshot is not None:
-                    await ctx.send_notification("notifications/tasks", {**snapshot, "_meta": tag})
+            for task in tasks:
+                await ctx.send_notification("notifications/tasks", {**task.to_2026_07_28(), "_meta": tag})
             async for event in subscription:
                 if wanted.wants(event):
                     event_params = event.get("params")
@@ -268,7 +267,7 @@ class Dispatcher:
             subscription.close()
         return {"_meta": tag}  # the server ended the subscription (shutting down)
 
-    async def _followed_tasks(self, requested: Any, ctx: Context) -> list[str]:
+    async def _followed_tasks(self, requested: Any, ctx: Context) -> list[TaskRecord]:
         """The caller's tasks a listen request asks to follow (``notifications.taskIds``)."""
         wanted = requested.get("taskIds") if isinstance(requested, dict) else None
         if wanted is None:
@@ -342,9 +341,9 @@ class Dispatcher:
 
     def _listing(self, items: list[Any], params: JSONObject, ctx: Context, key: str) -> JSONObject:
         visible = _visible(items, ctx, self.server)
-        # ``execution.taskSupport`` exists only in 2025-11-25 (the stateless era's tasks are an extension).
-        bare = ctx.modern or not at_least(ctx.protocol_version, "2025-11-25")
-        return self._page(visible, params, key, everything=visible is items, modern=bare)
+        # ``execution.taskSupport`` is for sessions that negotiated 2025-11-25's tasks (the stateless era's
+        # tasks are an extension, decided per request).
+        return self._page(visible, params, key, everything=visible is items, modern=not _has_tasks(ctx))
 
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._listing(list(self.server.tools.values()), params, ctx, "tools")

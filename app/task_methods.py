@@ -12,16 +12,32 @@ Every method looks the task up for the caller (``owner``): another owner's task 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from app.errors import INTERNAL_ERROR, InvalidParams, MCPError
-from app.task_runner import RELATED_TASK, next_change, owner, require_extension
+from app.task_runner import RELATED_TASK, owner, require_extension
 from app.tasks import TERMINAL, TaskRecord
 from app.types import JSONObject
 
 if TYPE_CHECKING:
     from app.context import Context
+    from app.subscriptions import Subscription
     from app.task_runner import TaskRunner
+
+
+async def _next_change(changes: Subscription, task_id: str, timeout: float) -> None:
+    """Wait until the task changes (anywhere) or ``timeout`` elapses, whichever comes first."""
+    async def changed() -> None:
+        async for event in changes:
+            params = event.get("params")
+            if event.get("method") == "notifications/tasks" and isinstance(params, dict) \
+                    and params.get("taskId") == task_id:
+                return
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(changed(), timeout)
 
 
 class TaskMethods:
@@ -37,19 +53,15 @@ class TaskMethods:
             raise InvalidParams("Failed to retrieve task: Task not found")
         return await self.runner.settle_orphan(record)
 
-    async def owned(self, task_ids: list[Any], ctx: Context) -> list[str]:
-        """Which of ``task_ids`` are the caller's live tasks (a ``subscriptions/listen`` may follow them)."""
+    async def owned(self, task_ids: list[Any], ctx: Context) -> list[TaskRecord]:
+        """The caller's live tasks among ``task_ids``, as they are now (a ``subscriptions/listen`` follows
+        them, starting from this state)."""
         mine = []
         for task_id in dict.fromkeys(t for t in task_ids if isinstance(t, str) and t):
             record = await self.runner.store.get(task_id, owner(ctx))
             if record is not None:
-                mine.append(task_id)
+                mine.append(await self.runner.settle_orphan(record))
         return mine
-
-    async def snapshot(self, task_id: str, ctx: Context) -> JSONObject | None:
-        """The ``notifications/tasks`` params for the task as it is now (None: gone)."""
-        record = await self.runner.store.get(task_id, owner(ctx))
-        return None if record is None else (await self.runner.settle_orphan(record)).to_2026_07_28()
 
     # -- the 2025-11-25 methods ---------------------------------------------------------------------
     async def get(self, params: JSONObject, ctx: Context) -> JSONObject:
@@ -81,8 +93,8 @@ class TaskMethods:
                         forwarded.add(key)
                         await ctx.forward(message)
                 poll = (record.poll_interval_ms or self.runner.poll_interval_ms) / 1000
-                await next_change(changes, record.task_id, poll)
-            record = await self._record(params, ctx)
+                await _next_change(changes, record.task_id, poll)
+            # (the next round reads the task again, inside its subscription)
         for message in self.runner.leftovers(record.task_id):  # sent just before the task ended
             await ctx.forward(message)
         related = {RELATED_TASK: {"taskId": record.task_id}}

@@ -23,7 +23,6 @@ answer the task is ``input_required``. This module runs the tasks; ``app.task_me
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
@@ -32,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from app.errors import INTERNAL_ERROR, ClientTimeout, InvalidParams, MCPError, MissingClientCapability
 from app.mrtr import InputRequired
 from app.protocol import TASKS_EXTENSION as EXTENSION
-from app.subscriptions import Subscription
 from app.tasks import InMemoryTaskStore, TaskRecord, TaskStore
 from app.types import JSONObject, Send
 
@@ -81,19 +79,6 @@ def owner(ctx: Context) -> str | None:
 
 async def _discard(message: JSONObject) -> None:
     """The extension's tasks carry no progress or log messages."""
-
-
-async def next_change(changes: Subscription, task_id: str, timeout: float) -> None:
-    """Wait until the task changes (anywhere) or ``timeout`` elapses, whichever comes first."""
-    async def changed() -> None:
-        async for event in changes:
-            params = event.get("params")
-            if event.get("method") == "notifications/tasks" and isinstance(params, dict) \
-                    and params.get("taskId") == task_id:
-                return
-
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(changed(), timeout)
 
 
 class _Outlet:
@@ -149,10 +134,7 @@ class TaskBinding:
         if self.modern:
             return await self.runner.wait_for_input(self, method, params, timeout)
         runner = self.runner
-        record = await runner.store.transition(self.task_id, "input_required", expect={"working"},
-                                               status_message=f"Waiting for the client's answer to {method}")
-        runner.changed(record)
-        try:
+        try:  # the request, as it goes out (``_Outlet.send``), makes the task input_required
             return await ctx.ask_client(method, params, timeout)
         finally:
             record = await runner.store.transition(self.task_id, "working", expect={"input_required"},

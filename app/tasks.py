@@ -174,7 +174,7 @@ def with_input_request(record: TaskRecord, key: str, request: JSONObject, now: f
         return None
     return dataclasses.replace(record, status="input_required", last_updated_at=now,
                                input_requests={**record.input_requests, key: request},
-                               status_message="Waiting for input from the client")
+                               status_message=f"Waiting for the client's answer to {request.get('method')}")
 
 
 def with_answers(record: TaskRecord, responses: JSONObject, now: float) -> tuple[TaskRecord | None, tuple[str, ...]]:
