@@ -61,7 +61,7 @@ class Connection:
         it, where the transport authenticates each message (HTTP+SSE)."""
         decoded = jsonrpc.decode(frame)
         if isinstance(decoded, list):
-            await self._batch(decoded)
+            await self._batch(decoded, principal)
             return
         if isinstance(decoded, jsonrpc.Request):
             if self._pace is not None and self._max - self._free >= self._pace and not self._stalled:
@@ -139,23 +139,19 @@ class Connection:
             if spawned:
                 self._tasks.discard(asyncio.current_task())
 
-    async def _batch(self, items: list[jsonrpc.Message]) -> None:
+    async def _batch(self, items: list[jsonrpc.Message], principal: Any) -> None:
         sorted_batch = self.session.sort_batch(items)
         if isinstance(sorted_batch, dict):
             await self._write(sorted_batch)
             return
         requests, replies = sorted_batch
         if requests:
-            self._spawn(self._run_batch(requests, replies))
+            self._spawn(self._run_batch(requests, replies, principal))
         elif replies:
             await self._write(replies)
 
-    async def _run_batch(self, requests: list[jsonrpc.Request], replies: list[JSONObject]) -> None:
-        async def one(request: jsonrpc.Request) -> JSONObject | None:
-            return await self.session.handle_request(request, self._send)
-
-        results = await asyncio.gather(*(asyncio.ensure_future(one(r)) for r in requests))
-        replies.extend(r for r in results if r is not None)
+    async def _run_batch(self, requests: list[jsonrpc.Request], replies: list[JSONObject], principal: Any) -> None:
+        replies = await self.session.run_batch(requests, replies, self._send, principal)
         if replies:
             await self._write(replies)
 

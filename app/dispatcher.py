@@ -8,12 +8,12 @@ channel for messages related to the request.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from app import modern, pagination
+from app import access, modern, pagination
 from app.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -33,7 +33,6 @@ from app.protocol import (
     at_least,
     negotiate,
 )
-from app.scopes import authorize, missing
 from app.subscriptions import Filter
 from app.task_runner import declares_extension, require_extension
 from app.types import JSONObject
@@ -95,14 +94,6 @@ def _check_input_request(request: Any, ctx: Context) -> None:
         ctx.require_capability("roots")
 
 
-def _visible(items: list[Any], ctx: Context, server: MCPServer) -> list[Any]:
-    """With ``filter_lists_by_scope``, a list shows only what the caller may use."""
-    granted = getattr(ctx.principal, "scopes", None)
-    if granted is None or not server.filter_lists_by_scope:
-        return items
-    return [item for item in items if not item.scopes or not missing(granted, item.scopes)]
-
-
 def _wire(item: Any, modern: bool) -> JSONObject:
     """An item as a list shows it; the stateless era has no ``execution.taskSupport`` (its tasks are an
     extension the server decides on per request)."""
@@ -159,6 +150,10 @@ class Dispatcher:
             "tasks/update": lambda params, ctx: self.server.task_methods.update(params, ctx),
             "tasks/cancel": lambda params, ctx: self.server.task_methods.cancel_ack(params, ctx),
         }
+
+    def methods(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The methods each era serves: (handshake era, stateless era)."""
+        return frozenset(self._handlers), frozenset(self._modern_handlers)
 
     async def dispatch(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
         """The result of one request, or an MCPError."""
@@ -250,7 +245,8 @@ class Dispatcher:
         caller follows (``taskIds``, the tasks extension) start with their current state."""
         requested = params.get("notifications")
         tasks = await self._followed_tasks(requested, ctx)
-        wanted = Filter(requested, self.server.capabilities(), [task.task_id for task in tasks])
+        wanted = Filter(requested, self.server.capabilities(), [task.task_id for task in tasks],
+                        readable=lambda uri: access.readable(uri, ctx))
         tag = {META_SUBSCRIPTION: ctx.request_id}
         subscription = self.server.bus.subscribe()
         try:
@@ -316,7 +312,7 @@ class Dispatcher:
         return {}
 
     # -- tools ---------------------------------------------------------------------------------
-    def _page(self, items: list[Any], params: JSONObject, key: str, *, everything: bool,
+    def _page(self, items: Sequence[Any], params: JSONObject, key: str, *, everything: bool,
               modern: bool = False) -> JSONObject:
         """One page of a list. A page of an unfiltered list (``everything``) is serialized once and kept
         until the list changes (``forget_lists``): its items go out as pre-encoded JSON."""
@@ -340,7 +336,7 @@ class Dispatcher:
         self._pages = {}
 
     def _listing(self, items: list[Any], params: JSONObject, ctx: Context, key: str) -> JSONObject:
-        visible = _visible(items, ctx, self.server)
+        visible = access.visible(items, ctx)
         # ``execution.taskSupport`` is for sessions that negotiated 2025-11-25's tasks (the stateless era's
         # tasks are an extension, decided per request).
         return self._page(visible, params, key, everything=visible is items, modern=not _has_tasks(ctx))
@@ -349,11 +345,8 @@ class Dispatcher:
         return self._listing(list(self.server.tools.values()), params, ctx, "tools")
 
     async def _tools_call(self, params: JSONObject, ctx: Context) -> JSONObject:
-        name = _string(params, "name", "tools/call")
-        tool = self.server.tools.get(name)
-        if tool is None:
-            raise InvalidParams(f"Unknown tool: {name}")
-        authorize(tool.scopes, ctx.principal)
+        tool = access.tool(params.get("name"), ctx)
+        name = tool.name
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
@@ -389,8 +382,10 @@ class Dispatcher:
         return await self.server.resources.read(params.get("uri"), ctx)
 
     async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
-        uri = _string(params, "uri", "resources/subscribe")
-        ctx.state.subscriptions.add(uri)
+        """Subscribing is reading later: the same resource, the same right (unknown: -32002, like a read)."""
+        uri = params.get("uri")
+        access.resource(uri, ctx, "resources/subscribe")
+        ctx.state.subscriptions.add(str(uri))
         return _EMPTY
 
     async def _unsubscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
@@ -403,11 +398,7 @@ class Dispatcher:
         return self._listing(list(self.server.prompts.values()), params, ctx, "prompts")
 
     async def _prompts_get(self, params: JSONObject, ctx: Context) -> JSONObject:
-        name = _string(params, "name", "prompts/get")
-        prompt = self.server.prompts.get(name)
-        if prompt is None:
-            raise InvalidParams(f"Unknown prompt: {name}")
-        authorize(prompt.scopes, ctx.principal)
+        prompt = access.prompt(params.get("name"), ctx)
         return await prompt.get(params.get("arguments"), ctx)
 
     # -- completion and logging ------------------------------------------------------------------
@@ -423,18 +414,13 @@ class Dispatcher:
         kind = ref.get("type")
         if kind == "ref/prompt":
             target = ref.get("name")
-            prompt = self.server.prompts.get(target) if isinstance(target, str) else None
-            if prompt is None:
-                raise InvalidParams(f"Unknown prompt: {target}")
-            authorize(prompt.scopes, ctx.principal)
+            prompt = access.prompt(target, ctx, "completion/complete ref/prompt")
             if arg_name not in {a["name"] for a in prompt.arguments}:
                 raise InvalidParams(f"Prompt {target} has no argument {arg_name}")
         elif kind == "ref/resource":
             target = ref.get("uri")
-            template = self.server.resources.templates.get(target) if isinstance(target, str) else None
-            if template is None or template.template is None:
-                raise InvalidParams(f"Unknown resource template: {target}")
-            authorize(template.scopes, ctx.principal)
+            template = access.template(target, ctx)
+            assert template.template is not None
             if arg_name not in template.template.variables:
                 raise InvalidParams(f"Resource template {target} has no variable {arg_name}")
         else:

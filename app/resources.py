@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from app import access
 from app.component import Component
 from app.content import resource_contents
-from app.errors import INTERNAL_ERROR, InvalidParams, MCPError, ResourceNotFound
+from app.errors import INTERNAL_ERROR, MCPError, ResourceNotFound
 from app.mrtr import InputRequired
-from app.scopes import authorize
 from app.types import JSONObject
 from app.uritemplate import UriTemplate
 
@@ -137,13 +137,8 @@ class Resources:
         return None
 
     async def read(self, uri: Any, ctx: Context) -> JSONObject:
-        if not isinstance(uri, str) or not uri:
-            raise InvalidParams("resources/read needs a string 'uri'")
-        found = self.find(uri)
-        if found is None:
-            raise ResourceNotFound(uri)
-        resource, variables = found
-        authorize(resource.scopes, ctx.principal)
+        """A ``resources/read`` result for ``uri``, read as the caller (``access`` decides whether it may)."""
+        resource, variables = access.resource(uri, ctx)
         contents = await resource.read(uri, variables, ctx)
         if not contents:
             raise ResourceNotFound(uri)

@@ -123,6 +123,16 @@ class ServerSession:
                 replies.append(item.reply)
         return requests, replies
 
+    async def run_batch(self, requests: list[jsonrpc.Request], replies: list[JSONObject], send: Send,
+                        principal: Any = None) -> list[JSONObject]:
+        """Answer a batch's requests (``sort_batch``'s first half) concurrently, each as the caller
+        (``principal``, as a single request would run), after ``replies`` already due: the batch's answer."""
+        if requests:
+            results = await asyncio.gather(*(
+                asyncio.ensure_future(self.handle_request(r, send, principal=principal)) for r in requests))
+            replies.extend(r for r in results if r is not None)
+        return replies
+
     def expects(self, request_id: RequestId) -> bool:
         """A request this session sent to the client is waiting for this answer."""
         return request_id in self._pending

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from app.types import JSONObject
@@ -119,7 +119,8 @@ class InMemorySubscriptionBus(SubscriptionBus):
 class Filter:
     """What one listen request asked for, less what this server cannot deliver."""
 
-    def __init__(self, requested: Any, capabilities: JSONObject, task_ids: list[str] | None = None) -> None:
+    def __init__(self, requested: Any, capabilities: JSONObject, task_ids: list[str] | None = None, *,
+                 readable: Callable[[str], bool] = lambda uri: True) -> None:
         requested = requested if isinstance(requested, dict) else {}
         self.honoured: JSONObject = {}
         self._methods: set[str] = set()
@@ -132,7 +133,8 @@ class Filter:
         resources = capabilities.get("resources")
         self._uris: set[str] = set()
         if isinstance(uris, list) and isinstance(resources, dict) and resources.get("subscribe"):
-            self._uris = {u for u in uris if isinstance(u, str)}
+            # Only what the caller may read: the acknowledgement is the subset the server honours.
+            self._uris = {u for u in uris if isinstance(u, str) and readable(u)}
             self.honoured["resourceSubscriptions"] = sorted(self._uris)
         self._task_ids = set(task_ids or ())
         if task_ids is not None and "taskIds" in requested:

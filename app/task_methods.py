@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from app import access
 from app.errors import INTERNAL_ERROR, InvalidParams, MCPError
 from app.task_runner import RELATED_TASK, owner, require_extension
 from app.tasks import TERMINAL, TaskRecord
@@ -51,7 +52,7 @@ class TaskMethods:
         record = await self.runner.store.get(task_id, owner(ctx)) if isinstance(task_id, str) and task_id else None
         if record is None:
             raise InvalidParams("Failed to retrieve task: Task not found")
-        return await self.runner.settle_orphan(record)
+        return await self.runner.settle_orphan(access.task(record, ctx))
 
     async def owned(self, task_ids: list[Any], ctx: Context) -> list[TaskRecord]:
         """The caller's live tasks among ``task_ids``, as they are now (a ``subscriptions/listen`` follows
@@ -59,7 +60,7 @@ class TaskMethods:
         mine = []
         for task_id in dict.fromkeys(t for t in task_ids if isinstance(t, str) and t):
             record = await self.runner.store.get(task_id, owner(ctx))
-            if record is not None:
+            if record is not None and access.task_visible(record, ctx):
                 mine.append(await self.runner.settle_orphan(record))
         return mine
 
@@ -111,7 +112,8 @@ class TaskMethods:
         if cursor is not None and not isinstance(cursor, str):
             raise InvalidParams("Invalid cursor")
         records, next_cursor = await self.runner.store.list(owner(ctx), cursor)
-        out: JSONObject = {"tasks": [record.to_2025_11_25() for record in records]}
+        out: JSONObject = {"tasks": [record.to_2025_11_25() for record in records
+                                     if access.task_visible(record, ctx)]}
         if next_cursor is not None:
             out["nextCursor"] = next_cursor
         return out
@@ -130,15 +132,14 @@ class TaskMethods:
     async def update(self, params: JSONObject, ctx: Context) -> JSONObject:
         """``tasks/update``: take the client's answers to the task's outstanding input requests."""
         require_extension(ctx)
-        task_id = params.get("taskId")
         responses = params.get("inputResponses")
         if not isinstance(responses, dict):
             raise InvalidParams("Invalid params: tasks/update needs an inputResponses object")
         for key, value in responses.items():
             if not isinstance(value, dict):
                 raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
-        outcome = (await self.runner.store.answer_inputs(task_id, owner(ctx), responses)
-                   if isinstance(task_id, str) and task_id else None)
+        record = await self._record(params, ctx)  # the caller's, and it may still use the task's tool
+        outcome = await self.runner.store.answer_inputs(record.task_id, owner(ctx), responses)
         if outcome is None:
             raise InvalidParams("Failed to update task: Task not found")
         record, taken = outcome

@@ -194,7 +194,7 @@ class TaskRunner:
                                f"{self.max_running_per_owner}); try again once one has finished",
                                {"retryable": True})
             record = TaskRecord.new(principal, ttl_ms=ttl_ms, poll_interval_ms=self.poll_interval_ms,
-                                    status_message=WORKING, owner_replica=self.replica)
+                                    status_message=WORKING, owner_replica=self.replica, tool=tool.name)
             await self.store.create(record)
             task_id = record.task_id
             count = ctx.exchange.asked if ctx.exchange is not None else 0

@@ -68,16 +68,18 @@ class TaskRecord:
     """Answers the client gave (``tasks/update``) and the handler has not necessarily read yet, by key."""
     cancel_requested: bool = False
     owner_replica: str | None = None
+    tool: str | None = None
+    """The tool whose call the task runs: reading the task needs the tool's scopes (``app.access``)."""
 
     @classmethod
     def new(cls, principal: str | None, *, ttl_ms: int | None = None, poll_interval_ms: int | None = None,
-            status_message: str | None = None, owner_replica: str | None = None,
+            status_message: str | None = None, owner_replica: str | None = None, tool: str | None = None,
             now: float | None = None) -> TaskRecord:
         """A fresh ``working`` task with a new id, created ``now`` (default: the current time)."""
         at = time.time() if now is None else now
         return cls(task_id=new_task_id(), principal=principal, status_message=status_message,
                    created_at=at, last_updated_at=at, ttl_ms=ttl_ms, poll_interval_ms=poll_interval_ms,
-                   owner_replica=owner_replica)
+                   owner_replica=owner_replica, tool=tool)
 
     @property
     def terminal(self) -> bool:

@@ -362,16 +362,10 @@ class StreamableHTTPEndpoint:
             await respond_json(send, 400, sorted_batch)
             return
         requests, replies = sorted_batch
-        if requests:
-            # Related messages of batched requests go to the GET stream; the answers come back together.
-            # Each request runs as the caller (the verified principal, with its scopes), like a single one.
-            principal = scope.get(PRINCIPAL)
-            results = await asyncio.gather(*(
-                asyncio.ensure_future(live.session.handle_request(r, live.standalone.send, principal=principal))
-                for r in requests))
-            replies.extend(r for r in results if r is not None)
-            if any(r.method in MUTATING for r in requests):
-                await self.manager.save(live)
+        # Related messages of batched requests go to the GET stream; the answers come back together.
+        replies = await live.session.run_batch(requests, replies, live.standalone.send, scope.get(PRINCIPAL))
+        if any(r.method in MUTATING for r in requests):
+            await self.manager.save(live)
         if replies:
             await respond_json(send, 200, replies)
         else:

@@ -57,3 +57,19 @@ def test_the_default_deployment_loads_no_redis_client_unless_configured() -> Non
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=APP.parent, env=env).stdout.strip()
     assert out == ""
+
+
+def test_every_access_decision_is_made_in_app_access() -> None:
+    """Components' scopes are checked in one module that every method goes through (``app/access.py``):
+    no other module of the core or the transports calls ``authorize`` or imports ``app.scopes``."""
+    offenders = []
+    for path in sorted([*APP.glob("*.py"), *(APP.parent / "transports").glob("*.py")]):
+        if path.name in ("access.py", "scopes.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            calls = isinstance(node, ast.Name | ast.Attribute) and "authorize" in (
+                getattr(node, "id", None), getattr(node, "attr", None))
+            imports = isinstance(node, ast.ImportFrom) and node.module == "app.scopes"
+            if calls or imports:
+                offenders.append(f"{path.parent.name}/{path.name}:{node.lineno}")
+    assert not offenders, offenders

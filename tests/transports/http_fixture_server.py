@@ -119,6 +119,12 @@ def watched() -> str:
     return "watched"
 
 
+@server.resource("fixture://watched/{key}", name="watched-family", mime_type="text/plain")
+def watched_family(key: str) -> str:
+    """Resources to subscribe to, one per test (a subscription names an existing resource, as a read does)."""
+    return f"watched {key}"
+
+
 @server.tool()
 async def poll(name: str, ctx: Context) -> str:
     """Send one message, close the SSE connection (SSE polling), then answer at ``release(name)``."""

@@ -98,7 +98,7 @@ async def test_the_sse_stream_announces_the_endpoint_and_carries_every_answer(
         assert said[2]["id"] == 3
         assert said[2]["result"]["content"][0]["text"] == "sent 2"
         # Unrelated notifications share the one stream.
-        uri = f"fixture://legacy/{client.session_id[:8]}"
+        uri = f"fixture://watched/legacy-{client.session_id[:8]}"
         await client.rpc(4, "resources/subscribe", {"uri": uri})
         await client.send(request_body(5, "tools/call", {"name": "touch", "arguments": {"uri": uri}}))
         both = [await client.events.message() for _ in range(2)]

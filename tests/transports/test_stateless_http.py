@@ -900,8 +900,9 @@ async def test_the_ack_lists_only_the_subset_the_server_honours() -> None:
         first = await stream.next()
         ack = tagged(first, 9)
         assert ack["method"] == ACK
+        # mem://b names no resource (a read of it would fail): it is not honoured, like a non-string
         assert ack["params"]["notifications"] == {"toolsListChanged": True,
-                                                  "resourceSubscriptions": ["mem://b", "mem://watched"]}
+                                                  "resourceSubscriptions": ["mem://watched"]}
 
 
 @spec(f"{TRANSPORT}#receiving-messages")

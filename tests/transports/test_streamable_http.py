@@ -267,7 +267,7 @@ async def test_notifications_and_client_responses_get_202_with_an_empty_body(ses
 
 @spec("listening-for-messages-from-the-server")
 async def test_a_second_concurrent_get_stream_is_409(session: RawSession, witness: RawSession) -> None:
-    uri = unique("fixture://conflict")
+    uri = unique("fixture://watched/conflict")
     await session.call("resources/subscribe", {"uri": uri})
     async with session.stream_get() as first:
         assert first.status_code == 200
@@ -351,7 +351,7 @@ async def test_with_json_responses_related_messages_go_to_the_get_stream() -> No
 async def test_the_get_stream_is_primed_only_for_2025_11_25_clients(
         version: str, http: httpx.AsyncClient, http_server: UvicornProcess) -> None:
     s = await initialize(http, http_server.url, version)
-    uri = unique("fixture://primed")
+    uri = unique("fixture://watched/primed")
     await s.call("resources/subscribe", {"uri": uri})
     async with s.stream_get() as response:
         assert response.status_code == 200
@@ -390,7 +390,7 @@ async def test_a_burst_larger_than_the_reader_queue_reaches_the_client_whole(ses
 @spec("resumability-and-redelivery")
 @spec("multiple-connections")
 async def test_event_ids_are_unique_across_the_session_and_name_their_stream(session: RawSession) -> None:
-    uri = unique("fixture://ids")
+    uri = unique("fixture://watched/ids")
     await session.call("resources/subscribe", {"uri": uri})
     streams: dict[str, list[SSEEvent]] = {}
     async with session.stream_get() as get:
@@ -487,7 +487,7 @@ async def test_closing_the_stream_is_refused_to_clients_older_than_2025_11_25(
 @spec("resumability-and-redelivery")
 @spec("listening-for-messages-from-the-server")
 async def test_the_get_stream_can_be_resumed_too(session: RawSession) -> None:
-    uri = unique("fixture://resume-get")
+    uri = unique("fixture://watched/resume-get")
     await session.call("resources/subscribe", {"uri": uri})
     async with httpx.AsyncClient(timeout=10) as doomed, session.stream_get(None, doomed) as first:
         events = SSEReader(first)
@@ -581,7 +581,7 @@ async def test_an_evicted_last_event_id_is_a_400_json_rpc_error() -> None:
 async def test_an_elicitation_goes_out_on_the_calls_stream_and_the_answer_resumes_the_call(
         http: httpx.AsyncClient, http_server: UvicornProcess) -> None:
     s = await initialize(http, http_server.url, capabilities={"elicitation": {}})
-    uri = unique("fixture://sentinel")
+    uri = unique("fixture://watched/sentinel")
     await s.call("resources/subscribe", {"uri": uri})
     async with s.stream_get() as get:
         on_get = SSEReader(get)
@@ -607,7 +607,7 @@ async def test_an_elicitation_goes_out_on_the_calls_stream_and_the_answer_resume
 @spec("listening-for-messages-from-the-server")
 @spec("multiple-connections")
 async def test_unrelated_notifications_go_to_the_get_stream_only_and_once(session: RawSession) -> None:
-    uri = unique("fixture://watched")
+    uri = unique("fixture://watched/unrelated")
     gate = unique("busy")
     name = unique("added").replace("-", "_")
     await session.call("resources/subscribe", {"uri": uri})

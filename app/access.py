@@ -1,0 +1,117 @@
+"""Access: the one gate between a request and what it names.
+
+Every tool, prompt, resource, resource template and task that a request reaches is looked up here, and
+only here, together with the caller's right to it (the component's ``scopes`` against the principal's):
+``tools/call``, ``prompts/get``, ``resources/read``, ``resources/subscribe``, ``completion/complete``,
+the ``resourceSubscriptions`` and ``taskIds`` of ``subscriptions/listen``, the ``tasks/*`` methods and
+the lists. A method that finds a component some other way skips the check; so none does (the test of
+this module enumerates them).
+
+Without a principal (stdio, or HTTP without authentication) there is nothing to check. A principal
+lacking a scope gets ``InsufficientScope`` (HTTP: 403 with a step-up challenge); lists and listen
+filters leave out what the caller may not use instead of refusing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from app.errors import InvalidParams, ResourceNotFound
+from app.scopes import authorize, missing
+
+if TYPE_CHECKING:
+    from app.component import Component
+    from app.context import Context
+    from app.prompts import Prompt
+    from app.resources import Resource
+    from app.tasks import TaskRecord
+    from app.tools import Tool
+
+C = TypeVar("C", bound="Component")
+
+
+def check(component: Component, ctx: Context) -> None:
+    """Raise ``InsufficientScope`` unless the caller may use ``component``."""
+    authorize(component.scopes, ctx.principal)
+
+
+def permits(component: Component, ctx: Context) -> bool:
+    """Whether the caller may use ``component`` (for what is filtered rather than refused)."""
+    granted = getattr(ctx.principal, "scopes", None)
+    if not component.scopes or ctx.principal is None:
+        return True
+    return granted is not None and not missing(granted, component.scopes)
+
+
+def tool(name: Any, ctx: Context) -> Tool:
+    """The tool a ``tools/call`` names, if the caller may call it."""
+    found = ctx.server.tools.get(_name(name, "tools/call"))
+    if found is None:
+        raise InvalidParams(f"Unknown tool: {name}")
+    check(found, ctx)
+    return found
+
+
+def prompt(name: Any, ctx: Context, method: str = "prompts/get") -> Prompt:
+    """The prompt a ``prompts/get`` (or a completion reference) names, if the caller may get it."""
+    found = ctx.server.prompts.get(_name(name, method))
+    if found is None:
+        raise InvalidParams(f"Unknown prompt: {name}")
+    check(found, ctx)
+    return found
+
+
+def resource(uri: Any, ctx: Context, method: str = "resources/read") -> tuple[Resource, dict[str, str]]:
+    """The resource (static, or a template's match with its variables) at ``uri``, if the caller may read
+    it; reading and subscribing are one right."""
+    if not isinstance(uri, str) or not uri:
+        raise InvalidParams(f"{method} needs a string 'uri'")
+    found = ctx.server.resources.find(uri)
+    if found is None:
+        raise ResourceNotFound(uri)
+    check(found[0], ctx)
+    return found
+
+
+def readable(uri: str, ctx: Context) -> bool:
+    """Whether ``uri`` is a resource the caller may read (a listen request's ``resourceSubscriptions``)."""
+    found = ctx.server.resources.find(uri)
+    return found is not None and permits(found[0], ctx)
+
+
+def template(uri: Any, ctx: Context) -> Resource:
+    """The resource template a completion reference names (by its URI template), if the caller may read it."""
+    found = ctx.server.resources.templates.get(uri) if isinstance(uri, str) else None
+    if found is None or found.template is None:
+        raise InvalidParams(f"Unknown resource template: {uri}")
+    check(found, ctx)
+    return found
+
+
+def task(record: TaskRecord, ctx: Context) -> TaskRecord:
+    """A task the caller owns (the store looked it up by owner), if it may still use the task's tool: the
+    task's status and result are the tool's answer, under the tool's scopes."""
+    made_by = ctx.server.tools.get(record.tool) if record.tool else None
+    if made_by is not None:
+        check(made_by, ctx)
+    return record
+
+
+def task_visible(record: TaskRecord, ctx: Context) -> bool:
+    made_by = ctx.server.tools.get(record.tool) if record.tool else None
+    return made_by is None or permits(made_by, ctx)
+
+
+def visible(items: Sequence[C], ctx: Context) -> Sequence[C]:
+    """What a list shows the caller: with ``filter_lists_by_scope`` (and a principal), only what it may
+    use; otherwise ``items`` itself (the same object, so that its page stays cached)."""
+    if ctx.principal is None or not ctx.server.filter_lists_by_scope:
+        return items
+    return [item for item in items if permits(item, ctx)]
+
+
+def _name(value: Any, method: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidParams(f"{method} needs a string 'name'")
+    return value
