@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from app.errors import INTERNAL_ERROR, ClientTimeout, InvalidParams, MCPError, MissingClientCapability
 from app.mrtr import InputRequired
 from app.protocol import TASKS_EXTENSION as EXTENSION
+from app.replicas import replica_of
 from app.tasks import InMemoryTaskStore, TaskRecord, TaskStore
 from app.types import JSONObject, Send
 
@@ -162,7 +163,7 @@ class TaskRunner:
         self._waiting: dict[str, dict[str, asyncio.Future[JSONObject]]] = {}
         self._wakes: set[asyncio.Task[None]] = set()
         self.replica: str | None = None
-        """This process's name among replicas sharing the store (set with a shared store)."""
+        """This process life's name among replicas sharing the store (set with a shared store; ``app.replicas``)."""
         self.cancel_elsewhere: Callable[[str], Awaitable[None]] | None = None
         """Tells the replica running a task to stop it (set with a shared store)."""
         self.wake_elsewhere: Callable[[str], Awaitable[None]] | None = None
@@ -313,7 +314,8 @@ class TaskRunner:
             # One try: if the store is away, with Redis the other replicas fail it once the lease lapses.
             await self._end(task_id, "failed", attempts=1, status_message=SHUT_DOWN,
                             error={"code": INTERNAL_ERROR, "message": SHUT_DOWN,
-                                   "data": {"replica": self.replica, "retryable": True}})
+                                   "data": {"replica": replica_of(self.replica) if self.replica else None,
+                                            "retryable": True}})
         for handler in running.values():
             handler.cancel()
         await asyncio.gather(*running.values(), return_exceptions=True)
@@ -403,7 +405,8 @@ class TaskRunner:
                 and not await self.alive(runner)):
             failed = await self.store.transition(
                 record.task_id, "failed", expect=ACTIVE, status_message=ORPHANED,
-                error={"code": INTERNAL_ERROR, "message": ORPHANED, "data": {"replica": runner, "retryable": True}})
+                error={"code": INTERNAL_ERROR, "message": ORPHANED,
+                       "data": {"replica": replica_of(runner), "retryable": True}})
             if failed is not None:
                 self.changed(failed)
                 return failed

@@ -18,8 +18,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import re
-import secrets
 from collections.abc import Callable, Iterator
 
 import orjson
@@ -41,12 +39,6 @@ _RELEASE_IF_HELD = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
-
-
-def replica_name(configured: str = "") -> str:
-    """A name safe inside request ids and keys: the configured one, cleaned, or a random one."""
-    cleaned = re.sub(r"[^A-Za-z0-9.-]", "-", configured)[:64]
-    return cleaned or "r" + secrets.token_hex(5)
 
 
 class Cluster:

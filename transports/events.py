@@ -7,6 +7,7 @@ across the session, and naming the stream it belongs to, so that a ``GET`` with
 
 from __future__ import annotations
 
+import re
 import time
 from abc import ABC, abstractmethod
 from collections import deque
@@ -36,11 +37,18 @@ def format_event_id(stream: str, seq: int) -> str:
     return f"{stream}_{seq}"
 
 
+MAX_SEQ = (1 << 63) - 2
+"""The largest event number: every store can hold it (Redis stream ids are ``0-<seq + 1>``, 64-bit)."""
+_EVENT_ID = re.compile(r"([\x21-\x7e]{1,190})_([0-9]{1,19})")
+
+
 def parse_event_id(event_id: str) -> tuple[str, int] | None:
-    stream, sep, seq = event_id.rpartition("_")
-    if not sep or not stream or not seq.isdigit() or len(event_id) > 200:
+    """(stream, seq) of an event id as this server writes them, or None for anything else (a client's
+    ``Last-Event-ID`` is checked here, once, before any store sees it)."""
+    match = _EVENT_ID.fullmatch(event_id)
+    if match is None or int(match.group(2)) > MAX_SEQ:
         return None
-    return stream, int(seq)
+    return match.group(1), int(match.group(2))
 
 
 class EventStore(ABC):

@@ -7,9 +7,10 @@ import base64
 import os
 from dataclasses import dataclass
 
+from app.replicas import life_name
 from app.request_state import RequestStateSealer
 from app.server import MCPServer
-from transports.cluster import Cluster, replica_name
+from transports.cluster import Cluster
 from transports.redis_bus import RedisSubscriptionBus
 from transports.redis_connection import Keys, connect, reachable
 from transports.redis_events import RedisEventStore
@@ -32,7 +33,7 @@ class RedisBackend:
         """Nothing is sent before ``start``; a Redis that is down makes requests fail with 503, not startup."""
         client = connect(url, timeout=timeout)
         keys = Keys(prefix)
-        name = replica_name(replica)
+        name = life_name(replica)
         cluster = Cluster(client, connect(url, timeout=timeout, blocking=True), keys, replica=name, lease=lease)
         return cls(cluster=cluster,
                    sessions=RedisSessionStore(client, keys, idle_timeout=idle_timeout),

@@ -23,6 +23,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from app import jsonrpc
 from app.errors import INTERNAL_ERROR, INVALID_REQUEST
 from app.protocol import at_least
+from app.replicas import replica_of
 from app.types import JSONObject, RequestId
 from transports.asgi import Receive, Scope, SendASGI, respond_error
 from transports.events import EventStore, StoredEvent
@@ -56,8 +57,9 @@ def is_response(message: JSONObject | None) -> bool:
     return message is not None and "method" not in message and ("result" in message or "error" in message)
 
 
-def orphaned_answer(request_id: RequestId, replica: str | None) -> JSONObject:
-    return jsonrpc.error(request_id, INTERNAL_ERROR, ORPHANED, {"replica": replica, "retryable": True})
+def orphaned_answer(request_id: RequestId, owner: str) -> JSONObject:
+    """The answer of a request whose replica's life (``owner``) ended before it finished."""
+    return jsonrpc.error(request_id, INTERNAL_ERROR, ORPHANED, {"replica": replica_of(owner), "retryable": True})
 
 
 async def follow(events: EventStore, cluster: Cluster, session_id: str, stream: str, first: list[StoredEvent],

@@ -443,12 +443,17 @@ class StreamableHTTPEndpoint:
         if not _accepts(scope, "text/event-stream"):
             await respond_error(send, 406, INVALID_REQUEST, "Not Acceptable: Accept must list text/event-stream")
             return
+        last_event_id = header(scope, b"last-event-id")
+        resume_from = parse_event_id(last_event_id) if last_event_id else None
+        if last_event_id and (resume_from is None or self.manager.events is None):
+            # checked before any store sees it: the same 400 with every backend
+            await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Last-Event-ID is not one of this server's")
+            return
         live = await self._session(scope, send)
         if live is None:
             return
-        last_event_id = header(scope, b"last-event-id")
-        if last_event_id:
-            await self._resume(live, last_event_id, scope, receive, send)
+        if resume_from is not None:
+            await self._resume(live, resume_from, scope, receive, send)
             return
         if self.shared is not None:
             await self.shared.get(live, scope, receive, send)
@@ -463,14 +468,11 @@ class StreamableHTTPEndpoint:
             await channel.emit(None)
         await self._stream(live, channel, reader, [], scope, receive, send)
 
-    async def _resume(self, live: LiveSession, last_event_id: str, scope: Scope, receive: Receive,
+    async def _resume(self, live: LiveSession, resume_from: tuple[str, int], scope: Scope, receive: Receive,
                       send: SendASGI) -> None:
-        parsed = parse_event_id(last_event_id)
         events = self.manager.events
-        if parsed is None or events is None:
-            await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Last-Event-ID is not one of this server's")
-            return
-        stream, seq = parsed
+        assert events is not None
+        stream, seq = resume_from
         if self.shared is not None and (stream == STANDALONE_STREAM or stream not in live.channels):
             await self.shared.resume(live, stream, seq, scope, receive, send)
             return

@@ -71,5 +71,5 @@ def test_every_access_decision_is_made_in_app_access() -> None:
                 getattr(node, "id", None), getattr(node, "attr", None))
             imports = isinstance(node, ast.ImportFrom) and node.module == "app.scopes"
             if calls or imports:
-                offenders.append(f"{path.parent.name}/{path.name}:{node.lineno}")
+                offenders.append(f"{path.parent.name}/{path.name}:{getattr(node, 'lineno', 0)}")
     assert not offenders, offenders

@@ -26,7 +26,6 @@ from app.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_SUBSCRIPTION,
 from tests.auth.support import challenge_params
 from tests.support_http import (
     ACCEPT_BOTH,
-    READ_BOUND,
     RawSession,
     SSEReader,
     UvicornProcess,
@@ -52,12 +51,6 @@ def served() -> Iterator[UvicornProcess]:
     with run_uvicorn("tests.e2e.access_server:server", ENV) as process:
         yield process
         assert "Traceback" not in process.output(), process.output()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=READ_BOUND) as client:
-        yield client
 
 
 def _auth(token: str) -> dict[str, str]:

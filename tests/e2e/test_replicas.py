@@ -151,6 +151,59 @@ async def test_a_killed_replicas_stream_resumes_on_the_other_one_exactly_once(
     assert len(ids) == len(set(ids)), ids
 
 
+RESTART_LEASE = 4.0
+"""Long enough for a killed replica to be restarted under its id while its lease still runs."""
+
+
+async def test_a_replica_restarted_under_its_id_does_not_revive_the_calls_of_its_earlier_life(
+        redis: RedisServer, http: httpx.AsyncClient) -> None:
+    """Kubernetes keeps a pod's name (MCPWIRE_REPLICA_ID) across container restarts: the lease names the
+    process life, so a call of the killed life ends with the documented error, never hangs."""
+    env = {**_env(redis, "RK"), "MCPWIRE_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
+    with run_uvicorn(SERVER, {**env, "MCPWIRE_REPLICA_ID": "RS"}) as survivor:
+        with run_uvicorn(SERVER, env) as doomed:
+            session = await initialize(http, doomed.url)
+            name = f"steps{next(_names)}"
+            call = request_body(session.next_id(), "tools/call", {"name": "stepper", "arguments": {
+                "name": name, "steps": 5}, "_meta": {"progressToken": 7}})
+            async with session.stream_post(call) as response:
+                reader = SSEReader(response)
+                assert (await reader.message())["method"] == "notifications/progress"
+                assert (await session.tool("release", name=name)).endswith("step 1")
+                reader_id = reader.last_id
+                doomed.process.send_signal(signal.SIGKILL)
+                doomed.process.wait(READ_BOUND)
+        assert reader_id is not None
+        with run_uvicorn(SERVER, env) as reborn:  # the same replica id, within the old life's lease
+            assert (await on(session, reborn).call("ping")) == {}  # the session lives on, in Redis
+            async with on(session, survivor).stream_get(reader_id) as response:
+                assert response.status_code == 200, await response.aread()
+                replay = await SSEReader(response).rest(timeout=RESTART_LEASE + READ_BOUND)
+    messages = [e.message for e in replay if e.message is not None]
+    assert [m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"] == [1]
+    final = messages[-1]
+    assert final["id"] == call["id"], messages
+    assert final["error"]["code"] == -32603, final
+    assert final["error"]["data"] == {"replica": "RK", "retryable": True}, final
+
+
+@pytest.mark.spec("2025-11-25/basic/transports#resumability-and-redelivery")
+@pytest.mark.parametrize("store", ["memory", "redis"])
+async def test_an_out_of_range_last_event_id_is_400_with_either_backend(
+        store: str, redis: RedisServer, http: httpx.AsyncClient) -> None:
+    env = _env(redis, "LE") if store == "redis" else {}
+    with run_uvicorn(SERVER, env) as replica:
+        session = await initialize(http, replica.url)
+        for bad in ("get_18446744073709551616", "p0a1b2c3d4e5f_99999999999999999999", "get_-1"):
+            response = await session.get(bad)
+            assert response.status_code == 400, (bad, response.text)
+            assert error_of(response)[0] == -32600
+        assert (await session.call("ping")) == {}  # and the session serves on
+        output = replica.output()
+    assert "Traceback" not in output, output
+    assert "WARNING" not in output, output
+
+
 async def test_redis_away_means_503_and_its_return_means_service_without_a_restart(
         redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
     a, b = replicas

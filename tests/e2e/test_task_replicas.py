@@ -33,7 +33,7 @@ from mcp_types import CallToolResult, Request, RequestParams, Result
 
 from app.protocol import TASKS_EXTENSION
 from tests.e2e.task_server import CONFIRM_SCHEMA
-from tests.e2e.test_replicas import LEASE, TASKS, _env
+from tests.e2e.test_replicas import LEASE, RESTART_LEASE, TASKS, _env
 from tests.support_http import (
     READ_BOUND,
     RawSession,
@@ -119,9 +119,10 @@ async def get(http: httpx.AsyncClient, replica: UvicornProcess, task_id: str) ->
     return state
 
 
-async def until(http: httpx.AsyncClient, replica: UvicornProcess, task_id: str, leaving: Collection[str]) -> Any:
-    """Poll ``tasks/get`` until the task's status is none of ``leaving``; fails after ``READ_BOUND``."""
-    deadline = time.monotonic() + READ_BOUND
+async def until(http: httpx.AsyncClient, replica: UvicornProcess, task_id: str, leaving: Collection[str],
+                bound: float = READ_BOUND) -> Any:
+    """Poll ``tasks/get`` until the task's status is none of ``leaving``; fails after ``bound`` seconds."""
+    deadline = time.monotonic() + bound
     while (state := await get(http, replica, task_id))["status"] in leaving:
         assert time.monotonic() < deadline, f"the task stayed {state['status']}: {state}"
     return state
@@ -180,6 +181,22 @@ async def test_a_task_whose_replica_is_killed_ends_failed_on_the_survivor(
     assert failed["error"]["data"] == {"replica": "XK", "retryable": True}, failed
     assert "result" not in failed, failed
     assert (await get(http, survivor, task_id))["status"] == "failed"  # and stays so
+
+
+@pytest.mark.spec("2026-07-28/extensions/tasks#task-status")
+async def test_a_task_of_a_replica_restarted_under_its_id_ends_failed_not_working(
+        redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
+    """The restarted process is a new life with a lease of its own: the old life's task is orphaned."""
+    _, survivor = replicas
+    env = {**_env(redis, "XR"), "MCPWIRE_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
+    with run_uvicorn(TASKS, env) as doomed:
+        task_id = await create(http, doomed, "job", name=unique("s-reborn"))
+        doomed.process.send_signal(signal.SIGKILL)
+        doomed.process.wait(READ_BOUND)
+    with run_uvicorn(TASKS, env):  # the same replica id, within the old life's lease
+        failed = await until(http, survivor, task_id, ACTIVE, bound=RESTART_LEASE + READ_BOUND)
+    assert failed["status"] == "failed", failed
+    assert failed["error"]["data"] == {"replica": "XR", "retryable": True}, failed
 
 
 @pytest.mark.spec("2026-07-28/extensions/tasks#task-update-requests")

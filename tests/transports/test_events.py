@@ -52,11 +52,13 @@ def test_an_event_id_names_its_stream_and_its_place_in_it() -> None:
     assert parse_event_id("p0a1b2c3d4e5f_7") == ("p0a1b2c3d4e5f", 7)
     assert parse_event_id("get_0") == ("get", 0)
     assert parse_event_id("a_b_12") == ("a_b", 12)  # the last underscore separates
+    assert parse_event_id(f"get_{(1 << 63) - 2}") == ("get", (1 << 63) - 2)  # the largest number any store holds
     assert StoredEvent("get", 3, None).id == "get_3"
 
 
 @pytest.mark.parametrize("bad", ["", "nounderscore", "_1", "stream_", "stream_-1", "stream_1a", "stream_ 1",
-                                 "s" * 200 + "_1"])
+                                 "s" * 200 + "_1", "stream_\u00b2", "stream_\u0663",
+                                 "get_18446744073709551616", f"get_{(1 << 63) - 1}", "str eam_1"])
 def test_malformed_event_ids_are_not_parsed(bad: str) -> None:
     assert parse_event_id(bad) is None
 
