@@ -21,13 +21,16 @@ def main(argv: list[str] | None = None) -> int:
     http.add_argument("--host", default="127.0.0.1")
     http.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
-    setup_logging(settings.log_level, settings.log_format)  # stderr only: on stdio, stdout is the wire
-    server = load_server(args.server)
     # The transports are wired in the composition root, imported only now.
     from app import deployment
 
+    # On stdio, stdin and stdout are the wire: taken before the server's module is imported, so that
+    # neither a print() at import time nor a child process started later can write to or read from it.
+    wire = deployment.claim_stdio() if args.command == "stdio" else None
+    setup_logging(settings.log_level, settings.log_format)  # stderr only
+    server = load_server(args.server)
     if args.command == "stdio":
-        deployment.serve_stdio(server, settings)
+        deployment.serve_stdio(server, settings, wire)
     else:
         deployment.serve_http(server, host=args.host, port=args.port, settings=settings)
     return 0

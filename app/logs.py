@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
@@ -44,19 +45,84 @@ def redact(text: str) -> str:
     return text
 
 
+ARGS_READERS = frozenset({"uvicorn.access"})
+"""Loggers whose records' arguments their formatter reads itself (uvicorn's ``AccessFormatter`` unpacks
+its five): such a record always keeps its arguments, never becoming one rewritten message."""
+
+
+Args = tuple[object, ...] | Mapping[str, object] | None
+"""What ``LogRecord.args`` holds."""
+
+
+def _message(msg: object, args: Args) -> str | None:
+    """What ``LogRecord.getMessage`` makes of ``msg`` and ``args``; None if they do not format."""
+    try:
+        text = str(msg)
+        return text % args if args else text
+    except Exception:
+        return None
+
+
+def _each(args: Args, mask: Callable[[object], object]) -> Args:
+    """``args`` of the same shape (a tuple, or a mapping for ``%(name)s``) with ``mask`` applied to each."""
+    if isinstance(args, tuple):
+        return tuple(mask(arg) for arg in args)
+    if isinstance(args, Mapping):
+        return {key: mask(value) for key, value in args.items()}
+    return args
+
+
+def _redacted_text(value: object) -> object:
+    return redact(value) if isinstance(value, str) else value
+
+
+def _redacted_whole(value: object) -> object:
+    """Any string, and any value whose text holds a secret, becomes ``[REDACTED]``; numbers stay."""
+    if isinstance(value, str):
+        return REDACTED
+    text = str(value)
+    return REDACTED if redact(text) != text else value
+
+
 class RedactSecrets(logging.Filter):
-    """Masks credentials in a record's message and traceback before any handler formats it."""
+    """Masks credentials in a record's message and traceback before any handler formats it.
+
+    The record keeps its shape: the template (``msg``) and each argument are masked on their own, so
+    a formatter that reads ``args`` (uvicorn's access log) still finds them, and uvicorn's coloured
+    ``color_message`` still formats. Only when a secret spans the template and an argument
+    (``"?%s" % "token=..."``), or hides in an argument that is not a string, is the whole message
+    rewritten (``msg`` the masked message, no ``args``), except on records of ``ARGS_READERS``:
+    there, every string argument (and any other whose text holds the secret) becomes ``[REDACTED]``,
+    since its formatter would fail without them.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        cleaned = redact(message)
-        if cleaned != message:
-            record.msg, record.args = cleaned, None
+        message = _message(record.msg, record.args)
+        if message is None or redact(message) != message:
+            self._mask(record, message)
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
         return True
+
+    @staticmethod
+    def _mask(record: logging.LogRecord, message: str | None) -> None:
+        args = _each(record.args, _redacted_text)
+        msg = record.msg
+        if isinstance(msg, str):
+            masked = redact(msg)
+            if masked != msg and (message is None or _message(masked, args) is not None):
+                msg = masked  # a secret in the template itself, placeholders intact
+        if message is not None:
+            result = _message(msg, args)
+            if result is None or redact(result) != result:  # the secret spans template and arguments
+                if record.name in ARGS_READERS:
+                    args = _each(record.args, _redacted_whole)
+                else:
+                    msg, args = redact(message), ()
+                    record.__dict__.pop("color_message", None)
+        record.msg, record.args = msg, args
 
 
 class JSONFormatter(logging.Formatter):
@@ -98,7 +164,7 @@ def _redacting(handler: logging.Handler) -> None:
 def setup_logging(level: str, log_format: str = "text") -> None:
     """Logs on stderr in ``log_format`` (``text`` or ``json``), unless the process configured logging itself
     (the root logger has a handler already). uvicorn's own handlers, when it installed them, get the
-    same format and redaction: its access log carries query strings."""
+    same format and redaction (its access log carries query strings) and write to stderr too."""
     fmt = formatter(log_format)
     root = logging.getLogger()
     if not root.handlers:
@@ -110,5 +176,7 @@ def setup_logging(level: str, log_format: str = "text") -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         for theirs in logging.getLogger(name).handlers:
             _redacting(theirs)
+            if isinstance(theirs, logging.StreamHandler) and theirs.stream in (sys.stdout, sys.__stdout__):
+                theirs.setStream(sys.stderr)  # uvicorn writes its access log to stdout by default
             if log_format == "json":
                 theirs.setFormatter(fmt)

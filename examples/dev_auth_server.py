@@ -9,6 +9,10 @@ token's audience), ``iss`` in authorization responses (RFC 9207), a JWKS, token 
 (RFC 7662) and revocation (RFC 7009).
 
     python -m examples.dev_auth_server --port 9000
+
+Its form endpoints (``/token``, ``/introspect``, ``/revoke``) read ``application/x-www-form-urlencoded``,
+the one encoding OAuth uses, with ``urllib.parse``: the base install serves them (Starlette's
+form parser would need ``python-multipart``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from joserfc import jwk, jwt
@@ -31,6 +35,31 @@ from starlette.routing import Route
 
 TOKEN_TTL = 3600
 CODE_TTL = 300
+FORM = "application/x-www-form-urlencoded"
+
+
+class BadForm(Exception):
+    """A request body that is not an OAuth form: answered ``invalid_request``."""
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """The parameters of an ``application/x-www-form-urlencoded`` body (UTF-8, RFC 6749 appendix B);
+    a parameter may appear once (RFC 6749 section 3.2)."""
+    if request.headers.get("content-type", "").partition(";")[0].strip().lower() != FORM:
+        raise BadForm(f"the body must be {FORM}")
+    try:
+        pairs = parse_qsl((await request.body()).decode("ascii"), keep_blank_values=True,
+                          encoding="utf-8", errors="strict")
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadForm("the body is not a valid form") from exc
+    form = dict(pairs)
+    if len(form) != len(pairs):
+        raise BadForm("a parameter appears more than once")
+    return form
+
+
+def invalid_request(error: BadForm) -> Response:
+    return JSONResponse({"error": "invalid_request", "error_description": str(error)}, 400)
 
 
 @dataclass
@@ -175,7 +204,10 @@ class DevAuthServer:
 
     async def token(self, request: Request) -> Response:
         self.counts["token"] += 1
-        form = {k: str(v) for k, v in (await request.form()).items()}
+        try:
+            form = await read_form(request)
+        except BadForm as error:
+            return invalid_request(error)
         client = self._authenticate(request, form)
         if client is None:
             return JSONResponse({"error": "invalid_client"}, 401)
@@ -212,7 +244,10 @@ class DevAuthServer:
 
     async def introspect(self, request: Request) -> Response:
         self.counts["introspect"] += 1
-        form = {k: str(v) for k, v in (await request.form()).items()}
+        try:
+            form = await read_form(request)
+        except BadForm as error:
+            return invalid_request(error)
         if self._authenticate(request, form) is None:
             return JSONResponse({"error": "invalid_client"}, 401)
         claims = self._claims(form.get("token", ""))
@@ -221,7 +256,10 @@ class DevAuthServer:
         return JSONResponse({"active": True, "token_type": "Bearer", **claims})
 
     async def revoke(self, request: Request) -> Response:
-        form = {k: str(v) for k, v in (await request.form()).items()}
+        try:
+            form = await read_form(request)
+        except BadForm as error:
+            return invalid_request(error)
         if self._authenticate(request, form) is None:
             return JSONResponse({"error": "invalid_client"}, 401)
         token = form.get("token", "")

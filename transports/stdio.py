@@ -1,9 +1,14 @@
 """stdio: newline-delimited JSON-RPC on stdin and stdout.
 
-stdout is the wire and nothing else. Before serving, the real stdout is moved to a
-private file descriptor and fd 1 is pointed at stderr, so a stray ``print()`` in user
-code, or the output of a child process, lands on stderr instead of corrupting the
-stream. The process stops on stdin EOF or SIGTERM, cancelling work in flight.
+stdout is the wire and nothing else. ``claim_stdio`` moves the real stdin and stdout to private
+file descriptors for the wire and points fd 1 at stderr and fd 0 at the null device, so a stray
+``print()`` in user code, or a child process, can neither write to the wire nor read from it
+(``mcpwire stdio`` claims them before it imports the server's module). The process stops on
+stdin EOF or SIGTERM, cancelling work in flight.
+
+Pipes, sockets and terminals are read and written through the event loop; anything else (a
+regular file, ``/dev/null``) cannot be polled and is read and written with blocking calls off the
+loop, so ``mcpwire stdio < requests.txt > answers.txt`` and ``docker run`` without ``-i`` work too.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import signal
 import stat
 import sys
 from collections.abc import AsyncIterator
+from typing import NamedTuple
 
 from app import jsonrpc
 from app.connection import Connection
@@ -38,8 +44,10 @@ is served in waves whose state stays in the CPU's caches (``Connection``'s ``pac
 
 
 def _is_stream(fd: int) -> bool:
+    """Whether ``fd`` can be polled: a pipe, a socket or a terminal. Other character devices
+    (``/dev/null``) and regular files cannot; epoll refuses them."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
 
 
 async def _chunks(fd: int) -> AsyncIterator[bytes]:
@@ -174,23 +182,73 @@ class _Writer:
         self._room.clear()
 
 
-def protect_stdout() -> int:
-    """Move the real stdout to a private fd for the wire; fd 1 and ``sys.stdout`` become stderr."""
-    sys.stdout.flush()
-    wire = os.dup(1)
+class Wire(NamedTuple):
+    """The private file descriptors the stdio wire is served on."""
+
+    stdin: int
+    stdout: int
+
+
+_claimed: Wire | None = None
+
+
+def _open_if_closed(fd: int, flags: int) -> None:
+    """Put the null device at ``fd`` if it is closed (``mcpwire stdio <&-``): a closed stdin reads
+    as EOF, and no duplicate made later can land on a standard fd."""
+    try:
+        os.fstat(fd)
+    except OSError:
+        null = os.open(os.devnull, flags)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+
+
+def claim_stdio() -> Wire:
+    """Take the process's stdin and stdout for the wire; returns their private duplicates.
+
+    fd 0 (and ``sys.stdin``) then reads the null device and fd 1 (and ``sys.stdout``) writes to
+    stderr, so neither ``print()`` nor a child process reaches the wire. Call it before importing
+    code that might print; it acts once per process and later calls return the same wire.
+    """
+    global _claimed
+    if _claimed is not None:
+        return _claimed
+    if sys.stdout is not None:
+        sys.stdout.flush()
+    for fd, flags in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        _open_if_closed(fd, flags)
+    wire = Wire(os.dup(0), os.dup(1))  # not inherited by child processes
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     os.dup2(2, 1)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 -- lives as long as the process
     sys.stdout = sys.stderr
+    _claimed = wire
     return wire
 
 
-async def serve_stdio(server: MCPServer, *, stdin_fd: int = 0, stdout_fd: int | None = None,
-                      max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, drain_seconds: float = 0.3) -> None:
-    """Serve ``server`` on stdin/stdout until EOF or SIGTERM.
+def _wire(stdin_fd: int | None, stdout_fd: int | None) -> Wire:
+    """The fds to serve: those given, except that the claimed wire stands for any not given and,
+    once the process's stdio is claimed, for fds 0 and 1 (which then no longer lead to the client)."""
+    if stdin_fd is None or stdout_fd is None or _claimed is not None:
+        claimed = claim_stdio()
+        return Wire(claimed.stdin if stdin_fd is None or stdin_fd == 0 else stdin_fd,
+                    claimed.stdout if stdout_fd is None or stdout_fd == 1 else stdout_fd)
+    return Wire(stdin_fd, stdout_fd)
 
-    On EOF, requests still running get ``drain_seconds`` to finish (so a piped script of
-    requests gets its answers); then they are cancelled. SIGTERM cancels at once.
+
+async def serve_stdio(server: MCPServer, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
+                      max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, drain_seconds: float = 0.3) -> None:
+    """Serve ``server`` on ``stdin_fd``/``stdout_fd`` until EOF or SIGTERM.
+
+    Without them, the process's own stdin and stdout are served, claimed first (``claim_stdio``);
+    once they are claimed, fds 0 and 1 stand for the wire. On EOF, requests still running get
+    ``drain_seconds`` to finish (so a piped script of requests gets its answers); then they are
+    cancelled. SIGTERM cancels at once.
     """
-    wire = protect_stdout() if stdout_fd is None else stdout_fd
+    stdin_fd, wire = _wire(stdin_fd, stdout_fd)
     gc.freeze()  # start-up objects live as long as the process; keep them out of full collections
     writer = _Writer(wire)
     await writer.start()
