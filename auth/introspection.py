@@ -3,13 +3,24 @@
 The server authenticates to the introspection endpoint as a client (HTTP Basic). Answers
 are cached by a hash of the token, never longer than the token lives nor ``cache_ttl``; a
 token the authorization server calls inactive is refused (and that answer is cached briefly).
+
+There is one introspection per token at a time, in a task of its own that every request with that
+token waits for (a request that goes away does not cancel it for the others), and it never takes
+longer than ``timeout``. An endpoint that fails (an error status, an answer that is not JSON, no
+connection, a timeout) is not called again for ``backoff`` seconds, doubling with every consecutive
+failure up to ``max_backoff``, whichever tokens arrive; then one request probes it while the others
+keep failing fast. Meanwhile tokens without a cached answer fail with ``VerifierUnavailable``
+(503 with ``Retry-After``), not ``InvalidToken``: the token is not at fault. Cached answers are
+still used, never beyond their lifetime.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -19,7 +30,9 @@ import httpx
 from auth.jwt_verifier import audience_matches
 from auth.principal import Principal
 from auth.scopes import parse
-from auth.verifier import InvalidToken, TokenVerifier
+from auth.verifier import Backoff, InvalidToken, TokenVerifier, VerifierUnavailable, describe
+
+log = logging.getLogger("mcpwire.auth")
 
 MAX_CACHED = 10_000
 
@@ -27,6 +40,7 @@ MAX_CACHED = 10_000
 class IntrospectionVerifier(TokenVerifier):
     def __init__(self, *, endpoint: str, client_id: str, client_secret: str, audience: str | None = None,
                  issuer: str | None = None, cache_ttl: float = 60.0, negative_ttl: float = 5.0,
+                 timeout: float = 10.0, backoff: float = 1.0, max_backoff: float = 60.0,
                  client: httpx.AsyncClient | None = None, clock: Callable[[], float] = time.time) -> None:
         self.endpoint = endpoint
         self._auth = (client_id, client_secret)
@@ -34,11 +48,15 @@ class IntrospectionVerifier(TokenVerifier):
         self.issuer = issuer
         self.cache_ttl = cache_ttl
         self.negative_ttl = negative_ttl
-        self._client = client or httpx.AsyncClient(timeout=10.0)
+        self.timeout = timeout
+        """The longest one introspection may take, all of it: also the longest a request waits for one."""
+        self._client = client or httpx.AsyncClient(timeout=timeout)
         self._own_client = client is None
         self._clock = clock
         self._cache: OrderedDict[str, tuple[float, Principal | None]] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Principal | None]] = {}
+        self._retry = Backoff(first=backoff, cap=max_backoff)
+        self._failure = ""
         self.calls = 0
 
     async def verify(self, token: str) -> Principal:
@@ -50,11 +68,16 @@ class IntrospectionVerifier(TokenVerifier):
         else:
             pending = self._inflight.get(digest)
             if pending is None:  # one introspection per token at a time, however many requests wait
+                if not self._retry.ready(now):
+                    raise VerifierUnavailable(f"introspection is failing ({self._failure}); backing off",
+                                              retry_after=self._retry.retry_after(now))
+                self._retry.begin()
                 # In a task of its own: if the request that started it goes away, the others still get the answer.
                 pending = asyncio.ensure_future(self._introspect(token))
                 self._inflight[digest] = pending
                 pending.add_done_callback(functools.partial(self._landed, digest))
-            principal = await asyncio.shield(pending)
+            principal = await asyncio.shield(pending)  # bounded: the introspection ends within ``timeout``
+            now = self._clock()
             until = min(principal.expires_at, now + self.cache_ttl) if principal and principal.expires_at \
                 else now + (self.cache_ttl if principal else self.negative_ttl)
             self._cache[digest] = (until, principal)
@@ -74,13 +97,23 @@ class IntrospectionVerifier(TokenVerifier):
     async def _introspect(self, token: str) -> Principal | None:
         self.calls += 1
         try:
-            response = await self._client.post(self.endpoint, data={"token": token,
-                                                                    "token_type_hint": "access_token"},
-                                               auth=self._auth)
-            response.raise_for_status()
-            data = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            raise InvalidToken(f"introspection failed: {exc}") from None
+            async with asyncio.timeout(self.timeout):
+                response = await self._client.post(self.endpoint, data={"token": token,
+                                                                        "token_type_hint": "access_token"},
+                                                   auth=self._auth)
+                response.raise_for_status()
+                data = response.json()
+        except asyncio.CancelledError:
+            self._retry.abandoned()
+            raise
+        except (httpx.HTTPError, ValueError, TimeoutError) as exc:
+            # Not the token's fault (an inactive token is an answer, not an error): the endpoint failed.
+            self._failure = describe(exc)
+            wait = self._retry.failed(self._clock())
+            log.warning("token introspection at %s failed (%s); next attempt in %.1f s", self.endpoint,
+                        self._failure, wait)
+            raise VerifierUnavailable(f"introspection failed: {self._failure}", retry_after=wait) from None
+        self._retry.succeeded(self._clock())
         if not isinstance(data, dict) or data.get("active") is not True:
             return None
         if self.issuer is not None and data.get("iss") not in (None, self.issuer):
@@ -95,5 +128,11 @@ class IntrospectionVerifier(TokenVerifier):
                          expires_at=float(exp) if isinstance(exp, int | float) else None, claims=data)
 
     async def aclose(self) -> None:
+        pending = list(self._inflight.values())
+        for future in pending:
+            future.cancel()
+        for future in pending:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await future
         if self._own_client:
             await self._client.aclose()

@@ -4,6 +4,10 @@ Every request to the MCP endpoint (and the legacy SSE endpoints) must carry
 ``Authorization: Bearer <token>``; the protected resource metadata is served without one.
 A missing or bad token gets 401 with a ``WWW-Authenticate`` challenge naming the metadata
 URL and the scopes needed; a valid token that lacks them gets 403 ``insufficient_scope``.
+A token that is not an RFC 6750 ``b64token`` is refused before any verifier sees it. When the
+verifier cannot reach the authorization server (its JWKS, its introspection endpoint), the answer
+is 503 with ``Retry-After`` and a JSON-RPC -32603 error, not 401: the token is not at fault, and a
+401 would send the client back into its OAuth flow for a server-side outage.
 The verified ``Principal`` travels in the ASGI scope (``mcpwire.principal``); tokens are
 never logged and never passed on.
 """
@@ -11,13 +15,14 @@ never logged and never passed on.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import parse_qsl
 
-from app.errors import INVALID_REQUEST
+from app.errors import INTERNAL_ERROR, INVALID_REQUEST
 from auth.metadata import ProtectedResource
 from auth.scopes import missing
-from auth.verifier import InvalidToken, TokenVerifier
+from auth.verifier import B64TOKEN, InvalidToken, TokenVerifier, VerifierUnavailable
 from transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
 from transports.identity import CHALLENGE, PRINCIPAL
 
@@ -51,7 +56,8 @@ class BearerAuth:
     """ASGI middleware: authenticate every request but the metadata document.
 
     ``on_failure``, if given, is called with the reason of every refusal: ``missing_token``,
-    ``token_in_url``, ``malformed``, ``invalid_token`` or ``insufficient_scope`` (metrics count them)."""
+    ``token_in_url``, ``malformed``, ``invalid_token``, ``insufficient_scope`` or ``unavailable``
+    (the verifier could not reach the authorization server: 503) (metrics count them)."""
 
     def __init__(self, app: ASGIApp, *, verifier: TokenVerifier, resource: ProtectedResource,
                  required_scopes: Sequence[str] = (), on_failure: Callable[[str], None] | None = None) -> None:
@@ -71,6 +77,17 @@ class BearerAuth:
         value = self.challenge(error=error, scopes=scopes)
         await respond_error(send, status, INVALID_REQUEST, message,
                             headers=[(b"www-authenticate", value.encode("latin-1"))])
+
+    async def _unavailable(self, send: SendASGI, exc: VerifierUnavailable) -> None:
+        """503: the token could not be checked; ``Retry-After`` is when the verifier tries again (>= 1 s)."""
+        self.failures += 1
+        if self.on_failure is not None:
+            self.on_failure("unavailable")
+        retry_after = max(1, math.ceil(exc.retry_after))
+        log.info("cannot verify bearer tokens right now: %s (Retry-After: %d)", exc, retry_after)
+        await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: the authorization server cannot "
+                            "be reached to check the token; try again shortly",
+                            headers=[(b"retry-after", str(retry_after).encode())])
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["type"] != "http":
@@ -95,8 +112,9 @@ class BearerAuth:
             return
         kind, _, token = authorizations[0].decode("latin-1").strip().partition(" ")
         token = token.strip()
-        # Two Authorization headers are as malformed as two tokens in one: never pick one of them.
-        if kind.lower() != "bearer" or not token or " " in token or len(authorizations) > 1:
+        # Two Authorization headers are as malformed as two tokens in one: never pick one of them. Anything
+        # but a b64token (RFC 6750 §2.1) is refused here, before it can cost a verifier any work.
+        if kind.lower() != "bearer" or not B64TOKEN.fullmatch(token) or len(authorizations) > 1:
             await self._refuse(send, 401, "Unauthorized: the Authorization header must be 'Bearer <token>'",
                                reason="malformed", error="invalid_token", scopes=self.required_scopes)
             return
@@ -106,6 +124,9 @@ class BearerAuth:
             log.info("refused a bearer token: %s", exc)  # the reason, never the token
             await self._refuse(send, 401, "Unauthorized: the token is not valid", reason="invalid_token",
                                error="invalid_token", scopes=self.required_scopes)
+            return
+        except VerifierUnavailable as exc:
+            await self._unavailable(send, exc)
             return
         lacking = missing(principal.scopes, self.required_scopes)
         if lacking:

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 
 from auth.jwt_verifier import JWKSVerifier, same_resource
 from auth.principal import Principal
-from auth.verifier import InvalidToken
+from auth.verifier import InvalidToken, VerifierUnavailable
 from examples.dev_auth_server import DevAuthServer
 from tests.auth.support import alg_none_token, foreign_key_token, forge, hs256_with_public_key_token
 from tests.support_http import FakeClock
@@ -242,16 +242,24 @@ async def test_the_keys_are_fetched_again_after_cache_ttl(das: DevAuthServer, ve
     await verifier.verify(token)
     assert flaky.attempts == 1
     clock.advance(1)
-    await verifier.verify(token)
-    assert flaky.attempts == 2
+    await verifier.verify(token)  # served with the stale keys; the refresh runs in the background
+    await verifier.settled()
+    assert (flaky.attempts, verifier.fetches) == (2, 2)
 
 
-async def test_without_keys_every_token_is_refused(das: DevAuthServer, verifier: JWKSVerifier,
-                                                   flaky: FlakyAS) -> None:
+async def test_without_keys_tokens_are_unavailable_not_refused_until_a_fetch_succeeds(
+        das: DevAuthServer, verifier: JWKSVerifier, flaky: FlakyAS, clock: FakeClock) -> None:
     flaky.down = True
-    await refused(verifier, sign(das, claims()), "JWKS could not be fetched")
+    with pytest.raises(VerifierUnavailable, match="JWKS could not be fetched: HTTP 503") as failed:
+        await verifier.verify(sign(das, claims()))
+    assert failed.value.retry_after == 1.0
     flaky.down = False
+    with pytest.raises(VerifierUnavailable):  # backing off: not even the AS being back is noticed yet
+        await verifier.verify(sign(das, claims()))
+    assert flaky.attempts == 1
+    clock.advance(1)
     assert (await verifier.verify(sign(das, claims()))).subject == "alice"
+    assert (flaky.attempts, verifier.fetches) == (2, 1)
 
 
 @pytest.mark.spec(f"{SPEC}#token-theft")
@@ -265,13 +273,15 @@ async def test_an_unreachable_as_neither_loses_the_keys_nor_gets_flooded(das: De
         await refused(verifier, foreign_key_token(das, RESOURCE, kid=f"flood-{i}"), "does not verify")
     assert flaky.attempts == 2
     assert (await verifier.verify(good)).subject == "alice"  # the cached keys still work
-    clock.advance(3600)  # stale keys, AS still down: kept, and retried at most once per interval
+    clock.advance(3600)  # stale keys, AS still down: kept, and retried in the background once per back-off
     for _ in range(5):
         assert (await verifier.verify(good)).subject == "alice"
+    await verifier.settled()
     assert flaky.attempts == 3
     flaky.down = False
     clock.advance(61)
     await verifier.verify(good)
+    await verifier.settled()
     assert flaky.attempts == 4
     assert verifier.fetches == 2
 

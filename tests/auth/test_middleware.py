@@ -19,7 +19,7 @@ from app.settings import Settings
 from auth.metadata import WELL_KNOWN, ProtectedResource
 from auth.middleware import BearerAuth, Challenge
 from auth.principal import Principal
-from auth.verifier import InvalidToken, StaticTokenVerifier
+from auth.verifier import InvalidToken, StaticTokenVerifier, TokenVerifier, VerifierUnavailable
 from tests.auth.support import challenge_params
 from tests.support_http import asgi_request
 from transports.asgi import Receive, Scope, SendASGI, respond
@@ -170,6 +170,73 @@ async def test_the_token_is_never_logged(caplog: pytest.LogCaptureFixture) -> No
         await call(guarded(Inner()), query=f"access_token={secret}".encode())
     assert caplog.records  # refusals are logged, with their reason
     assert all(secret not in record.getMessage() for record in caplog.records)
+
+
+class Counting(TokenVerifier):
+    """Counts what reaches the verifier behind the middleware."""
+
+    def __init__(self, inner: TokenVerifier) -> None:
+        self.inner = inner
+        self.seen: list[str] = []
+
+    async def verify(self, token: str) -> Principal:
+        self.seen.append(token)
+        return await self.inner.verify(token)
+
+
+class Unreachable(TokenVerifier):
+    """A verifier whose authorization server cannot be reached right now."""
+
+    def __init__(self, retry_after: float) -> None:
+        self.retry_after = retry_after
+
+    async def verify(self, token: str) -> Principal:
+        raise VerifierUnavailable("the JWKS could not be fetched: ConnectError", retry_after=self.retry_after)
+
+
+@pytest.mark.parametrize("token", ["alice-token,", 'alice"token', "alice=token", "=alice", "alice\\token",
+                                   "alice;token", "alice%2Dtoken", "alice:token", "alicé-token", "(alice)"])
+@pytest.mark.spec(f"{SPEC}#token-handling")
+async def test_a_token_that_is_not_a_b64token_is_refused_before_the_verifier(token: str) -> None:
+    inner = Inner()
+    app = guarded(inner)
+    verifier = Counting(app.verifier)
+    app.verifier = verifier
+    reasons: list[str] = []
+    app.on_failure = reasons.append
+    status, headers, body = await call(app, {"authorization": f"Bearer {token}"})
+    assert status == 401
+    assert challenge_params(headers["www-authenticate"])["error"] == "invalid_token"
+    assert b'"code":-32600' in body
+    assert (verifier.seen, reasons, inner.scopes) == ([], ["malformed"], [])
+
+
+async def test_every_b64token_character_reaches_the_verifier() -> None:
+    token = "AZaz09-._~+/alice=="
+    inner = Inner()
+    verifier = Counting(StaticTokenVerifier({token: ALICE}))
+    resource = ProtectedResource(RESOURCE, (ISSUER,))
+    status, _, _ = await call(BearerAuth(inner, verifier=verifier, resource=resource),
+                              {"authorization": f"Bearer {token}"})
+    assert (status, verifier.seen) == (200, [token])
+
+
+@pytest.mark.parametrize(("retry_after", "header"), [(0.0, "1"), (0.2, "1"), (1.0, "1"), (7.2, "8"), (60.0, "60")])
+@pytest.mark.spec(f"{SPEC}#error-handling")
+async def test_an_unreachable_authorization_server_gets_503_with_retry_after(retry_after: float,
+                                                                            header: str) -> None:
+    """Not 401: the token is not at fault, and a 401 would send the client back into its OAuth flow."""
+    inner = Inner()
+    reasons: list[str] = []
+    app = BearerAuth(inner, verifier=Unreachable(retry_after), resource=ProtectedResource(RESOURCE, (ISSUER,)),
+                     required_scopes=("mcp:tools",), on_failure=reasons.append)
+    status, headers, body = await call(app, {"authorization": "Bearer alice-token"})
+    assert status == 503
+    assert headers["retry-after"] == header
+    assert "www-authenticate" not in headers
+    assert headers["content-type"] == "application/json"
+    assert b'"code":-32603' in body
+    assert (reasons, app.failures, inner.scopes) == (["unavailable"], 1, [])
 
 
 # -- let through --------------------------------------------------------------------------------------------------------
@@ -332,3 +399,9 @@ def test_static_token_pairs() -> None:
     for bad in (["t1"], ["=alice"], ["t1="]):
         with pytest.raises(ValueError, match="token=subject"):
             StaticTokenVerifier.from_pairs(bad)
+
+
+@pytest.mark.parametrize("pair", ["t:1=alice", "t,1=alice", "tö=alice", "t 1=alice"])
+def test_a_static_token_the_middleware_would_refuse_is_refused_at_startup(pair: str) -> None:
+    with pytest.raises(ValueError, match="b64token"):
+        StaticTokenVerifier.from_pairs([pair])
