@@ -11,7 +11,7 @@ from typing import Any
 from app.completions import Completion
 from app.content import Audio, EmbeddedResource, Image, ResourceLink, text
 from app.context import Context, ElicitResult
-from app.errors import ClientCapabilityMissing, ClientError, ClientTimeout, MCPError, ToolError
+from app.errors import ClientError, ClientTimeout, MCPError, MissingClientCapability, ToolError
 from app.header_params import param_header
 from app.mrtr import InputRequired
 from app.prompts import Message, assistant, user
@@ -20,7 +20,6 @@ from app.tools import ToolResult
 
 __all__ = [
     "Audio",
-    "ClientCapabilityMissing",
     "ClientError",
     "ClientTimeout",
     "Completion",
@@ -32,6 +31,7 @@ __all__ = [
     "MCPError",
     "MCPServer",
     "Message",
+    "MissingClientCapability",
     "ResourceLink",
     "ToolError",
     "ToolResult",

@@ -10,7 +10,6 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from app.errors import (
     INTERNAL_ERROR,
-    ClientCapabilityMissing,
     InvalidParams,
     MCPError,
     MissingClientCapability,
@@ -221,13 +220,13 @@ class Context:
 
     # -- requests to the client ------------------------------------------------------------
     def require_capability(self, capability: str, sub: str | None = None) -> JSONObject:
-        """The client's declared capability (or sub-capability); raises if it was not declared."""
+        """The client's declared capability (or sub-capability). If it was not declared, the request is
+        answered with -32021 naming what was missing (``MissingClientCapability``), in both eras: nothing is
+        sent to a client that cannot answer it."""
         caps = self.client_capabilities.get(capability)
         if isinstance(caps, dict) and (sub is None or isinstance(caps.get(sub), dict)):
             return caps
-        if self.modern:  # a protocol error in the stateless era (-32021), naming what was missing
-            raise MissingClientCapability({capability: {sub: {}} if sub else {}})
-        raise ClientCapabilityMissing(f"{capability}.{sub}" if sub and isinstance(caps, dict) else capability)
+        raise MissingClientCapability({capability: {sub: {}} if sub else {}})
 
     async def request(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
         """Ask the client for input: a request sent on this request's stream (handshake era), or, in the
@@ -268,7 +267,7 @@ class Context:
         """Ask the user to fill in a form (form mode). ``schema`` is a pydantic model or a flat JSON Schema."""
         caps = self.require_capability("elicitation")
         if caps and "form" not in caps and "url" in caps:
-            self.require_capability("elicitation", "form")  # stateless era: -32021, else ClientCapabilityMissing
+            self.require_capability("elicitation", "form")  # a url-only client
         model = schema if isinstance(schema, type) else None
         requested = elicitation_schema(schema) if isinstance(schema, type) else schema
         params: JSONObject = {"message": message, "requestedSchema": requested}

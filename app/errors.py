@@ -73,11 +73,17 @@ class UnsupportedProtocolVersion(BadRequest):
 
 
 class MissingClientCapability(BadRequest):
-    """The request needs a client capability its ``_meta`` did not declare (stateless era)."""
+    """The request needs a client capability the client did not declare (``_meta`` in the stateless era,
+    ``initialize`` in the handshake era): -32021 with ``data.requiredCapabilities`` in both eras, as
+    2026-07-28 names it (HTTP 400 there; the handshake era answers JSON-RPC errors with 200). A handler that
+    can do without catches it: ``except MissingClientCapability``; ``capability`` names what was missing."""
 
     def __init__(self, required: dict[str, Any]) -> None:
-        names = ", ".join(sorted(required))
-        super().__init__(MISSING_CLIENT_CAPABILITY, f"Missing required client capability: {names}",
+        self.capability = ", ".join(
+            f"{name}.{sub}" if isinstance(value, dict) and (sub := next(iter(value), None)) else name
+            for name, value in sorted(required.items()))
+        super().__init__(MISSING_CLIENT_CAPABILITY,
+                         f"Missing required client capability: {self.capability}",
                          {"requiredCapabilities": required})
 
 
@@ -96,14 +102,6 @@ class ToolError(Exception):
 
 class ClientError(MCPError):
     """The client answered a server-to-client request with an error."""
-
-
-class ClientCapabilityMissing(Exception):
-    """A handler asked the client for something it did not declare it can do."""
-
-    def __init__(self, capability: str) -> None:
-        super().__init__(f"the client did not declare the {capability!r} capability")
-        self.capability = capability
 
 
 class ClientTimeout(TimeoutError):

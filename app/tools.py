@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from app.component import Component
 from app.content import to_block
 from app.context import Context
-from app.errors import ClientCapabilityMissing, ClientError, ClientTimeout, MCPError, ToolError
+from app.errors import ClientError, ClientTimeout, MCPError, ToolError
 from app.header_params import header_params
 from app.mrtr import InputRequired
 from app.schema import (
@@ -169,8 +169,6 @@ class Tool(Component):
             return error_result(f"Tool {self.name} failed: the client answered with an error: {exc.message}")
         except (MCPError, InputRequired):
             raise
-        except ClientCapabilityMissing as exc:
-            return error_result(f"Tool {self.name} cannot run: {exc}")
         except ClientTimeout:
             return error_result(f"Tool {self.name} failed: the client did not answer in time")
         except Exception as exc:

@@ -7,12 +7,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from app import ClientCapabilityMissing, ClientError, Completion, Context, MCPServer, jsonrpc
+from app import ClientError, Completion, Context, MCPServer, MissingClientCapability, jsonrpc
 from app.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
     MCPError,
 )
@@ -496,7 +497,7 @@ def _asking_server() -> MCPServer:
     async def roots(ctx: Context) -> list[str]:
         try:
             return [r["uri"] for r in await ctx.list_roots()]
-        except ClientCapabilityMissing as exc:
+        except MissingClientCapability as exc:
             return [f"missing {exc.capability}"]
 
     @server.tool()
@@ -521,7 +522,7 @@ def _asking_server() -> MCPServer:
     [
         ("ask", {}, "'elicitation'"),
         ("ask", {"elicitation": {"url": {}}}, "'elicitation.form'"),
-        ("ask_url", {}, "'elicitation'"),
+        ("ask_url", {}, "'elicitation.url'"),
         ("ask_url", {"elicitation": {}}, "'elicitation.url'"),
         ("ask_url", {"elicitation": {"form": {}}}, "'elicitation.url'"),
         ("think", {}, "'sampling'"),
@@ -529,13 +530,17 @@ def _asking_server() -> MCPServer:
         ("think_with_tools", {"sampling": {}}, "'sampling.tools'"),
     ],
 )
-async def test_missing_client_capability_is_an_error_result_and_nothing_is_sent(
+async def test_missing_client_capability_is_32021_naming_it_and_nothing_is_sent(
         tool: str, capabilities: JSONObject, missing: str) -> None:
+    """The handshake era answers as the stateless era must: -32021 with ``data.requiredCapabilities``."""
     async with WireClient(_asking_server(), capabilities=capabilities) as client:
-        result = await client.call_tool(tool)
+        answer = await client.request_raw("tools/call", {"name": tool, "arguments": {}})
         assert client.server_requests() == []
-    assert result["isError"] is True
-    assert missing in result["content"][0]["text"]
+    error = answer["error"]
+    assert error["code"] == MISSING_CLIENT_CAPABILITY
+    name, _, sub = missing.strip("'").partition(".")
+    assert error["data"] == {"requiredCapabilities": {name: {sub: {}} if sub else {}}}
+    assert missing.strip("'") in error["message"]
 
 
 @pytest.mark.spec("2025-11-25/client/roots#capabilities")

@@ -241,11 +241,12 @@ async def test_sampling_asks_the_client_during_the_call() -> None:
     assert "Paris" in result["content"][0]["text"]
 
 
-async def test_sampling_without_the_capability_is_a_tool_error() -> None:
+async def test_sampling_without_the_capability_is_error_32021_in_the_handshake_era_too() -> None:
     async with connect() as client:
-        result = await client.call_tool("test_sampling", {"prompt": "hello"})
-    assert result["isError"] is True
-    assert "sampling" in result["content"][0]["text"]
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("test_sampling", {"prompt": "hello"})
+    assert caught.value.code == -32021
+    assert caught.value.data == {"requiredCapabilities": {"sampling": {}}}
 
 
 @pytest.mark.spec("2025-11-25/client/elicitation#form-mode-elicitation-requests")

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from app.errors import INTERNAL_ERROR, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, PARSE_ERROR
 from tests.support_http import (
     RawSession,
     SSEEvent,
@@ -577,6 +577,21 @@ async def test_an_evicted_last_event_id_is_a_400_json_rpc_error() -> None:
 
 
 # -- messages from the server ---------------------------------------------------------------------------------
+@pytest.mark.spec("2025-11-25/client/elicitation#capabilities")
+async def test_a_tool_needing_a_capability_the_client_did_not_declare_is_32021_and_nothing_is_sent(
+        http: httpx.AsyncClient, http_server: UvicornProcess) -> None:
+    """The same error as the stateless era's (-32021, ``requiredCapabilities``); JSON-RPC errors of the
+    handshake era come with HTTP 200, and the client is sent no request it cannot answer."""
+    s = await initialize(http, http_server.url)  # no elicitation capability
+    response = await s.request("tools/call", {"name": "ask", "arguments": {"question": "Colour?"}})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"  # no stream: nothing went to the client
+    body = response.json()
+    assert body["error"]["code"] == MISSING_CLIENT_CAPABILITY
+    assert body["error"]["data"] == {"requiredCapabilities": {"elicitation": {}}}
+    assert await s.call("ping") == {}
+
+
 @spec("sending-messages-to-the-server")
 async def test_an_elicitation_goes_out_on_the_calls_stream_and_the_answer_resumes_the_call(
         http: httpx.AsyncClient, http_server: UvicornProcess) -> None:
