@@ -71,6 +71,10 @@ def joined(items: tuple[RequestObserver, ...]) -> RequestObserver | None:
     return items[0] if len(items) == 1 else Observers(*items)
 
 
+OUTCOMES = ("ok", "tool_error", "input_required", "task", "error", "cancelled")
+"""Every value ``outcome`` gives (metrics document them)."""
+
+
 def outcome(answer: Answer | None) -> tuple[str, int | None]:
     """How a request ended, for metrics and spans: ``ok``, ``tool_error`` (a tool result with ``isError``),
     ``input_required`` (a stateless-era round that asks the client for input), ``task`` (the call goes

@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from app.observer import method_label, outcome
+from app.observer import OUTCOMES, method_label, outcome
 
 if TYPE_CHECKING:
     from app.answer import Answer
@@ -37,7 +37,7 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.requests = Counter("mcpwire_requests", "JSON-RPC requests answered, by method and outcome "
-                                "(ok, tool_error, input_required, error, cancelled) and JSON-RPC error code.",
+                                f"({', '.join(OUTCOMES)}) and JSON-RPC error code.",
                                 ("method", "outcome", "code"), registry=self.registry)
         self.latency = Histogram("mcpwire_request_duration_seconds",
                                  "Time to answer a JSON-RPC request, by method (and tool for tools/call).",

@@ -1,0 +1,295 @@
+"""The README, run: every code block a reader may copy is executed here, the way the reader would.
+
+Each fenced block of README.md is preceded by a marker ``<!-- readme: NAME -->``; this module has a check
+for every name, and a block without a marker, or with a name nobody checks, fails
+``test_every_block_is_run_or_says_why_not``. Commands run in a shell with the venv's ``bin`` first on
+PATH, from the repository root, as typed; only fixed ports (8000, 9000) are replaced by free ones, and
+``--host 0.0.0.0`` by the loopback address. Servers started in the background are stopped at the end.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app import MCPServer
+from app.observer import OUTCOMES
+from tests.support_http import (
+    ACCEPT_BOTH,
+    CLIENT_INFO,
+    START_BOUND,
+    _wait_until_accepting,
+    free_port,
+    stop_process,
+)
+from transports import Client
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONDONTWRITEBYTECODE": "1",
+       "MCPWIRE_LOG_LEVEL": "WARNING"}
+NOT_RUN = ("install", "not run")
+"""Markers of blocks that are not run here, each saying why in the marker itself."""
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    language: str
+    text: str
+    line: int
+
+
+def blocks() -> list[Block]:
+    lines = README.read_text().splitlines()
+    out: list[Block] = []
+    i = 0
+    while i < len(lines):
+        fence = re.fullmatch(r"```(\w*)", lines[i])
+        if fence is None:
+            i += 1
+            continue
+        marker = re.fullmatch(r"<!-- readme: (.+?) -->", lines[i - 1]) if i else None
+        end = lines.index("```", i + 1)
+        out.append(Block(marker.group(1) if marker else "", fence.group(1), "\n".join(lines[i + 1:end]) + "\n", i + 1))
+        i = end + 1
+    return out
+
+
+def block(name: str) -> Block:
+    (found,) = [b for b in blocks() if b.name == name]
+    return found
+
+
+CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "request-state-keys", "auth-env",
+           "auth-mount", "dev-auth", "layout"}
+
+
+def test_every_block_is_run_or_says_why_not() -> None:
+    names = [b.name for b in blocks()]
+    unmarked = [b.line for b in blocks() if not b.name]
+    assert not unmarked, f"README blocks without a <!-- readme: NAME --> marker, at lines {unmarked}"
+    unknown = [n for n in names if n not in CHECKED and not n.startswith(NOT_RUN)]
+    assert not unknown, unknown
+    assert sorted(set(names) & CHECKED) == sorted(CHECKED), "a check lost its block"
+
+
+def test_the_opening_block_is_the_two_commands_ci_runs() -> None:
+    first = blocks()[0]
+    assert first.language == "sh"
+    install, test = first.text.splitlines()
+    assert install.endswith("uvicorn app:asgi")
+    assert test.endswith("python -m pytest")
+    ci = subprocess.run(["awk", r"/^```sh$/{inside=1; next} /^```$/{if (inside) exit} inside", str(README)],
+                        capture_output=True, text=True, check=True).stdout.splitlines()
+    assert ci[1] == test  # what .ci/run extracts and runs
+
+
+# -- the server and its wire ------------------------------------------------------------------------------
+def test_the_server_block_is_examples_word_count() -> None:
+    source = (ROOT / "examples" / "word_count.py").read_text()
+    without_docstring = source[source.index('"""', 3) + 3:].lstrip("\n")
+    assert block("server").text == without_docstring
+
+
+def _sh(command: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", command], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                          timeout=60, **options)
+
+
+def test_the_wire_transcript_is_what_the_stdio_server_answers() -> None:
+    sent = block("wire-in").text
+    answered = _sh(f"{block('serve').text.splitlines()[0]}", input=sent)
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout == block("wire-out").text
+
+
+def test_the_try_it_line_answers_the_same() -> None:
+    """'Try it: printf ... | mcpwire stdio ...', with the four lines put in."""
+    text = README.read_text()
+    line = re.search(r"Try it: `(printf [^`]+)`", text)
+    assert line is not None
+    command = line.group(1)
+    for n, message in enumerate(block("wire-in").text.splitlines(), start=1):
+        command = command.replace(f"'<line {n}>'", shlex.quote(message))
+    answered = _sh(command)
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout == block("wire-out").text
+
+
+@contextlib.contextmanager
+def background(command: str, **env: str) -> Iterator[subprocess.Popen[str]]:
+    """``command`` in a shell of its own, stopped (its whole process group) on the way out."""
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(["bash", "-c", command], cwd=ROOT, env={**ENV, **env}, stdout=log,
+                                   stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            yield process
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            stop_process(process)  # type: ignore[arg-type]
+            log.seek(0)
+            output = log.read()
+    assert "Traceback" not in output, output
+
+
+def accepting(process: subprocess.Popen[str], port: int) -> None:
+    assert _wait_until_accepting(process, "127.0.0.1", port, time.monotonic() + START_BOUND), "it exited"  # type: ignore[arg-type]
+
+
+def initialize(url: str, **headers: str) -> httpx.Response:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}}
+    return httpx.post(url, json=body, headers={"accept": ACCEPT_BOTH, **headers}, timeout=10)
+
+
+@pytest.mark.parametrize("line", [1, 2])
+def test_the_http_serve_commands_serve_word_count(line: int) -> None:
+    port = free_port()
+    command = block("serve").text.splitlines()[line].split("#")[0].strip()
+    command = command.replace("8000", str(port)) if "8000" in command else f"{command} --port {port}"
+    with background(command) as process:
+        accepting(process, port)
+        answer = initialize(f"http://127.0.0.1:{port}/mcp")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["result"]["serverInfo"]["name"] == "word_count"
+
+
+# -- what a handler can do, and testing it -------------------------------------------------------------------
+async def test_the_handler_example_books_a_table() -> None:
+    namespace: dict[str, Any] = {"__name__": "readme_handler"}
+    exec(compile(block("handler").text, "README.md", "exec"), namespace)
+    server = namespace["server"]
+    assert isinstance(server, MCPServer)
+    asked: list[Any] = []
+
+    async def elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"date": "Friday", "seats": 2}}
+
+    async def sampling(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["messages"][0]["content"]["text"])
+        return {"role": "assistant", "content": {"type": "text", "text": "Booked for two on Friday."},
+                "model": "test"}
+
+    async with Client(server, elicitation=elicitation, sampling=sampling) as client:
+        result = await client.call_tool("book", {"venue": "Luigi's"})
+    assert result["content"][0]["text"] == "Booked for two on Friday."
+    assert asked == ["When, and how many?", "Write a one-line confirmation for date='Friday' seats=2"]
+
+
+def test_the_testing_example_passes_in_a_project_of_ones_own(tmp_path: Path) -> None:
+    """Saved as the user would save it, next to the server, and run by pytest with no settings of ours."""
+    (tmp_path / "server.py").write_text(block("server").text)
+    (tmp_path / "test_server.py").write_text(block("testing").text)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed" in run.stdout, run.stdout
+
+
+def test_the_request_state_key_command_makes_a_key_the_server_takes() -> None:
+    command = block("request-state-keys").text.strip()
+    assert command.startswith("export MCPWIRE_REQUEST_STATE_KEYS=$(")
+    made = _sh(f"{command}; echo \"$MCPWIRE_REQUEST_STATE_KEYS\"")
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip()
+    assert len(base64.urlsafe_b64decode(key)) == 32
+    from app.request_state import RequestStateSealer
+
+    RequestStateSealer.from_strings((key,))  # accepted
+
+
+# -- auth ------------------------------------------------------------------------------------------------------
+def test_the_auth_environment_serves_metadata_and_challenges() -> None:
+    port = free_port()
+    command = " ".join(block("auth-env").text.replace("\\\n", " ").split())
+    command = command.replace("--host 0.0.0.0", f"--host 127.0.0.1 --port {port}")
+    with background(command) as process:
+        accepting(process, port)
+        base = f"http://127.0.0.1:{port}"
+        metadata = httpx.get(f"{base}/.well-known/oauth-protected-resource/mcp",
+                             headers={"host": "mcp.example.com"}, timeout=10)
+        refused = initialize(f"{base}/mcp", host="mcp.example.com")
+    assert metadata.status_code == 200, metadata.text
+    assert metadata.json()["resource"] == "https://mcp.example.com/mcp"
+    assert metadata.json()["authorization_servers"] == ["https://login.example.com"]
+    assert refused.status_code == 401
+    assert "resource_metadata=" in refused.headers["www-authenticate"]
+
+
+async def test_the_mounted_auth_example_serves_metadata_and_challenges() -> None:
+    from examples.word_count import server
+
+    namespace: dict[str, Any] = {"__name__": "readme_mount", "server": server}
+    exec(compile(block("auth-mount").text, "README.md", "exec"), namespace)
+    transport = httpx.ASGITransport(app=namespace["app"])
+    async with httpx.AsyncClient(transport=transport, base_url="https://example.com") as http:
+        metadata = await http.get("/.well-known/oauth-protected-resource/api/mcp")
+        refused = await http.post("/api/mcp", json={}, headers={"accept": ACCEPT_BOTH})
+    assert metadata.status_code == 200, metadata.text
+    assert metadata.json()["resource"] == "https://example.com/api/mcp"
+    assert refused.status_code == 401
+
+
+def test_the_development_authorization_flow_gets_a_token_the_server_takes() -> None:
+    lines = [line for line in block("dev-auth").text.splitlines() if line and not line.startswith("#")]
+    auth_port, mcp_port = free_port(), free_port()
+
+    def ported(line: str) -> str:
+        return line.replace("9000", str(auth_port)).replace("8000", str(mcp_port))
+
+    start_as, start_mcp, register, token = (ported(line) for line in [lines[0], lines[1] + " " + lines[2], *lines[3:]])
+    start_mcp = start_mcp.replace("\\ ", " ") + f" --port {mcp_port}"
+    assert start_as.endswith(" &")
+    with background(start_as.removesuffix(" &")) as auth_server, background(start_mcp) as mcp:
+        accepting(auth_server, auth_port)
+        accepting(mcp, mcp_port)
+        registered = _sh(register)
+        assert registered.returncode == 0, registered.stderr
+        client = json.loads(registered.stdout)
+        minted = _sh(token.replace("CLIENT_ID", client["client_id"]).replace("CLIENT_SECRET", client["client_secret"]))
+        assert minted.returncode == 0, minted.stderr
+        access_token = json.loads(minted.stdout)["access_token"]
+        answer = initialize(f"http://127.0.0.1:{mcp_port}/mcp", authorization=f"Bearer {access_token}")
+        refused = initialize(f"http://127.0.0.1:{mcp_port}/mcp")
+    assert answer.status_code == 200, answer.text
+    assert refused.status_code == 401
+
+
+# -- the rest ---------------------------------------------------------------------------------------------------
+def test_the_layout_names_what_is_there() -> None:
+    for line in block("layout").text.splitlines():
+        if line.startswith(" "):
+            continue
+        entry = line.split()[0]
+        assert (ROOT / entry).exists(), entry
+
+
+def test_the_metrics_table_and_help_list_every_request_outcome() -> None:
+    row = next(line for line in README.read_text().splitlines() if line.startswith("| `mcpwire_requests_total`"))
+    assert re.findall(r"`(\w+)`", row.split("`outcome`")[1].split(")")[0]) == list(OUTCOMES)
+    from transports.metrics import Metrics
+
+    help_text = Metrics().requests._documentation
+    assert all(outcome in help_text for outcome in OUTCOMES), help_text
