@@ -9,26 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from auth.introspection import IntrospectionVerifier
 from auth.verifier import InvalidToken, VerifierUnavailable
-from tests.auth.upstream import RESOURCE, Upstream, guarded, refusing_url, rpc_error, upstream
+from tests.auth.upstream import RESOURCE, Upstream, guarded, refusing_url, rpc_error
 from tests.support_http import FakeClock
 
 SPEC = "2025-11-25/basic/authorization"
 STALL = 1.0
 """The verifier's introspection timeout in the tests where the endpoint stalls."""
 BOUND = 3 * STALL
-
-
-@pytest.fixture
-async def up() -> AsyncIterator[Upstream]:
-    async with upstream() as out:
-        yield out
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import base64
 import hashlib
 import hmac
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from joserfc import jwk
 from auth.jwt_verifier import JWKSVerifier
 from auth.verifier import InvalidToken, VerifierUnavailable
 from tests.auth.support import forge
-from tests.auth.upstream import RESOURCE, Upstream, guarded, mint, refusing_url, rotate, rpc_error, upstream
+from tests.auth.upstream import RESOURCE, Upstream, guarded, mint, refusing_url, rotate, rpc_error
 from tests.support_http import FakeClock
 
 SPEC = "2025-11-25/basic/authorization"
@@ -31,12 +30,6 @@ STALL = 1.0
 """The verifier's fetch timeout in the tests where the endpoint stalls."""
 BOUND = 3 * STALL
 KEY = jwk.RSAKey.generate_key(2048, parameters={"kid": "k1", "alg": "RS256", "use": "sig"}, private=True)
-
-
-@pytest.fixture
-async def up() -> AsyncIterator[Upstream]:
-    async with upstream() as out:
-        yield out
 
 
 @pytest.fixture

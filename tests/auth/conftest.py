@@ -1,0 +1,16 @@
+"""Fixtures of the auth tests: ``up``, the development authorization server behind an upstream whose
+failures a test chooses (``tests.auth.upstream``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.auth.upstream import Upstream, upstream
+
+
+@pytest.fixture
+async def up() -> AsyncIterator[Upstream]:
+    async with upstream() as out:
+        yield out
