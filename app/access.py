@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.errors import InvalidParams, ResourceNotFound
-from app.scopes import authorize, missing
+from app.scopes import allows, authorize
 
 if TYPE_CHECKING:
     from app.component import Component
@@ -38,10 +38,7 @@ def check(component: Component, ctx: Context) -> None:
 
 def permits(component: Component, ctx: Context) -> bool:
     """Whether the caller may use ``component`` (for what is filtered rather than refused)."""
-    granted = getattr(ctx.principal, "scopes", None)
-    if not component.scopes or ctx.principal is None:
-        return True
-    return granted is not None and not missing(granted, component.scopes)
+    return allows(component.scopes, ctx.principal)
 
 
 def tool(name: Any, ctx: Context) -> Tool:

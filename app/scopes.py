@@ -28,16 +28,22 @@ def parse(value: object) -> frozenset[str]:
     return frozenset()
 
 
-def authorize(needed: Iterable[str], principal: object) -> None:
-    """Raise ``InsufficientScope`` if ``principal`` (anything with ``scopes``) lacks what is needed.
+def allows(needed: Iterable[str], principal: object) -> bool:
+    """Whether ``principal`` (anything with ``scopes``) holds what is needed.
 
     Without a principal (stdio, no auth configured) there is nothing to check; a principal that carries
     no scopes is refused (fail closed)."""
     needed = list(needed)
     if not needed or principal is None:
-        return
-    from app.errors import InsufficientScope
-
+        return True
     granted = getattr(principal, "scopes", None)
-    if granted is None or missing(granted, needed):  # an identity without scopes fails closed
-        raise InsufficientScope(needed)
+    return granted is not None and not missing(granted, needed)
+
+
+def authorize(needed: Iterable[str], principal: object) -> None:
+    """Raise ``InsufficientScope`` unless ``principal`` holds what is needed (``allows``)."""
+    needed = list(needed)
+    if not allows(needed, principal):
+        from app.errors import InsufficientScope
+
+        raise InsufficientScope(list(needed))
