@@ -330,13 +330,11 @@ async def test_everything_tools(mode: str) -> None:
 @pytest.mark.parametrize("mode", eras(("basic/index#_meta", "basic/index#error-codes"), "client/sampling#capabilities"))
 async def test_a_tool_needing_sampling_without_the_capability(mode: str) -> None:
     async with connect(EVERYTHING, mode) as client:
-        if mode == "auto":  # the stateless era: a protocol error naming what is missing
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("test_missing_capability")
-            assert caught.value.code == MISSING_CAPABILITY
-            assert caught.value.data == {"requiredCapabilities": {"sampling": {}}}
-        else:  # the handshake era: the tool fails
-            assert (await client.call_tool("test_missing_capability")).is_error
+        # Both eras: a protocol error naming what is missing (-32021, as 2026-07-28 prescribes).
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("test_missing_capability")
+        assert caught.value.code == MISSING_CAPABILITY
+        assert caught.value.data == {"requiredCapabilities": {"sampling": {}}}
     async with connect(EVERYTHING, mode, sampling_callback=Answers().sample) as client:
         declared = await client.call_tool("test_missing_capability")
     assert only_text(declared.content) == "The client declared sampling."
