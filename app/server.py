@@ -256,6 +256,11 @@ class MCPServer:
     def detach(self, session: ServerSession) -> None:
         self._sessions.discard(session)
 
+    def compact_sessions(self) -> None:
+        """Rebuild the set of attached sessions at the size it needs now: a set keeps the table of its
+        largest size after items leave it (for after many sessions ended at once)."""
+        self._sessions = weakref.WeakSet(self._sessions)
+
     def _list_changed(self, kind: str) -> None:
         self._capabilities = None
         if self._dispatcher is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +42,12 @@ class ServerSession:
     """Runs requests of one session through the dispatcher; one per stdio process or HTTP session."""
 
     def __init__(self, server: MCPServer, state: SessionState | None = None, *, post: Post | None = None,
-                 request_ids: Callable[[], RequestId] | None = None) -> None:
+                 request_ids: Callable[[], RequestId] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.server = server
+        self._clock = clock
+        self.settled_at = clock()
+        """When the last request in flight ended (``clock`` time): a session's idle clock starts there."""
         self.state = state or SessionState()
         self._post = post
         self._inflight: dict[RequestId, tuple[asyncio.Task[Any], str]] = {}
@@ -85,6 +90,8 @@ class ServerSession:
         finally:
             self._inflight.pop(rid, None)
             self._cancelled.discard(rid)
+            if not self._inflight:
+                self.settled_at = self._clock()
 
     def handle_notification(self, note: jsonrpc.Notification) -> None:
         method = note.method

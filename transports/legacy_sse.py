@@ -62,13 +62,13 @@ class LegacySSEEndpoints:
         endpoint = f"{root}{self.messages_path}?session_id={live.id}"
 
         async def events() -> AsyncIterator[ServerSentEvent]:
-            live.streams_open += 1
+            live.stream_opened()
             try:
                 yield ServerSentEvent(data=endpoint, event="endpoint")
                 while (message := await queue.get()) is not None:
                     yield ServerSentEvent(data=jsonrpc.dumps(message).decode(), event="message")
             finally:
-                live.streams_open -= 1
+                live.stream_closed()
                 self._connections.pop(live.id, None)
                 await connection.close()
                 await self.manager.delete(live.id)

@@ -163,7 +163,7 @@ class SharedStreams:
         cluster, events = self.cluster, self.events
 
         async def stream_events() -> AsyncIterator[ServerSentEvent]:
-            live.streams_open += 1
+            live.stream_opened()
             live.followers.add(follower)
             if standalone:
                 holders[live.id] = holders.get(live.id, 0) + 1
@@ -177,7 +177,7 @@ class SharedStreams:
                 if polling and not answered:
                     yield ServerSentEvent(retry=retry)  # closed early: say when to come back
             finally:
-                live.streams_open -= 1
+                live.stream_closed()
                 live.followers.discard(follower)
                 if standalone:
                     left = holders.get(live.id, 1) - 1

@@ -409,7 +409,7 @@ class StreamableHTTPEndpoint:
         polling = at_least(live.session.state.protocol_version or DEFAULT_VERSION, PRIMING_SINCE)
 
         async def events() -> AsyncIterator[ServerSentEvent]:
-            live.streams_open += 1
+            live.stream_opened()
             last = -1
             try:
                 for seq, message in replay:
@@ -428,7 +428,7 @@ class StreamableHTTPEndpoint:
                     # Closed before its end (SSE polling, a slow reader, a newer GET): say when to come back.
                     yield ServerSentEvent(retry=retry)
             finally:
-                live.streams_open -= 1
+                live.stream_closed()
                 if channel is not None and reader is not None:
                     channel.detach(reader)
 

@@ -6,13 +6,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import httpx
 import pytest
 
 from app.state import SessionState
+from tests.support_http import FakeClock, initialize, serve_in_process
 from tests.support_redis import RedisServer
+from tests.transports import http_fixture_server as fixture
 from tests.transports.redis_support import TIMEOUT, fail_while_away, until
 from transports.redis_connection import Keys, Redis, connect
 from transports.redis_sessions import RedisSessionStore
+from transports.sessions import SessionManager
+from transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
 from transports.unavailable import StoreUnavailable
 
 pytestmark = pytest.mark.timeout(30)
@@ -205,3 +210,41 @@ async def test_concurrent_lookups_travel_together_and_each_gets_its_own_answer(
     finally:
         redis_server.start()
     assert (await store.get("s3")) is not None
+
+
+@pytest.mark.spec("2025-11-25/basic/transports#session-management")
+async def test_the_store_renews_a_session_when_a_call_longer_than_its_ttl_ends(
+        client: Redis, redis_keys: Keys) -> None:
+    """Redis expires idle sessions by TTL: one whose call outlasted the TTL's last renewal is renewed by the
+    next sweep after the call ended, so that its expiry too counts from the end of the work."""
+    idle = 60.0
+    clock = FakeClock()
+    manager = SessionManager(fixture.server, RedisSessionStore(client, redis_keys, idle_timeout=idle),
+                             idle_timeout=idle, clock=clock)
+    endpoint = StreamableHTTPEndpoint(manager, HttpOptions(sse_after=60))  # the answer comes as JSON
+    gate = "redis-long-call"
+    try:
+        async with serve_in_process(endpoint) as base, httpx.AsyncClient(timeout=10) as http:
+            session = await initialize(http, base + "/mcp")
+            quiet = await initialize(http, base + "/mcp")
+            key, quiet_key = redis_keys.session(session.sid), redis_keys.session(quiet.sid)
+            call = asyncio.ensure_future(session.tool("hold", name=gate))
+            await until(lambda: _holding(manager, session.sid), timeout=5, what="the call to start")
+            clock.advance(idle / 2)
+            other = await initialize(http, base + "/mcp")
+            assert await other.tool("release", name=gate) == f"{gate}: step 1"
+            assert await call == f"{gate}: released"
+            # As if Redis had counted down since the call began: both TTLs nearly run out.
+            for k in (key, quiet_key):
+                await client.pexpire(k, 5_000)
+            clock.advance(2)
+            assert await manager.expire_idle() == 0
+            assert await client.pttl(key) > (idle - 5) * 1000  # renewed: counted from the call's end
+            assert 0 < await client.pttl(quiet_key) <= 5_000  # nothing ended there since its last lookup
+    finally:
+        await manager.close()
+
+
+async def _holding(manager: SessionManager, sid: str) -> bool:
+    live = manager.live.get(sid)
+    return live is not None and live.session.inflight > 0

@@ -116,7 +116,8 @@ async def test_an_idle_session_expires_and_then_gets_404(served: Served, client:
 
 
 @pytest.mark.spec(SESSIONS)
-async def test_a_session_with_a_request_running_is_not_expired(served: Served) -> None:
+async def test_a_session_is_idle_from_the_end_of_its_last_call_not_from_its_arrival(served: Served) -> None:
+    """A call longer than the idle timeout keeps its session, and the session outlives it by the timeout."""
     gate = "sessions-running"
     async with serve_in_process(served.endpoint) as base, httpx.AsyncClient(timeout=10) as http:
         running = await initialize(http, base + "/mcp")
@@ -133,11 +134,14 @@ async def test_a_session_with_a_request_running_is_not_expired(served: Served) -
             assert await other.tool("release", name=gate) == f"{gate}: step 1"
             rest = await events.rest()
         assert rest[-1].message["result"]["content"][0]["text"] == f"{gate}: 1 steps done"
-        # Done now, and idle for longer than the timeout (its last request came in 10 * IDLE ago).
-        assert await served.manager.expire_idle() == 1
+        # Its last request came in 10 * IDLE ago, but the idle clock starts when the call ended: not idle yet.
+        assert await served.manager.expire_idle() == 0
+        served.clock.advance(IDLE)
+        assert await served.manager.expire_idle() == 0  # exactly IDLE seconds after the answer: not yet
+        served.clock.advance(1)
+        assert await served.manager.expire_idle() == 2  # (and `other`, idle as long)
         assert running.sid not in served.manager.live
         assert (await running.request("ping")).status_code == 404
-        assert await other.call("ping") == {}
 
 
 @pytest.mark.spec(SESSIONS)
