@@ -21,7 +21,7 @@ import pytest
 
 from app import MCPServer
 from app.dispatcher import Dispatcher
-from app.errors import INVALID_REQUEST
+from app.errors import INVALID_REQUEST, RESOURCE_NOT_FOUND
 from app.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_SUBSCRIPTION, META_VERSION, TASKS_EXTENSION
 from tests.auth.support import challenge_params
 from tests.support_http import (
@@ -195,6 +195,18 @@ async def test_no_update_of_a_resource_the_caller_may_not_read_reaches_its_sessi
         update = await stream.message()
     # The secret update was announced first: had it been delivered, it would have come first.
     assert update == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "public://doc"}}
+
+
+@pytest.mark.spec("2025-11-25/server/resources#error-handling")
+async def test_subscribing_to_a_uri_that_names_no_resource_is_32002_like_reading_it(
+        served: UvicornProcess, http: httpx.AsyncClient) -> None:
+    session = await _session(http, served, WIDE)
+    for method in ("resources/read", "resources/subscribe"):
+        response = await session.request(method, {"uri": "public://nothing-here"})
+        assert response.status_code == 200, response.text
+        error = response.json()["error"]
+        assert error["code"] == RESOURCE_NOT_FOUND, error
+        assert error["data"] == {"uri": "public://nothing-here"}
 
 
 async def test_tasks_list_leaves_out_tasks_of_tools_the_caller_may_not_use(
