@@ -258,8 +258,11 @@ class MCPServer:
 
     def compact_sessions(self) -> None:
         """Rebuild the set of attached sessions at the size it needs now: a set keeps the table of its
-        largest size after items leave it (for after many sessions ended at once)."""
-        self._sessions = weakref.WeakSet(self._sessions)
+        largest size after items leave it (for after many sessions ended at once). In place: a new set, made
+        among the memory just freed, would hold the arena it landed in for as long as the server lives."""
+        left = list(self._sessions)
+        self._sessions.clear()
+        self._sessions.update(left)
 
     def _list_changed(self, kind: str) -> None:
         self._capabilities = None

@@ -102,7 +102,11 @@ class InMemorySessionStore(SessionStore):
         return len(self._states)
 
     def compact(self) -> None:
-        self._states = dict(self._states)  # a dict keeps the table of its largest size otherwise
+        # A dict keeps the table of its largest size otherwise. Rebuilt in place: a new dict, made among the
+        # memory just freed, would hold the arena it landed in for as long as the store lives.
+        left = dict(self._states)
+        self._states.clear()
+        self._states.update(left)
 
 
 class LiveSession:

@@ -106,6 +106,7 @@ async def test_a_sweep_that_ends_many_sessions_leaves_nothing_of_them_and_shrink
     gone, alive = served.sessions(ended), served.sessions(kept)
     assert all(ref() is not None for ref in gone)
     table = served.manager.live
+    tables = (served.store._states, served.server._sessions, served._attached())
     peak = served.table_sizes()
     served.clock.advance(IDLE / 2 + 1)
 
@@ -114,7 +115,10 @@ async def test_a_sweep_that_ends_many_sessions_leaves_nothing_of_them_and_shrink
     # Freed by reference counting alone, before any collection: no reference to them is left, and no cycle.
     assert [ref for ref in gone if ref() is not None] == []
     assert all(ref() is not None for ref in alive)
-    assert served.manager.live is table  # rebuilt in place
+    # Rebuilt in place: a table made now would land among the memory just freed, and hold it.
+    assert served.manager.live is table
+    assert all(now is before for now, before in
+               zip((served.store._states, served.server._sessions, served._attached()), tables, strict=True))
     assert sorted(served.manager.live) == sorted(kept)
     assert await served.store.count() == 3
     assert len(served.server._sessions) == 3
@@ -191,3 +195,20 @@ def test_trim_heap_calls_malloc_trim_where_there_is_one() -> None:
     if allocator._TRIM is None:
         pytest.skip("this C library has no malloc_trim")
     assert isinstance(allocator.trim_heap(), bool)
+
+
+class _Looked:
+    attribute_named_at_run_time = 1
+
+
+def test_release_freed_memory_drops_the_names_the_type_cache_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name made at run time (``datetime.timetuple()``'s ``"struct_time"``) stays referenced by the type
+    attribute cache after the lookup, and holds the arena it was made in, until the release empties the cache."""
+    monkeypatch.setattr(allocator, "trim_heap", lambda: False)
+    name = "".join(["attribute_named_", "at_run_time"])  # a new string, not interned
+    alone = sys.getrefcount(name)
+    assert getattr(_Looked(), name) == 1
+    if sys.getrefcount(name) == alone:
+        pytest.skip("this interpreter's type cache keeps no reference to names that are not interned")
+    allocator.release_freed_memory()
+    assert sys.getrefcount(name) == alone
