@@ -86,17 +86,23 @@ def template(uri: Any, ctx: Context) -> Resource:
     return found
 
 
+def _made_by(record: TaskRecord, ctx: Context) -> Tool | None:
+    """The tool whose call the task runs, if the server still has it."""
+    return ctx.server.tools.get(record.tool) if record.tool else None
+
+
 def task(record: TaskRecord, ctx: Context) -> TaskRecord:
     """A task the caller owns (the store looked it up by owner), if it may still use the task's tool: the
     task's status and result are the tool's answer, under the tool's scopes."""
-    made_by = ctx.server.tools.get(record.tool) if record.tool else None
+    made_by = _made_by(record, ctx)
     if made_by is not None:
         check(made_by, ctx)
     return record
 
 
 def task_visible(record: TaskRecord, ctx: Context) -> bool:
-    made_by = ctx.server.tools.get(record.tool) if record.tool else None
+    """Whether a list or a listen request shows the caller this task of its own (``task``'s rule)."""
+    made_by = _made_by(record, ctx)
     return made_by is None or permits(made_by, ctx)
 
 

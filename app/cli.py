@@ -26,11 +26,12 @@ def main(argv: list[str] | None = None) -> int:
 
     # On stdio, stdin and stdout are the wire: taken before the server's module is imported, so that
     # neither a print() at import time nor a child process started later can write to or read from it.
-    wire = deployment.claim_stdio() if args.command == "stdio" else None
+    if args.command == "stdio":
+        deployment.claim_stdio()
     setup_logging(settings.log_level, settings.log_format)  # stderr only
     server = load_server(args.server)
     if args.command == "stdio":
-        deployment.serve_stdio(server, settings, wire)
+        deployment.serve_stdio(server, settings)  # on the wire claimed above
     else:
         deployment.serve_http(server, host=args.host, port=args.port, settings=settings)
     return 0

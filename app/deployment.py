@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from transports.metrics import Metrics
     from transports.operations import Operations, ReadinessCheck
     from transports.redis_backend import RedisBackend
-    from transports.stdio import Wire
 
 log = logging.getLogger("mcpwire")
 
@@ -177,21 +176,20 @@ def build_asgi(settings: Settings | None = None) -> ASGIApp:
     return build_http_app(load_server(settings.server), settings)
 
 
-def claim_stdio() -> Wire:
+def claim_stdio() -> None:
     """Take the process's stdin and stdout for the stdio wire (``transports.stdio.claim_stdio``);
     ``mcpwire stdio`` does so before it imports the server's module, so nothing it prints reaches the wire."""
     from transports.stdio import claim_stdio as claim
 
-    return claim()
+    claim()
 
 
-def serve_stdio(server: MCPServer, settings: Settings, wire: Wire | None = None) -> None:
-    """Serve ``server`` on ``wire`` (by default the process's stdin and stdout, claimed now)."""
+def serve_stdio(server: MCPServer, settings: Settings) -> None:
+    """Serve ``server`` on the process's stdin and stdout (the wire ``claim_stdio`` took, or takes now)."""
     from transports.stdio import serve_stdio as serve
 
     enable_tracing(server)
-    asyncio.run(serve(configure(server, settings), stdin_fd=wire.stdin if wire else None,
-                      stdout_fd=wire.stdout if wire else None, max_message_bytes=settings.max_message_bytes,
+    asyncio.run(serve(configure(server, settings), max_message_bytes=settings.max_message_bytes,
                       drain_seconds=settings.stdio_drain_seconds))
 
 

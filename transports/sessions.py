@@ -154,9 +154,6 @@ class LiveSession:
         is later (a call longer than the idle timeout is not followed by an expiry)."""
         return max(self.last_seen, self.session.settled_at)
 
-    def touch(self) -> None:
-        self.last_seen = self._clock()
-
     def spawn(self, task: asyncio.Task[None]) -> None:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -166,7 +163,7 @@ class LiveSession:
 
     def stream_closed(self) -> None:
         self.streams_open -= 1
-        self.touch()
+        self.last_seen = self._clock()
 
     def close(self) -> None:
         for task in list(self.tasks):
