@@ -1,22 +1,22 @@
 # syntax=docker/dockerfile:1
 #
-# mcpwire: the bundled demo server (or any MCPWIRE_SERVER=MODULE:ATTR) over Streamable HTTP on :8000.
+# wiremcp: the bundled demo server (or any WIREMCP_SERVER=MODULE:ATTR) over Streamable HTTP on :8000.
 #
-#   docker build -t mcpwire .
-#   docker run --rm -p 127.0.0.1:8000:8000 mcpwire            # http://localhost:8000/mcp
+#   docker build -t wiremcp .
+#   docker run --rm -p 127.0.0.1:8000:8000 wiremcp            # http://localhost:8000/mcp
 #
 # Several replicas behind a load balancer: deploy/compose.yaml, deploy/kubernetes/ (and deploy/README.md).
 # Every setting is an environment variable (README.md, "Settings"); the ones that matter in a container:
 #
-#   MCPWIRE_ALLOWED_HOSTS  the Host values accepted (421 otherwise). The image keeps the framework's
+#   WIREMCP_ALLOWED_HOSTS  the Host values accepted (421 otherwise). The image keeps the framework's
 #                          loopback default, so `docker run -p 127.0.0.1:8000:8000` works out of the box
 #                          and stays protected against DNS rebinding. Behind a load balancer or an
 #                          ingress, set it to the public host name(s) clients use, e.g.
 #                          `mcp.example.com`, or to `*` when the proxy in front already checks Host.
 #                          /healthz, /readyz and /metrics are not subject to the check.
-#   MCPWIRE_REDIS_URL      shared sessions, so any replica serves any session (e.g. redis://redis:6379/0)
-#   MCPWIRE_REQUEST_STATE_KEYS  the same keys on every replica (a secret)
-#   MCPWIRE_DRAIN_SECONDS  on SIGTERM, how long requests in flight may finish (10). uvicorn's
+#   WIREMCP_REDIS_URL      shared sessions, so any replica serves any session (e.g. redis://redis:6379/0)
+#   WIREMCP_REQUEST_STATE_KEYS  the same keys on every replica (a secret)
+#   WIREMCP_DRAIN_SECONDS  on SIGTERM, how long requests in flight may finish (10). uvicorn's
 #                          --timeout-graceful-shutdown below (15) must stay longer: raising the drain
 #                          means overriding the command too; and the orchestrator's stop timeout
 #                          (compose stop_grace_period, Kubernetes terminationGracePeriodSeconds)
@@ -35,7 +35,8 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/venv
 
 WORKDIR /src
-# Only what the wheel is built from: pyproject.toml's [tool.setuptools] packages, and the readme it names.
+# Only what the wheel is built from: the folders pyproject.toml's [tool.setuptools.package-dir] maps to the
+# package wiremcp, and the readme it names; and the examples, which the wheel does not ship.
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY transports ./transports
@@ -45,29 +46,33 @@ COPY examples ./examples
 # A wheel, not `pip install .` of the tree: the image gets exactly what a release would ship.
 # pip compiles the bytecode at install time (the final image's file system may be read-only).
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
- && /opt/venv/bin/pip install /wheels/mcpwire-*.whl \
- && /opt/venv/bin/python -c "import app.demo, app.deployment, transports.http_app, auth.middleware, examples.everything"
+ && /opt/venv/bin/pip install /wheels/wiremcp-*.whl \
+ && /opt/venv/bin/python -c "import wiremcp.demo, wiremcp.deployment, wiremcp.transports.http_app, wiremcp.auth.middleware"
 
 # -- runtime: the venv, a non-root user, nothing else ----------------------------------------------------
 FROM ${PYTHON_IMAGE}
 
 # A fixed numeric uid/gid: Kubernetes' runAsNonRoot can only verify a numeric USER.
-RUN groupadd --system --gid 10001 mcpwire \
- && useradd --system --uid 10001 --gid mcpwire --no-create-home --home-dir /nonexistent \
-            --shell /usr/sbin/nologin mcpwire
+RUN groupadd --system --gid 10001 wiremcp \
+ && useradd --system --uid 10001 --gid wiremcp --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin wiremcp
 
 COPY --from=builder /opt/venv /opt/venv
+# The working directory is the repository root as `uvicorn app:asgi` expects it: app/ is only a door to the
+# installed wiremcp (its __init__.py re-exports it, nothing else is read), examples/ the servers it ships.
+COPY --from=builder /src/app/__init__.py /srv/wiremcp/app/__init__.py
+COPY --from=builder /src/examples /srv/wiremcp/examples
 
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    MCPWIRE_SERVER=app.demo:server \
-    MCPWIRE_ALLOWED_HOSTS="127.0.0.1:*,localhost:*,[::1]:*" \
-    MCPWIRE_DRAIN_SECONDS=10 \
-    MCPWIRE_LOG_LEVEL=INFO
+    WIREMCP_SERVER=wiremcp.demo:server \
+    WIREMCP_ALLOWED_HOSTS="127.0.0.1:*,localhost:*,[::1]:*" \
+    WIREMCP_DRAIN_SECONDS=10 \
+    WIREMCP_LOG_LEVEL=INFO
 
-# An empty working directory: `app:asgi` is imported from the venv, never from a stray source tree.
-WORKDIR /srv/mcpwire
+# `app:asgi` is the door above; every module it serves is imported from the venv.
+WORKDIR /srv/wiremcp
 USER 10001:10001
 
 EXPOSE 8000
@@ -83,5 +88,5 @@ STOPSIGNAL SIGTERM
 # --proxy-headers: the client address and scheme from X-Forwarded-For/-Proto, trusted from the addresses in
 #   FORWARDED_ALLOW_IPS (uvicorn's variable; its default, 127.0.0.1, trusts no load balancer: set it to
 #   the proxy's address, or "*" where only the proxy can reach the container).
-# --no-access-log: the load balancer logs every request already; mcpwire's own logs go to stderr.
+# --no-access-log: the load balancer logs every request already; wiremcp's own logs go to stderr.
 CMD ["uvicorn", "app:asgi", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "15", "--no-access-log"]

@@ -1,22 +1,26 @@
-"""mcpwire: Model Context Protocol servers over Streamable HTTP and stdio from one definition.
+"""wiremcp: Model Context Protocol servers over Streamable HTTP and stdio from one definition.
 
-The public names are re-exported here. ``app.asgi`` (the default deployment) is built
+The public names are re-exported here. ``wiremcp.asgi`` (the default deployment) is built
 lazily on first access so that importing the core never imports the transports.
+
+This folder (``app/`` in the repository) is the package ``wiremcp``. Imported by its folder's name,
+as ``uvicorn app:asgi`` does from the repository root, it is only a door to ``wiremcp``: the same
+objects, and no submodule can be found under the name ``app``, so no module is ever loaded twice.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.completions import Completion
-from app.content import Audio, EmbeddedResource, Image, ResourceLink, text
-from app.context import Context, ElicitResult
-from app.errors import ClientError, ClientTimeout, MCPError, MissingClientCapability, ToolError
-from app.header_params import param_header
-from app.mrtr import InputRequired
-from app.prompts import Message, assistant, user
-from app.server import MCPServer
-from app.tools import ToolResult
+from wiremcp.completions import Completion
+from wiremcp.content import Audio, EmbeddedResource, Image, ResourceLink, text
+from wiremcp.context import Context, ElicitResult
+from wiremcp.errors import ClientError, ClientTimeout, MCPError, MissingClientCapability, ToolError
+from wiremcp.header_params import param_header
+from wiremcp.mrtr import InputRequired
+from wiremcp.prompts import Message, assistant, user
+from wiremcp.server import MCPServer
+from wiremcp.tools import ToolResult
 
 __all__ = [
     "Audio",
@@ -43,10 +47,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "asgi":
-        from app.deployment import build_asgi
+    if name != "asgi":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import wiremcp
 
-        value = build_asgi()
-        globals()["asgi"] = value
-        return value
-    raise AttributeError(f"module 'app' has no attribute {name!r}")
+    if wiremcp.__dict__ is not globals():  # the door: the one deployment of the process
+        return wiremcp.asgi
+    from wiremcp.deployment import default_asgi
+
+    value = globals()["asgi"] = default_asgi()
+    return value
+
+
+if __name__ != "wiremcp":
+    __path__.clear()  # the door has no submodules: ``app.server`` is never a second ``wiremcp.server``

@@ -17,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from app.errors import InvalidParams, ResourceNotFound
-from app.scopes import allows, authorize
+from wiremcp.errors import InvalidParams, ResourceNotFound
+from wiremcp.scopes import allows, authorize
 
 if TYPE_CHECKING:
-    from app.component import Component
-    from app.context import Context
-    from app.prompts import Prompt
-    from app.resources import Resource
-    from app.tasks import TaskRecord
-    from app.tools import Tool
+    from wiremcp.component import Component
+    from wiremcp.context import Context
+    from wiremcp.prompts import Prompt
+    from wiremcp.resources import Resource
+    from wiremcp.tasks import TaskRecord
+    from wiremcp.tools import Tool
 
 C = TypeVar("C", bound="Component")
 

@@ -7,19 +7,19 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app import jsonrpc
-from app.context import Context
-from app.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, BadRequest, InsufficientScope, MCPError
-from app.logs import REQUEST_ID
-from app.modern import request_state
-from app.types import JSONObject, Send, StreamControl
+from wiremcp import jsonrpc
+from wiremcp.context import Context
+from wiremcp.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, BadRequest, InsufficientScope, MCPError
+from wiremcp.logs import REQUEST_ID
+from wiremcp.modern import request_state
+from wiremcp.types import JSONObject, Send, StreamControl
 
 if TYPE_CHECKING:
-    from app.server import MCPServer
-    from app.session import ServerSession
-    from app.state import SessionState
+    from wiremcp.server import MCPServer
+    from wiremcp.session import ServerSession
+    from wiremcp.state import SessionState
 
-log = logging.getLogger("mcpwire.dispatcher")
+log = logging.getLogger("wiremcp.dispatcher")
 
 
 @dataclass(slots=True)

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.threads import run_sync
-from app.types import JSONObject
+from wiremcp.threads import run_sync
+from wiremcp.types import JSONObject
 
 MAX_VALUES = 100
 

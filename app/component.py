@@ -6,9 +6,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from app.schema import context_parameter, resolve_hints
-from app.threads import run_sync
-from app.types import JSONObject
+from wiremcp.schema import context_parameter, resolve_hints
+from wiremcp.threads import run_sync
+from wiremcp.types import JSONObject
 
 
 class Component:

@@ -13,12 +13,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from app import jsonrpc
-from app.modern import declares_modern
-from app.session import ServerSession
-from app.types import JSONObject
+from wiremcp import jsonrpc
+from wiremcp.modern import declares_modern
+from wiremcp.session import ServerSession
+from wiremcp.types import JSONObject
 
-log = logging.getLogger("mcpwire.connection")
+log = logging.getLogger("wiremcp.connection")
 
 Write = Callable[[JSONObject | list[JSONObject]], Awaitable[None]]
 

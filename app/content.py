@@ -10,7 +10,7 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.types import JSONObject
+from wiremcp.types import JSONObject
 
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 

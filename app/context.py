@@ -8,23 +8,23 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from app.errors import (
+from wiremcp.errors import (
     INTERNAL_ERROR,
     InvalidParams,
     MCPError,
     MissingClientCapability,
 )
-from app.mrtr import INPUT_CAPABLE, InputExchange, InputRequired
-from app.protocol import LOG_LEVEL_RANK, at_least, is_modern
-from app.types import JSONObject, RequestId, Send, StreamControl
+from wiremcp.mrtr import INPUT_CAPABLE, InputExchange, InputRequired
+from wiremcp.protocol import LOG_LEVEL_RANK, at_least, is_modern
+from wiremcp.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from app.server import MCPServer
-    from app.session import ServerSession
-    from app.state import SessionState
-    from app.task_runner import TaskBinding
+    from wiremcp.server import MCPServer
+    from wiremcp.session import ServerSession
+    from wiremcp.state import SessionState
+    from wiremcp.task_runner import TaskBinding
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -60,7 +60,7 @@ def _inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
 
 def elicitation_schema(model: type[BaseModel]) -> JSONObject:
     """A flat ``requestedSchema`` for a pydantic model (elicitation forbids ``$ref``)."""
-    from app.schema import json_schema
+    from wiremcp.schema import json_schema
 
     raw = json_schema(TypeAdapter(model))
     flat: JSONObject = _inline_refs(raw, raw.get("$defs", {}))

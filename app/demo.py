@@ -1,4 +1,4 @@
-"""The bundled demo server, served when no other is named (``MCPWIRE_SERVER``)."""
+"""The bundled demo server, served when no other is named (``WIREMCP_SERVER``)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Annotated, TypedDict
 
 from pydantic import BaseModel, Field
 
-from app import Context, MCPServer, user
+from wiremcp import Context, MCPServer, user
 
 server = MCPServer(
-    "mcpwire-demo", "0.1.0", title="mcpwire demo",
+    "wiremcp-demo", "0.1.0", title="wiremcp demo",
     instructions="A small demo server: text statistics, hashing, a notes resource and a review prompt.",
 )
 
-_NOTES: dict[str, str] = {"welcome": "Welcome to mcpwire. Notes live in memory; add one with the add_note tool."}
+_NOTES: dict[str, str] = {"welcome": "Welcome to wiremcp. Notes live in memory; add one with the add_note tool."}
 
 
 class TextStats(TypedDict):
@@ -62,7 +62,7 @@ async def add_note(name: Annotated[str, Field(pattern=r"^[a-z0-9_-]{1,40}$")], b
 def read_note(name: str) -> str:
     """A note stored with add_note."""
     if name not in _NOTES:
-        from app.errors import ResourceNotFound
+        from wiremcp.errors import ResourceNotFound
 
         raise ResourceNotFound(f"notes://{name}")
     return _NOTES[name]

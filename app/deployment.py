@@ -1,6 +1,6 @@
-"""The composition root behind ``app:asgi`` and ``mcpwire http``: wires the transports around the core.
+"""The composition root behind ``app:asgi`` and ``wiremcp http``: wires the transports around the core.
 
-Only this module imports the edges; ``app.__getattr__`` loads it lazily, so importing the
+Only this module imports the edges; ``wiremcp.__getattr__`` loads it lazily, so importing the
 core never imports a transport.
 """
 
@@ -11,29 +11,32 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from app.loader import load_server
-from app.logs import setup_logging
-from app.request_state import RequestStateSealer
-from app.server import MCPServer
-from app.settings import Settings
-from transports.asgi import ASGIApp
-from transports.events import EventStore, InMemoryEventStore
-from transports.http_app import MCPHttpApp
-from transports.streamable_http import HttpOptions
+from wiremcp.loader import load_server
+from wiremcp.logs import setup_logging
+from wiremcp.request_state import RequestStateSealer
+from wiremcp.server import MCPServer
+from wiremcp.settings import ConfigError, Settings
+from wiremcp.transports.asgi import ASGIApp
+from wiremcp.transports.events import EventStore, InMemoryEventStore
+from wiremcp.transports.http_app import MCPHttpApp
+from wiremcp.transports.streamable_http import HttpOptions
 
 if TYPE_CHECKING:
-    from transports.metrics import Metrics
-    from transports.operations import Operations, ReadinessCheck
-    from transports.redis_backend import RedisBackend
+    from wiremcp.transports.metrics import Metrics
+    from wiremcp.transports.operations import Operations, ReadinessCheck
+    from wiremcp.transports.redis_backend import RedisBackend
 
-log = logging.getLogger("mcpwire")
+log = logging.getLogger("wiremcp")
 
 
 def configure(server: MCPServer, settings: Settings) -> MCPServer:
     """Apply the settings that belong to the server itself (shared ``requestState`` keys, tasks)."""
     if settings.request_state_keys:
-        server.request_states = RequestStateSealer.from_strings(settings.request_state_keys,
-                                                                ttl=settings.request_state_ttl_seconds)
+        try:
+            server.request_states = RequestStateSealer.from_strings(settings.request_state_keys,
+                                                                    ttl=settings.request_state_ttl_seconds)
+        except ValueError as exc:
+            raise ConfigError(f"WIREMCP_REQUEST_STATE_KEYS: {exc}") from None
     if "tasks" in server.capabilities():
         runner = server.task_runner
         runner.default_ttl_ms = max(1, round(settings.task_ttl_seconds * 1000))
@@ -45,27 +48,27 @@ def configure(server: MCPServer, settings: Settings) -> MCPServer:
 
 def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = None,
                ) -> Callable[[ASGIApp], ASGIApp] | None:
-    """Bearer-token authentication for the MCP routes, when ``MCPWIRE_AUTH_RESOURCE`` is set
+    """Bearer-token authentication for the MCP routes, when ``WIREMCP_AUTH_RESOURCE`` is set
     (``on_failure``: called with the reason of each refusal)."""
     if not settings.auth_resource:
         if settings.auth_jwks_url or settings.auth_introspection_url or settings.auth_static_tokens:
-            raise ValueError("MCPWIRE_AUTH_RESOURCE (the canonical URL of the MCP endpoint) is required for auth")
+            raise ConfigError("WIREMCP_AUTH_RESOURCE (the canonical URL of the MCP endpoint) is required for auth")
         return None
-    from auth.introspection import IntrospectionVerifier
-    from auth.jwt_verifier import JWKSVerifier
-    from auth.metadata import ProtectedResource
-    from auth.middleware import BearerAuth
-    from auth.verifier import StaticTokenVerifier, TokenVerifier
+    from wiremcp.auth.introspection import IntrospectionVerifier
+    from wiremcp.auth.jwt_verifier import JWKSVerifier
+    from wiremcp.auth.metadata import ProtectedResource
+    from wiremcp.auth.middleware import BearerAuth
+    from wiremcp.auth.verifier import StaticTokenVerifier, TokenVerifier
 
     if not settings.auth_issuer:
-        raise ValueError("MCPWIRE_AUTH_ISSUER (the authorization server's issuer URL) is required for auth")
+        raise ConfigError("WIREMCP_AUTH_ISSUER (the authorization server's issuer URL) is required for auth")
     verifier: TokenVerifier
     if settings.auth_jwks_url:
         verifier = JWKSVerifier(jwks_url=settings.auth_jwks_url, issuer=settings.auth_issuer,
                                 audience=settings.auth_resource, algorithms=settings.auth_algorithms)
     elif settings.auth_introspection_url:
         if not (settings.auth_client_id and settings.auth_client_secret):
-            raise ValueError("introspection needs MCPWIRE_AUTH_CLIENT_ID and MCPWIRE_AUTH_CLIENT_SECRET")
+            raise ConfigError("introspection needs WIREMCP_AUTH_CLIENT_ID and WIREMCP_AUTH_CLIENT_SECRET")
         verifier = IntrospectionVerifier(endpoint=settings.auth_introspection_url, client_id=settings.auth_client_id,
                                          client_secret=settings.auth_client_secret, audience=settings.auth_resource,
                                          issuer=settings.auth_issuer)
@@ -73,7 +76,7 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
         log.warning("static bearer tokens are for development only")
         verifier = StaticTokenVerifier.from_pairs(settings.auth_static_tokens, issuer=settings.auth_issuer)
     else:
-        raise ValueError("auth needs MCPWIRE_AUTH_JWKS_URL, MCPWIRE_AUTH_INTROSPECTION_URL or MCPWIRE_AUTH_STATIC_TOKENS")
+        raise ConfigError("auth needs WIREMCP_AUTH_JWKS_URL, WIREMCP_AUTH_INTROSPECTION_URL or WIREMCP_AUTH_STATIC_TOKENS")
     resource = ProtectedResource(settings.auth_resource, (settings.auth_issuer,),
                                  settings.auth_scopes_supported or settings.auth_scopes)
     return lambda app: BearerAuth(app, verifier=verifier, resource=resource, required_scopes=settings.auth_scopes,
@@ -110,10 +113,10 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
 
 
 def build_redis(server: MCPServer, settings: Settings) -> RedisBackend | None:
-    """The Redis backend when ``MCPWIRE_REDIS_URL`` is set: sessions, events, routing and the bus."""
+    """The Redis backend when ``WIREMCP_REDIS_URL`` is set: sessions, events, routing and the bus."""
     if not settings.redis_url:
         return None
-    from transports.redis_backend import RedisBackend
+    from wiremcp.transports.redis_backend import RedisBackend
 
     backend = RedisBackend.connect(settings.redis_url, prefix=settings.redis_prefix,
                                    timeout=settings.redis_timeout_seconds, replica=settings.replica_id,
@@ -134,10 +137,10 @@ def _redacted(url: str) -> str:
 
 
 def build_metrics(settings: Settings) -> Metrics | None:
-    """The deployment's Prometheus metrics, unless ``MCPWIRE_METRICS`` is off."""
+    """The deployment's Prometheus metrics, unless ``WIREMCP_METRICS`` is off."""
     if not settings.metrics:
         return None
-    from transports.metrics import Metrics
+    from wiremcp.transports.metrics import Metrics
 
     return Metrics()
 
@@ -146,7 +149,7 @@ def build_operations(mcp: MCPHttpApp, metrics: Metrics | None = None,
                      checks: Mapping[str, ReadinessCheck] | None = None) -> Operations:
     """``/healthz``, ``/readyz`` (unready while draining or when one of ``checks`` fails) and ``/metrics``
     in front of ``mcp``; its requests observed by ``metrics`` and, when configured, OpenTelemetry."""
-    from transports.operations import Operations
+    from wiremcp.transports.operations import Operations
 
     if metrics is not None:
         metrics.instrument(mcp)
@@ -157,7 +160,7 @@ def build_operations(mcp: MCPHttpApp, metrics: Metrics | None = None,
 def enable_tracing(server: MCPServer) -> bool:
     """Trace ``server``'s requests if OpenTelemetry is installed and a tracer provider is configured."""
     try:
-        from transports.tracing import Tracing, tracing_observer
+        from wiremcp.transports.tracing import Tracing, tracing_observer
     except ImportError:
         return False
     if any(isinstance(o, Tracing) for o in server.observers):
@@ -170,23 +173,32 @@ def enable_tracing(server: MCPServer) -> bool:
 
 
 def build_asgi(settings: Settings | None = None) -> ASGIApp:
-    """The default deployment: the server named by ``MCPWIRE_SERVER`` at ``MCPWIRE_PATH``."""
+    """The default deployment: the server named by ``WIREMCP_SERVER`` at ``WIREMCP_PATH``."""
     settings = settings or Settings.from_env()
     setup_logging(settings.log_level, settings.log_format)
     return build_http_app(load_server(settings.server), settings)
 
 
+def default_asgi() -> ASGIApp:
+    """``wiremcp:asgi`` (and ``app:asgi``): ``build_asgi()``, except that a bad setting or server spec
+    ends the process with one line on stderr and exit status 2, not a traceback from the ASGI server."""
+    try:
+        return build_asgi()
+    except ConfigError as exc:
+        exc.exit()
+
+
 def claim_stdio() -> None:
-    """Take the process's stdin and stdout for the stdio wire (``transports.stdio.claim_stdio``);
-    ``mcpwire stdio`` does so before it imports the server's module, so nothing it prints reaches the wire."""
-    from transports.stdio import claim_stdio as claim
+    """Take the process's stdin and stdout for the stdio wire (``wiremcp.transports.stdio.claim_stdio``);
+    ``wiremcp stdio`` does so before it imports the server's module, so nothing it prints reaches the wire."""
+    from wiremcp.transports.stdio import claim_stdio as claim
 
     claim()
 
 
 def serve_stdio(server: MCPServer, settings: Settings) -> None:
     """Serve ``server`` on the process's stdin and stdout (the wire ``claim_stdio`` took, or takes now)."""
-    from transports.stdio import serve_stdio as serve
+    from wiremcp.transports.stdio import serve_stdio as serve
 
     enable_tracing(server)
     asyncio.run(serve(configure(server, settings), max_message_bytes=settings.max_message_bytes,
@@ -198,3 +210,12 @@ def serve_http(server: MCPServer, *, host: str, port: int, settings: Settings) -
 
     uvicorn.run(build_http_app(server, settings), host=host, port=port, log_level=settings.log_level.lower(),
                 lifespan="on", log_config=None)  # uvicorn's logs go through ours (stderr, format, redaction)
+
+
+def serve_http_reloading(*, host: str, port: int, settings: Settings, watch: list[str]) -> None:
+    """``wiremcp:asgi`` (the server named by ``WIREMCP_SERVER``) in a child process that uvicorn restarts
+    whenever a Python file under ``watch`` changes."""
+    import uvicorn
+
+    uvicorn.run("wiremcp:asgi", host=host, port=port, log_level=settings.log_level.lower(), lifespan="on",
+                log_config=None, reload=True, reload_dirs=watch)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from app import access, modern, pagination
-from app.errors import (
+from wiremcp import access, modern, pagination
+from wiremcp.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     InvalidParams,
@@ -24,8 +24,8 @@ from app.errors import (
     MissingClientCapability,
     ResourceNotFound,
 )
-from app.mrtr import INPUT_CAPABLE, INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
-from app.protocol import (
+from wiremcp.mrtr import INPUT_CAPABLE, INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
+from wiremcp.protocol import (
     LOG_LEVEL_RANK,
     META_SERVER_INFO,
     META_SUBSCRIPTION,
@@ -33,17 +33,17 @@ from app.protocol import (
     at_least,
     negotiate,
 )
-from app.subscriptions import Filter
-from app.task_runner import declares_extension, require_extension
-from app.types import JSONObject
+from wiremcp.subscriptions import Filter
+from wiremcp.task_runner import declares_extension, require_extension
+from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
-    from app.context import Context
-    from app.server import MCPServer
-    from app.session import ServerSession
-    from app.tasks import TaskRecord
+    from wiremcp.context import Context
+    from wiremcp.server import MCPServer
+    from wiremcp.session import ServerSession
+    from wiremcp.tasks import TaskRecord
 
-log = logging.getLogger("mcpwire.dispatcher")
+log = logging.getLogger("wiremcp.dispatcher")
 
 Handler = Callable[[JSONObject, "Context"], Awaitable[JSONObject]]
 

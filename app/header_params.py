@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
-from app.types import JSONObject
+from wiremcp.types import JSONObject
 
 KEYWORD = "x-mcp-header"
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")

@@ -11,8 +11,8 @@ from typing import Any, TypeGuard
 
 import orjson
 
-from app.errors import INVALID_REQUEST, PARSE_ERROR
-from app.types import JSONObject, RequestId
+from wiremcp.errors import INVALID_REQUEST, PARSE_ERROR
+from wiremcp.types import JSONObject, RequestId
 
 
 @dataclass(slots=True)

@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 
 import orjson
 
-from app.types import RequestId
+from wiremcp.types import RequestId
 
-SESSION_ID: ContextVar[str | None] = ContextVar("mcpwire_session_id", default=None)
+SESSION_ID: ContextVar[str | None] = ContextVar("wiremcp_session_id", default=None)
 """The handshake-era session of the HTTP request being served."""
-REQUEST_ID: ContextVar[RequestId | None] = ContextVar("mcpwire_request_id", default=None)
+REQUEST_ID: ContextVar[RequestId | None] = ContextVar("wiremcp_request_id", default=None)
 """The JSON-RPC id of the request being answered."""
 
 LOG_FORMATS = ("text", "json")
@@ -152,7 +152,7 @@ class JSONFormatter(logging.Formatter):
 
 def formatter(log_format: str) -> logging.Formatter:
     if log_format not in LOG_FORMATS:
-        raise ValueError(f"MCPWIRE_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {log_format!r}")
+        raise ValueError(f"WIREMCP_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {log_format!r}")
     return JSONFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
 
 

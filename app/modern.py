@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from app.errors import InvalidMeta, UnsupportedProtocolVersion
-from app.protocol import (
+from wiremcp.errors import InvalidMeta, UnsupportedProtocolVersion
+from wiremcp.protocol import (
     LOG_LEVEL_RANK,
     META_CAPABILITIES,
     META_CLIENT_INFO,
@@ -21,11 +21,11 @@ from app.protocol import (
     TASKS_EXTENSION,
     is_modern,
 )
-from app.state import SessionState
-from app.types import JSONObject
+from wiremcp.state import SessionState
+from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
-    from app.server import MCPServer
+    from wiremcp.server import MCPServer
 
 CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
                        "resources/templates/list", "resources/read"})

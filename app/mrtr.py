@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.types import JSONObject
+from wiremcp.types import JSONObject
 
 INPUT_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
 INPUT_CAPABLE = frozenset({"tools/call", "prompts/get", "resources/read"})

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from app.answer import Answer
-    from app.jsonrpc import Request
+    from wiremcp.answer import Answer
+    from wiremcp.jsonrpc import Request
 
 
 METHODS = frozenset({

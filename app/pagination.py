@@ -7,11 +7,11 @@ import binascii
 from collections.abc import Sequence
 from typing import TypeVar
 
-from app.errors import InvalidParams
+from wiremcp.errors import InvalidParams
 
 T = TypeVar("T")
 
-_PREFIX = b"mcpwire:"
+_PREFIX = b"wiremcp:"
 
 
 def _encode(offset: int) -> str:

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from app.component import Component
-from app.content import to_block
-from app.errors import INTERNAL_ERROR, InvalidParams, MCPError
-from app.mrtr import InputRequired
-from app.types import JSONObject
+from wiremcp.component import Component
+from wiremcp.content import to_block
+from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError
+from wiremcp.mrtr import InputRequired
+from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
-    from app.context import Context
+    from wiremcp.context import Context
 
-log = logging.getLogger("mcpwire.prompts")
+log = logging.getLogger("wiremcp.prompts")
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
 """How a process names itself among replicas sharing a store: one name per process life.
 
-A life's name is the configured replica id (``MCPWIRE_REPLICA_ID``, cleaned; random without one), ``@``,
+A life's name is the configured replica id (``WIREMCP_REPLICA_ID``, cleaned; random without one), ``@``,
 and a random incarnation. Leases, inboxes, the owners recorded on events and tasks, and the ids of
 server-to-client requests all use the life's name, so a replica restarted under the same id (a Kubernetes
 pod keeps its name across container restarts) does not revive its earlier life's lease: the calls and tasks

@@ -22,8 +22,8 @@ import orjson
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from app.errors import InvalidParams
-from app.types import JSONObject
+from wiremcp.errors import InvalidParams
+from wiremcp.types import JSONObject
 
 _NONCE = 12
 _KEY_ID = 4

@@ -9,18 +9,18 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from app import access
-from app.component import Component
-from app.content import resource_contents
-from app.errors import INTERNAL_ERROR, MCPError, ResourceNotFound
-from app.mrtr import InputRequired
-from app.types import JSONObject
-from app.uritemplate import UriTemplate
+from wiremcp import access
+from wiremcp.component import Component
+from wiremcp.content import resource_contents
+from wiremcp.errors import INTERNAL_ERROR, MCPError, ResourceNotFound
+from wiremcp.mrtr import InputRequired
+from wiremcp.types import JSONObject
+from wiremcp.uritemplate import UriTemplate
 
 if TYPE_CHECKING:
-    from app.context import Context
+    from wiremcp.context import Context
 
-log = logging.getLogger("mcpwire.resources")
+log = logging.getLogger("wiremcp.resources")
 
 
 class Resource(Component):

@@ -18,9 +18,9 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema, PydanticUndefined
 from typing_extensions import is_typeddict
 
-from app.types import JSONObject
+from wiremcp.types import JSONObject
 
-log = logging.getLogger("mcpwire.schema")
+log = logging.getLogger("wiremcp.schema")
 
 _CONTEXT_TYPE_NAMES = frozenset({"Context"})
 _COMPAT: dict[Any, Any] = {}
@@ -79,7 +79,7 @@ def resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
 
 
 def is_context_annotation(annotation: Any) -> bool:
-    from app.context import Context
+    from wiremcp.context import Context
 
     if annotation is Context:
         return True
@@ -149,7 +149,7 @@ _UNSTRUCTURED = (str, bytes)
 
 def _without_input_required(annotation: Any) -> Any:
     """``X | InputRequired`` describes its result as ``X``: an InputRequired is another kind of answer."""
-    from app.mrtr import InputRequired
+    from wiremcp.mrtr import InputRequired
 
     if annotation is InputRequired:
         return None
@@ -165,7 +165,7 @@ def output_spec(annotation: Any) -> OutputSpec | None:
     annotation = _without_input_required(annotation)
     if annotation in (inspect.Signature.empty, None, type(None), Any) or annotation in _UNSTRUCTURED:
         return None
-    from app.content import Audio, EmbeddedResource, Image, ResourceLink
+    from wiremcp.content import Audio, EmbeddedResource, Image, ResourceLink
 
     content_types = (Image, Audio, EmbeddedResource, ResourceLink)
     flat = [annotation, *get_args(annotation)]

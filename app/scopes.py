@@ -44,6 +44,6 @@ def authorize(needed: Iterable[str], principal: object) -> None:
     """Raise ``InsufficientScope`` unless ``principal`` holds what is needed (``allows``)."""
     needed = list(needed)
     if not allows(needed, principal):
-        from app.errors import InsufficientScope
+        from wiremcp.errors import InsufficientScope
 
         raise InsufficientScope(list(needed))

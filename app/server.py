@@ -6,20 +6,20 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from app.completions import Completer
-from app.observer import RequestObserver, joined, listed
-from app.prompts import Prompt
-from app.request_state import RequestStateSealer
-from app.resources import Resource, Resources
-from app.subscriptions import InMemorySubscriptionBus, SubscriptionBus
-from app.tools import TaskStart, TaskSupport, Tool
-from app.types import JSONObject
+from wiremcp.completions import Completer
+from wiremcp.observer import RequestObserver, joined, listed
+from wiremcp.prompts import Prompt
+from wiremcp.request_state import RequestStateSealer
+from wiremcp.resources import Resource, Resources
+from wiremcp.subscriptions import InMemorySubscriptionBus, SubscriptionBus
+from wiremcp.tools import TaskStart, TaskSupport, Tool
+from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
-    from app.dispatcher import Dispatcher
-    from app.session import ServerSession
-    from app.task_methods import TaskMethods
-    from app.task_runner import TaskRunner
+    from wiremcp.dispatcher import Dispatcher
+    from wiremcp.session import ServerSession
+    from wiremcp.task_methods import TaskMethods
+    from wiremcp.task_runner import TaskRunner
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -120,7 +120,7 @@ class MCPServer:
     def task_methods(self) -> TaskMethods:
         """Answers the ``tasks/*`` requests of both eras for ``task_runner``."""
         if self._task_methods is None:
-            from app.task_methods import TaskMethods
+            from wiremcp.task_methods import TaskMethods
 
             self._task_methods = TaskMethods(self.task_runner)
         return self._task_methods
@@ -129,7 +129,7 @@ class MCPServer:
     def task_runner(self) -> TaskRunner:
         """Runs task-augmented tool calls (2025-11-25); its ``store`` may be replaced (e.g. Redis)."""
         if self._task_runner is None:
-            from app.task_runner import TaskRunner
+            from wiremcp.task_runner import TaskRunner
 
             self._task_runner = TaskRunner(self)
         return self._task_runner
@@ -137,7 +137,7 @@ class MCPServer:
     @property
     def dispatcher(self) -> Dispatcher:
         if self._dispatcher is None:
-            from app.dispatcher import Dispatcher
+            from wiremcp.dispatcher import Dispatcher
 
             self._dispatcher = Dispatcher(self)
         return self._dispatcher
@@ -248,6 +248,30 @@ class MCPServer:
     @property
     def observers(self) -> tuple[RequestObserver, ...]:
         return listed(self.observer)
+
+    # -- serving ------------------------------------------------------------------------------
+    def run(self, transport: Literal["stdio", "http"] = "stdio", *, host: str = "127.0.0.1", port: int = 8000) -> None:
+        """Serve this server until stopped, with the settings of the ``WIREMCP_*`` environment: on
+        stdin/stdout (as a host launches it, ``python server.py``), or with ``transport="http"``
+        Streamable HTTP at ``http://{host}:{port}/mcp``. A bad setting ends the process with one line and
+        exit status 2. Logs go to stderr; on stdio, anything printed before ``run()`` went to stdout."""
+        from wiremcp import deployment  # the composition root: the core never imports it before serving
+        from wiremcp.logs import setup_logging
+        from wiremcp.settings import ConfigError, Settings
+
+        try:
+            settings = Settings.from_env()
+            if transport == "stdio":
+                deployment.claim_stdio()
+                setup_logging(settings.log_level, settings.log_format)
+                deployment.serve_stdio(self, settings)
+            elif transport == "http":
+                setup_logging(settings.log_level, settings.log_format)
+                deployment.serve_http(self, host=host, port=port, settings=settings)
+            else:
+                raise ConfigError(f"transport must be 'stdio' or 'http', not {transport!r}")
+        except ConfigError as exc:
+            exc.exit()
 
     # -- sessions -----------------------------------------------------------------------------
     def attach(self, session: ServerSession) -> None:

@@ -14,18 +14,18 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from app import jsonrpc
-from app.answer import Answer, answer
-from app.errors import INTERNAL_ERROR, INVALID_REQUEST, ClientError, ClientTimeout
-from app.modern import declares_modern
-from app.protocol import BATCH_VERSIONS
-from app.state import SessionState
-from app.types import JSONObject, RequestId, Send, StreamControl
+from wiremcp import jsonrpc
+from wiremcp.answer import Answer, answer
+from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, ClientError, ClientTimeout
+from wiremcp.modern import declares_modern
+from wiremcp.protocol import BATCH_VERSIONS
+from wiremcp.state import SessionState
+from wiremcp.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
-    from app.server import MCPServer
+    from wiremcp.server import MCPServer
 
-log = logging.getLogger("mcpwire.session")
+log = logging.getLogger("wiremcp.session")
 
 Post = Callable[[JSONObject], None]
 """Delivers a message unrelated to any request (list_changed, resources/updated); must not block."""

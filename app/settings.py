@@ -1,11 +1,24 @@
-"""Settings from ``MCPWIRE_*`` environment variables, each with an embedded default."""
+"""Settings from ``WIREMCP_*`` environment variables, each with an embedded default."""
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
+from typing import NoReturn
 
-DEFAULT_SERVER = "app.demo:server"
+from wiremcp.logs import LOG_FORMATS
+
+DEFAULT_SERVER = "wiremcp.demo:server"
+
+
+class ConfigError(ValueError):
+    """A user's mistake in a setting or a server spec: one line for them to read (the command line and
+    ``wiremcp:asgi`` print it and exit with status 2, without a traceback)."""
+
+    def exit(self) -> NoReturn:
+        sys.stderr.write(f"wiremcp: error: {self}\n")
+        raise SystemExit(2) from None
 
 
 def _str(name: str, default: str) -> str:
@@ -20,7 +33,7 @@ def _int(name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
 
 
 def _float(name: str, default: float) -> float:
@@ -30,7 +43,7 @@ def _float(name: str, default: float) -> float:
     try:
         return float(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
 
 
 def _bool(name: str, default: bool) -> bool:
@@ -41,7 +54,18 @@ def _bool(name: str, default: bool) -> bool:
         return True
     if raw in ("0", "false", "no", "off"):
         return False
-    raise ValueError(f"{name} must be true or false, got {raw!r}")
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+def _choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = _str(name, default)
+    for choice in choices:
+        if raw.lower() == choice.lower():
+            return choice
+    raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _list(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -62,7 +86,7 @@ LOOPBACK_ORIGINS = tuple(f"{scheme}://{host}" for scheme in ("http", "https") fo
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Every setting, named by its environment variable (``MCPWIRE_`` + the field name in upper case)."""
+    """Every setting, named by its environment variable (``WIREMCP_`` + the field name in upper case)."""
 
     server: str = DEFAULT_SERVER
     """The server to serve, as ``MODULE:ATTR``."""
@@ -107,7 +131,7 @@ class Settings:
     """A Redis (or Valkey) server, e.g. ``redis://redis:6379/0``. Set, sessions, their event streams,
     server-to-client routing and the subscription bus live there, so that any replica serves any
     session; unset, everything stays in this process."""
-    redis_prefix: str = "mcpwire"
+    redis_prefix: str = "wiremcp"
     """The prefix of every Redis key and channel (several deployments can share one Redis)."""
     redis_timeout_seconds: float = 2.0
     """How long one Redis command may take before the request fails with 503."""
@@ -155,45 +179,45 @@ class Settings:
     def from_env(cls) -> Settings:
         d = cls()
         return cls(
-            server=_str("MCPWIRE_SERVER", d.server),
-            log_level=_str("MCPWIRE_LOG_LEVEL", d.log_level).upper(),
-            log_format=_str("MCPWIRE_LOG_FORMAT", d.log_format).lower(),
-            max_message_bytes=_int("MCPWIRE_MAX_MESSAGE_BYTES", d.max_message_bytes),
-            stdio_drain_seconds=_float("MCPWIRE_STDIO_DRAIN_SECONDS", d.stdio_drain_seconds),
-            path=_str("MCPWIRE_PATH", d.path),
-            allowed_hosts=_list("MCPWIRE_ALLOWED_HOSTS", d.allowed_hosts),
-            allowed_origins=_list("MCPWIRE_ALLOWED_ORIGINS", d.allowed_origins),
-            session_idle_seconds=_float("MCPWIRE_SESSION_IDLE_SECONDS", d.session_idle_seconds),
-            max_sessions=_int("MCPWIRE_MAX_SESSIONS", d.max_sessions),
-            json_response=_bool("MCPWIRE_JSON_RESPONSE", d.json_response),
-            sse_after_seconds=_float("MCPWIRE_SSE_AFTER_SECONDS", d.sse_after_seconds),
-            sse_keepalive_seconds=_float("MCPWIRE_SSE_KEEPALIVE_SECONDS", d.sse_keepalive_seconds),
-            sse_retry_ms=_int("MCPWIRE_SSE_RETRY_MS", d.sse_retry_ms),
-            event_store_max_events=_int("MCPWIRE_EVENT_STORE_MAX_EVENTS", d.event_store_max_events),
-            event_store_max_bytes=_int("MCPWIRE_EVENT_STORE_MAX_BYTES", d.event_store_max_bytes),
-            event_store_max_age_seconds=_float("MCPWIRE_EVENT_STORE_MAX_AGE_SECONDS", d.event_store_max_age_seconds),
-            legacy_sse=_bool("MCPWIRE_LEGACY_SSE", d.legacy_sse),
-            request_state_keys=_list("MCPWIRE_REQUEST_STATE_KEYS", d.request_state_keys),
-            request_state_ttl_seconds=_float("MCPWIRE_REQUEST_STATE_TTL_SECONDS", d.request_state_ttl_seconds),
-            redis_url=_str("MCPWIRE_REDIS_URL", d.redis_url),
-            redis_prefix=_str("MCPWIRE_REDIS_PREFIX", d.redis_prefix),
-            redis_timeout_seconds=_float("MCPWIRE_REDIS_TIMEOUT_SECONDS", d.redis_timeout_seconds),
-            session_cache_seconds=_float("MCPWIRE_SESSION_CACHE_SECONDS", d.session_cache_seconds),
-            replica_id=_str("MCPWIRE_REPLICA_ID", d.replica_id),
-            replica_lease_seconds=_float("MCPWIRE_REPLICA_LEASE_SECONDS", d.replica_lease_seconds),
-            drain_seconds=_float("MCPWIRE_DRAIN_SECONDS", d.drain_seconds),
-            task_ttl_seconds=_float("MCPWIRE_TASK_TTL_SECONDS", d.task_ttl_seconds),
-            task_poll_interval_ms=_int("MCPWIRE_TASK_POLL_INTERVAL_MS", d.task_poll_interval_ms),
-            max_tasks_per_owner=_int("MCPWIRE_MAX_TASKS_PER_OWNER", d.max_tasks_per_owner),
-            metrics=_bool("MCPWIRE_METRICS", d.metrics),
-            auth_resource=_str("MCPWIRE_AUTH_RESOURCE", d.auth_resource),
-            auth_issuer=_str("MCPWIRE_AUTH_ISSUER", d.auth_issuer),
-            auth_jwks_url=_str("MCPWIRE_AUTH_JWKS_URL", d.auth_jwks_url),
-            auth_introspection_url=_str("MCPWIRE_AUTH_INTROSPECTION_URL", d.auth_introspection_url),
-            auth_client_id=_str("MCPWIRE_AUTH_CLIENT_ID", d.auth_client_id),
-            auth_client_secret=_str("MCPWIRE_AUTH_CLIENT_SECRET", d.auth_client_secret),
-            auth_static_tokens=_list("MCPWIRE_AUTH_STATIC_TOKENS", d.auth_static_tokens),
-            auth_scopes=_words("MCPWIRE_AUTH_SCOPES", d.auth_scopes),
-            auth_scopes_supported=_words("MCPWIRE_AUTH_SCOPES_SUPPORTED", d.auth_scopes_supported),
-            auth_algorithms=_words("MCPWIRE_AUTH_ALGORITHMS", d.auth_algorithms),
+            server=_str("WIREMCP_SERVER", d.server),
+            log_level=_choice("WIREMCP_LOG_LEVEL", d.log_level, LOG_LEVELS),
+            log_format=_choice("WIREMCP_LOG_FORMAT", d.log_format, LOG_FORMATS),
+            max_message_bytes=_int("WIREMCP_MAX_MESSAGE_BYTES", d.max_message_bytes),
+            stdio_drain_seconds=_float("WIREMCP_STDIO_DRAIN_SECONDS", d.stdio_drain_seconds),
+            path=_str("WIREMCP_PATH", d.path),
+            allowed_hosts=_list("WIREMCP_ALLOWED_HOSTS", d.allowed_hosts),
+            allowed_origins=_list("WIREMCP_ALLOWED_ORIGINS", d.allowed_origins),
+            session_idle_seconds=_float("WIREMCP_SESSION_IDLE_SECONDS", d.session_idle_seconds),
+            max_sessions=_int("WIREMCP_MAX_SESSIONS", d.max_sessions),
+            json_response=_bool("WIREMCP_JSON_RESPONSE", d.json_response),
+            sse_after_seconds=_float("WIREMCP_SSE_AFTER_SECONDS", d.sse_after_seconds),
+            sse_keepalive_seconds=_float("WIREMCP_SSE_KEEPALIVE_SECONDS", d.sse_keepalive_seconds),
+            sse_retry_ms=_int("WIREMCP_SSE_RETRY_MS", d.sse_retry_ms),
+            event_store_max_events=_int("WIREMCP_EVENT_STORE_MAX_EVENTS", d.event_store_max_events),
+            event_store_max_bytes=_int("WIREMCP_EVENT_STORE_MAX_BYTES", d.event_store_max_bytes),
+            event_store_max_age_seconds=_float("WIREMCP_EVENT_STORE_MAX_AGE_SECONDS", d.event_store_max_age_seconds),
+            legacy_sse=_bool("WIREMCP_LEGACY_SSE", d.legacy_sse),
+            request_state_keys=_list("WIREMCP_REQUEST_STATE_KEYS", d.request_state_keys),
+            request_state_ttl_seconds=_float("WIREMCP_REQUEST_STATE_TTL_SECONDS", d.request_state_ttl_seconds),
+            redis_url=_str("WIREMCP_REDIS_URL", d.redis_url),
+            redis_prefix=_str("WIREMCP_REDIS_PREFIX", d.redis_prefix),
+            redis_timeout_seconds=_float("WIREMCP_REDIS_TIMEOUT_SECONDS", d.redis_timeout_seconds),
+            session_cache_seconds=_float("WIREMCP_SESSION_CACHE_SECONDS", d.session_cache_seconds),
+            replica_id=_str("WIREMCP_REPLICA_ID", d.replica_id),
+            replica_lease_seconds=_float("WIREMCP_REPLICA_LEASE_SECONDS", d.replica_lease_seconds),
+            drain_seconds=_float("WIREMCP_DRAIN_SECONDS", d.drain_seconds),
+            task_ttl_seconds=_float("WIREMCP_TASK_TTL_SECONDS", d.task_ttl_seconds),
+            task_poll_interval_ms=_int("WIREMCP_TASK_POLL_INTERVAL_MS", d.task_poll_interval_ms),
+            max_tasks_per_owner=_int("WIREMCP_MAX_TASKS_PER_OWNER", d.max_tasks_per_owner),
+            metrics=_bool("WIREMCP_METRICS", d.metrics),
+            auth_resource=_str("WIREMCP_AUTH_RESOURCE", d.auth_resource),
+            auth_issuer=_str("WIREMCP_AUTH_ISSUER", d.auth_issuer),
+            auth_jwks_url=_str("WIREMCP_AUTH_JWKS_URL", d.auth_jwks_url),
+            auth_introspection_url=_str("WIREMCP_AUTH_INTROSPECTION_URL", d.auth_introspection_url),
+            auth_client_id=_str("WIREMCP_AUTH_CLIENT_ID", d.auth_client_id),
+            auth_client_secret=_str("WIREMCP_AUTH_CLIENT_SECRET", d.auth_client_secret),
+            auth_static_tokens=_list("WIREMCP_AUTH_STATIC_TOKENS", d.auth_static_tokens),
+            auth_scopes=_words("WIREMCP_AUTH_SCOPES", d.auth_scopes),
+            auth_scopes_supported=_words("WIREMCP_AUTH_SCOPES_SUPPORTED", d.auth_scopes_supported),
+            auth_algorithms=_words("WIREMCP_AUTH_ALGORITHMS", d.auth_algorithms),
         )

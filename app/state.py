@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from app.types import JSONObject
+from wiremcp.types import JSONObject
 
 
 @dataclasses.dataclass(slots=True)

@@ -15,9 +15,9 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from app.types import JSONObject
+from wiremcp.types import JSONObject
 
-log = logging.getLogger("mcpwire.subscriptions")
+log = logging.getLogger("wiremcp.subscriptions")
 
 QUEUE = 256
 

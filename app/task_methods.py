@@ -16,16 +16,16 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from app import access
-from app.errors import INTERNAL_ERROR, InvalidParams, MCPError
-from app.task_runner import RELATED_TASK, owner, require_extension
-from app.tasks import TERMINAL, TaskRecord
-from app.types import JSONObject
+from wiremcp import access
+from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError
+from wiremcp.task_runner import RELATED_TASK, owner, require_extension
+from wiremcp.tasks import TERMINAL, TaskRecord
+from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
-    from app.context import Context
-    from app.subscriptions import Subscription
-    from app.task_runner import TaskRunner
+    from wiremcp.context import Context
+    from wiremcp.subscriptions import Subscription
+    from wiremcp.task_runner import TaskRunner
 
 
 async def _next_change(changes: Subscription, task_id: str, timeout: float) -> None:

@@ -16,7 +16,7 @@ A task belongs to whoever created it: the authenticated principal, or else the s
 without authentication: anyone holding the id, which is 256 random bits). Another owner's task answers
 like an unknown one (-32602). Tasks run in the process that created them; their records live in the
 server's ``TaskStore`` (Redis: every replica answers for every task). While the handler waits for an
-answer the task is ``input_required``. This module runs the tasks; ``app.task_methods`` answers the
+answer the task is ``input_required``. This module runs the tasks; ``wiremcp.task_methods`` answers the
 ``tasks/*`` requests.
 """
 
@@ -28,19 +28,19 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from app.errors import INTERNAL_ERROR, ClientTimeout, InvalidParams, MCPError, MissingClientCapability
-from app.mrtr import InputRequired
-from app.protocol import TASKS_EXTENSION as EXTENSION
-from app.replicas import replica_of
-from app.tasks import InMemoryTaskStore, TaskRecord, TaskStore
-from app.types import JSONObject, Send
+from wiremcp.errors import INTERNAL_ERROR, ClientTimeout, InvalidParams, MCPError, MissingClientCapability
+from wiremcp.mrtr import InputRequired
+from wiremcp.protocol import TASKS_EXTENSION as EXTENSION
+from wiremcp.replicas import replica_of
+from wiremcp.tasks import InMemoryTaskStore, TaskRecord, TaskStore
+from wiremcp.types import JSONObject, Send
 
 if TYPE_CHECKING:
-    from app.context import Context
-    from app.server import MCPServer
-    from app.tools import Tool
+    from wiremcp.context import Context
+    from wiremcp.server import MCPServer
+    from wiremcp.tools import Tool
 
-log = logging.getLogger("mcpwire.tasks")
+log = logging.getLogger("wiremcp.tasks")
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 ACTIVE = frozenset({"working", "input_required"})
@@ -163,7 +163,7 @@ class TaskRunner:
         self._waiting: dict[str, dict[str, asyncio.Future[JSONObject]]] = {}
         self._wakes: set[asyncio.Task[None]] = set()
         self.replica: str | None = None
-        """This process life's name among replicas sharing the store (set with a shared store; ``app.replicas``)."""
+        """This process life's name among replicas sharing the store (set with a shared store; ``wiremcp.replicas``)."""
         self.cancel_elsewhere: Callable[[str], Awaitable[None]] | None = None
         """Tells the replica running a task to stop it (set with a shared store)."""
         self.wake_elsewhere: Callable[[str], Awaitable[None]] | None = None

@@ -4,7 +4,7 @@ One ``TaskRecord`` holds everything both protocol eras need: the 2025-11-25 expe
 the 2026-07-28 extension's ``DetailedTask`` are two views of it (``to_2025_11_25``, ``to_2026_07_28``).
 A ``TaskStore`` keeps records per owner (a principal sees only its own tasks), changes their status by
 compare-and-set, and forgets them when their TTL (counted from creation) has elapsed.
-``InMemoryTaskStore`` serves a single process; ``transports.redis_tasks`` serves replicas.
+``InMemoryTaskStore`` serves a single process; ``wiremcp.transports.redis_tasks`` serves replicas.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, cast, get_args
 
-from app.errors import InvalidParams
-from app.types import JSONObject
+from wiremcp.errors import InvalidParams
+from wiremcp.types import JSONObject
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 STATUSES: frozenset[str] = frozenset(get_args(TaskStatus))
@@ -69,7 +69,7 @@ class TaskRecord:
     cancel_requested: bool = False
     owner_replica: str | None = None
     tool: str | None = None
-    """The tool whose call the task runs: reading the task needs the tool's scopes (``app.access``)."""
+    """The tool whose call the task runs: reading the task needs the tool's scopes (``wiremcp.access``)."""
 
     @classmethod
     def new(cls, principal: str | None, *, ttl_ms: int | None = None, poll_interval_ms: int | None = None,

@@ -148,7 +148,7 @@ def _start(count: int) -> None:
     for _ in range(count):
         gate = threading.Lock()
         gate.acquire()
-        threading.Thread(target=_worker, args=(gate,), name="mcpwire-worker", daemon=True).start()
+        threading.Thread(target=_worker, args=(gate,), name="wiremcp-worker", daemon=True).start()
 
 
 def _stalled() -> None:

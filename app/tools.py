@@ -10,13 +10,13 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from app.component import Component
-from app.content import to_block
-from app.context import Context
-from app.errors import ClientError, ClientTimeout, MCPError, ToolError
-from app.header_params import header_params
-from app.mrtr import InputRequired
-from app.schema import (
+from wiremcp.component import Component
+from wiremcp.content import to_block
+from wiremcp.context import Context
+from wiremcp.errors import ClientError, ClientTimeout, MCPError, ToolError
+from wiremcp.header_params import header_params
+from wiremcp.mrtr import InputRequired
+from wiremcp.schema import (
     OutputSpec,
     SchemaChecker,
     arguments_model,
@@ -24,9 +24,9 @@ from app.schema import (
     output_spec,
     validation_message,
 )
-from app.types import JSONObject
+from wiremcp.types import JSONObject
 
-log = logging.getLogger("mcpwire.tools")
+log = logging.getLogger("wiremcp.tools")
 
 
 def error_result(message: str) -> JSONObject:

@@ -1,1 +1,36 @@
-"""OAuth 2.1 resource-server authorization for the HTTP transports (bearer tokens, protected resource metadata)."""
+"""OAuth 2.1 resource-server authorization for the HTTP transports (bearer tokens, protected resource metadata).
+
+What users compose is exported here: ``BearerAuth`` (the ASGI middleware), the token verifiers
+(``JWKSVerifier``, ``IntrospectionVerifier``, ``StaticTokenVerifier`` for development, ``TokenVerifier``
+to write your own, which returns a ``Principal`` or raises ``InvalidToken``/``VerifierUnavailable``) and
+``ProtectedResource``, the RFC 9728 metadata served at ``WELL_KNOWN``. Each is imported on first use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wiremcp.auth.introspection import IntrospectionVerifier
+    from wiremcp.auth.jwt_verifier import JWKSVerifier
+    from wiremcp.auth.metadata import WELL_KNOWN, ProtectedResource
+    from wiremcp.auth.middleware import BearerAuth
+    from wiremcp.auth.principal import Principal
+    from wiremcp.auth.verifier import InvalidToken, StaticTokenVerifier, TokenVerifier, VerifierUnavailable
+
+__all__ = ["WELL_KNOWN", "BearerAuth", "IntrospectionVerifier", "InvalidToken", "JWKSVerifier", "Principal",
+           "ProtectedResource", "StaticTokenVerifier", "TokenVerifier", "VerifierUnavailable"]
+
+_HOMES = {"IntrospectionVerifier": "introspection", "JWKSVerifier": "jwt_verifier", "WELL_KNOWN": "metadata",
+          "ProtectedResource": "metadata", "BearerAuth": "middleware", "Principal": "principal",
+          "InvalidToken": "verifier", "StaticTokenVerifier": "verifier", "TokenVerifier": "verifier",
+          "VerifierUnavailable": "verifier"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value

@@ -27,12 +27,12 @@ from collections.abc import Callable
 
 import httpx
 
-from auth.jwt_verifier import audience_matches
-from auth.principal import Principal
-from auth.scopes import parse
-from auth.verifier import Backoff, InvalidToken, TokenVerifier, VerifierUnavailable, describe
+from wiremcp.auth.jwt_verifier import audience_matches
+from wiremcp.auth.principal import Principal
+from wiremcp.auth.scopes import parse
+from wiremcp.auth.verifier import Backoff, InvalidToken, TokenVerifier, VerifierUnavailable, describe
 
-log = logging.getLogger("mcpwire.auth")
+log = logging.getLogger("wiremcp.auth")
 
 MAX_CACHED = 10_000
 

@@ -32,11 +32,11 @@ import httpx
 from joserfc import jwk, jwt
 from joserfc.errors import InvalidKeyIdError, JoseError
 
-from auth.principal import Principal
-from auth.scopes import parse
-from auth.verifier import Backoff, InvalidToken, TokenVerifier, VerifierUnavailable, describe
+from wiremcp.auth.principal import Principal
+from wiremcp.auth.scopes import parse
+from wiremcp.auth.verifier import Backoff, InvalidToken, TokenVerifier, VerifierUnavailable, describe
 
-log = logging.getLogger("mcpwire.auth")
+log = logging.getLogger("wiremcp.auth")
 
 ASYMMETRIC = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"})
 DEFAULT_ALGORITHMS = ("RS256", "ES256", "PS256", "EdDSA")

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from transports.asgi import Receive, Scope, SendASGI, respond
+from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 

@@ -8,7 +8,7 @@ A token that is not an RFC 6750 ``b64token`` is refused before any verifier sees
 verifier cannot reach the authorization server (its JWKS, its introspection endpoint), the answer
 is 503 with ``Retry-After`` and a JSON-RPC -32603 error, not 401: the token is not at fault, and a
 401 would send the client back into its OAuth flow for a server-side outage.
-The verified ``Principal`` travels in the ASGI scope (``mcpwire.principal``); tokens are
+The verified ``Principal`` travels in the ASGI scope (``wiremcp.principal``); tokens are
 never logged and never passed on.
 """
 
@@ -19,14 +19,14 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import parse_qsl
 
-from app.errors import INTERNAL_ERROR, INVALID_REQUEST
-from auth.metadata import ProtectedResource
-from auth.scopes import missing
-from auth.verifier import B64TOKEN, InvalidToken, TokenVerifier, VerifierUnavailable
-from transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
-from transports.identity import CHALLENGE, PRINCIPAL
+from wiremcp.auth.metadata import ProtectedResource
+from wiremcp.auth.scopes import missing
+from wiremcp.auth.verifier import B64TOKEN, InvalidToken, TokenVerifier, VerifierUnavailable
+from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
+from wiremcp.transports.identity import CHALLENGE, PRINCIPAL
 
-log = logging.getLogger("mcpwire.auth")
+log = logging.getLogger("wiremcp.auth")
 
 
 def _quote(value: str) -> str:

@@ -1,5 +1,5 @@
-"""Scope checks (the rules live in the core, ``app.scopes``, which the dispatcher applies per component)."""
+"""Scope checks (the rules live in the core, ``wiremcp.scopes``, which the dispatcher applies per component)."""
 
-from app.scopes import covers, missing, parse
+from wiremcp.scopes import covers, missing, parse
 
 __all__ = ["covers", "missing", "parse"]

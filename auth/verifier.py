@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 import httpx
 
-from auth.principal import Principal
+from wiremcp.auth.principal import Principal
 
 B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 """RFC 6750 §2.1: the only shape a bearer token may have."""
@@ -106,7 +106,7 @@ class StaticTokenVerifier(TokenVerifier):
 
     @classmethod
     def from_pairs(cls, pairs: Iterable[str], *, issuer: str = "static") -> StaticTokenVerifier:
-        """``token=subject[:scope scope...]`` strings (the ``MCPWIRE_AUTH_STATIC_TOKENS`` format)."""
+        """``token=subject[:scope scope...]`` strings (the ``WIREMCP_AUTH_STATIC_TOKENS`` format)."""
         tokens: dict[str, Principal] = {}
         for pair in pairs:
             token, _, rest = pair.partition("=")

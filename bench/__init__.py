@@ -1,1 +1,1 @@
-"""Benchmarks for mcpwire (never collected by pytest). See bench/README.md."""
+"""Benchmarks for wiremcp (never collected by pytest). See bench/README.md."""

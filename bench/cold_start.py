@@ -5,8 +5,8 @@
 
 Servers (each process imports only its own framework):
 
-* ``mcpwire``: stdio ``python -m app.cli stdio examples.word_count:server``; HTTP
-  ``MCPWIRE_SERVER=examples.word_count:server python -m uvicorn app:asgi`` (default settings);
+* ``wiremcp``: stdio ``python -m wiremcp stdio examples.word_count:server``; HTTP
+  ``WIREMCP_SERVER=examples.word_count:server python -m uvicorn app:asgi`` (default settings);
 * ``official`` (``mcp==2.3.0``): stdio ``python -m bench.official_server stdio`` (``MCPServer.run("stdio")``);
   HTTP ``python -m uvicorn --factory bench.official_server:json_app`` (stateful, JSON answers);
 * ``fastmcp`` (``fastmcp==4.1.6``, its own venv: ``bench/peers.py``): stdio ``python -m bench.fastmcp_server
@@ -25,9 +25,9 @@ accepting is reported as well. Each server process is pinned to one CPU (``tasks
 afterwards (stdio: stdin closed; HTTP: SIGTERM). One unmeasured warm-up round first (page cache, ``.pyc``
 files), then ``--runs`` rounds, each running every server and transport once in turn; medians reported.
 
-Then, for mcpwire (and the SDK, for the totals), one run under ``python -X importtime`` of each transport
+Then, for wiremcp (and the SDK, for the totals), one run under ``python -X importtime`` of each transport
 shows where the import time goes: total, self time summed by top-level package, and the slowest modules.
-Nothing here imports mcpwire or the SDK in this process.
+Nothing here imports wiremcp or the SDK in this process.
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ from bench.machine import busy_cpu_seconds, wait_quiet, warn_if_busy  # noqa: E4
 
 PROTOCOL_VERSION = "2025-11-25"
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "mcpwire-bench", "version": "1.0.0"}}}
+    "protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "wiremcp-bench", "version": "1.0.0"}}}
 TRANSPORTS = ("stdio", "http")
-SERVERS = ("floor", "mcpwire", "official", "fastmcp")
+SERVERS = ("floor", "wiremcp", "official", "fastmcp")
 
 
 class BenchError(Exception):
@@ -126,14 +126,14 @@ def commands(servers: list[str], fastmcp: str | None) -> list[Command]:
     py = sys.executable
     uvicorn = ["-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}", "--log-level", "warning",
                "--no-access-log", "--lifespan", "on"]
-    quiet = {"MCPWIRE_LOG_LEVEL": "WARNING"}
+    quiet = {"WIREMCP_LOG_LEVEL": "WARNING"}
     table = {
         ("floor", "stdio"): Command("floor", "stdio", [py, "-c", FLOOR_STDIO]),
         ("floor", "http"): Command("floor", "http", [py, *uvicorn, "bench.cold_start:floor_app"]),
-        ("mcpwire", "stdio"): Command("mcpwire", "stdio", [py, "-m", "app.cli", "stdio", "examples.word_count:server"],
+        ("wiremcp", "stdio"): Command("wiremcp", "stdio", [py, "-m", "wiremcp", "stdio", "examples.word_count:server"],
                                       quiet),
-        ("mcpwire", "http"): Command("mcpwire", "http", [py, *uvicorn, "app:asgi"],
-                                     {**quiet, "MCPWIRE_SERVER": "examples.word_count:server"}),
+        ("wiremcp", "http"): Command("wiremcp", "http", [py, *uvicorn, "app:asgi"],
+                                     {**quiet, "WIREMCP_SERVER": "examples.word_count:server"}),
         ("official", "stdio"): Command("official", "stdio", [py, "-m", "bench.official_server", "stdio"]),
         ("official", "http"): Command("official", "http", [py, *uvicorn, "--factory", "bench.official_server:json_app"]),
     }
@@ -145,7 +145,7 @@ def commands(servers: list[str], fastmcp: str | None) -> list[Command]:
 
 
 def child_env(extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCPWIRE_", "PYTHON"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WIREMCP_", "PYTHON"))}
     env.update({"PYTHONPATH": str(ROOT), "FASTMCP_CHECK_FOR_UPDATES": "off", "FASTMCP_SHOW_SERVER_BANNER": "false",
                 **extra})
     return env
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=10, help="measured rounds (default: 10)")
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first (default: 1)")
     parser.add_argument("--importtime", type=int, default=5,
-                        help="runs under -X importtime per mcpwire/official transport, 0 for none (default: 5)")
+                        help="runs under -X importtime per wiremcp/official transport, 0 for none (default: 5)")
     parser.add_argument("--top", type=int, default=8, help="packages and modules listed per import profile")
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--max-other", type=float, default=0.25,
@@ -435,15 +435,15 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"transport": transport, "server": server, "runs_s": totals, "listening_s": listening,
                          "median_s": median, "clean": len(clean), "runs": len(timings[(server, transport)])})
     for transport in transports:
-        ours = [r for r in rows if r["transport"] == transport and r["server"] == "mcpwire"]
+        ours = [r for r in rows if r["transport"] == transport and r["server"] == "wiremcp"]
         ref = [r for r in rows if r["transport"] == transport and r["server"] == "official"]
         if ours and ref:
             verdict = "met" if ours[0]["median_s"] <= ref[0]["median_s"] else "NOT MET"
-            print(f"issue 7 target, {transport}: cold start mcpwire {ours[0]['median_s'] * 1000:.0f} ms <= official "
+            print(f"issue 7 target, {transport}: cold start wiremcp {ours[0]['median_s'] * 1000:.0f} ms <= official "
                   f"{ref[0]['median_s'] * 1000:.0f} ms: {verdict}")
 
     if args.importtime > 0:
-        for server in ("mcpwire", "official"):
+        for server in ("wiremcp", "official"):
             for cmd in cmds:
                 if cmd.server != server:
                     continue

@@ -1,7 +1,7 @@
 """The FastMCP peer (``fastmcp==4.1.6``): the same ``word_count`` tool, as FastMCP serves it.
 
 Runs only under the python of FastMCP's own venv (``bench/peers.py`` makes it: FastMCP is not installed in
-the project's venv), so nothing here imports mcpwire, orjson or the rest of ``bench``:
+the project's venv), so nothing here imports wiremcp, orjson or the rest of ``bench``:
 
     bench/.peers/fastmcp-4.1.6/bin/python -m uvicorn --factory bench.fastmcp_server:json_app    # HTTP
     bench/.peers/fastmcp-4.1.6/bin/python -m bench.fastmcp_server stdio                         # stdio
@@ -26,7 +26,7 @@ from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 os.environ.setdefault("FASTMCP_CHECK_FOR_UPDATES", "off")
 os.environ.setdefault("FASTMCP_SHOW_SERVER_BANNER", "false")
 
-CATALOG_SIZE = 500  # as bench.servers (not imported: it needs mcpwire)
+CATALOG_SIZE = 500  # as bench.servers (not imported: it needs wiremcp)
 
 
 class Counts(TypedDict):

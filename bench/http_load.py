@@ -1,14 +1,14 @@
-"""Streamable HTTP load test: mcpwire vs its peers vs a bare-ASGI ceiling, in both protocol eras, driven by wrk.
+"""Streamable HTTP load test: wiremcp vs its peers vs a bare-ASGI ceiling, in both protocol eras, driven by wrk.
 
     .venv/bin/python bench/http_load.py                      # defaults: 5 s runs after a 2 s warm-up
-    .venv/bin/python bench/http_load.py --servers all        # the defaults plus mcpwire-redis
+    .venv/bin/python bench/http_load.py --servers all        # the defaults plus wiremcp-redis
     .venv/bin/python bench/http_load.py --repeat 3           # 3 interleaved rounds, median reported
-    .venv/bin/python bench/http_load.py --eras 2026-07-28 --servers mcpwire,official-modern,ceiling
-    .venv/bin/python bench/http_load.py --servers mcpwire,mcpwire-redis --eras 2025-11-25 --methods tools/call
+    .venv/bin/python bench/http_load.py --eras 2026-07-28 --servers wiremcp,official-modern,ceiling
+    .venv/bin/python bench/http_load.py --servers wiremcp,wiremcp-redis --eras 2025-11-25 --methods tools/call
 
 Every server runs under uvicorn on a free 127.0.0.1 port pinned to one core (``taskset -c 0``); wrk runs
-pinned to the other core (``taskset -c 1``) with 32 keep-alive connections. ``mcpwire-redis`` is mcpwire with
-its sessions in Redis (``MCPWIRE_REDIS_URL``): the harness starts one ``redis-server`` for it, without
+pinned to the other core (``taskset -c 1``) with 32 keep-alive connections. ``wiremcp-redis`` is wiremcp with
+its sessions in Redis (``WIREMCP_REDIS_URL``): the harness starts one ``redis-server`` for it, without
 persistence, pinned to the server's core unless ``--redis-cpu`` says otherwise. The peers: the official SDK
 (``mcp==2.3.0``) stateful with JSON answers (``official``), with SSE answers (``official-sse``), in its stateless
 mode for handshake-era requests (``official-stateless``: no initialize, no session) and for 2026-07-28 requests
@@ -71,7 +71,7 @@ HANDSHAKE, STATELESS = PROTOCOL_VERSION, MODERN_VERSION
 ERAS = (HANDSHAKE, STATELESS)
 WORKLOADS = ("tools/call", "tools/list", f"tools/list@{CATALOG_SIZE}")
 CATALOGS = (1, CATALOG_SIZE)
-CLIENT_INFO = {"name": "mcpwire-bench", "version": "1.0.0"}
+CLIENT_INFO = {"name": "wiremcp-bench", "version": "1.0.0"}
 WRK_FAILED = 3
 """tools_call.lua's exit status when an answer failed its checks (the report is still complete)."""
 
@@ -91,7 +91,7 @@ class ServerSpec:
     factory: bool = False
     note: str = ""
     redis: bool = False
-    """Served with the Redis backend: the harness starts a redis-server and sets ``MCPWIRE_REDIS_URL``."""
+    """Served with the Redis backend: the harness starts a redis-server and sets ``WIREMCP_REDIS_URL``."""
     sessionless: bool = False
     """Serves handshake-era requests without a session: no initialize, no ``Mcp-Session-Id`` (the SDK's
     stateless mode)."""
@@ -99,20 +99,20 @@ class ServerSpec:
     """Runs under a peer's own venv (``bench/peers.py``) instead of this one: ``fastmcp``."""
 
 
-_MCPWIRE = "app:asgi"
+_WIREMCP = "app:asgi"
 SERVERS: dict[str, ServerSpec] = {
     spec.name: spec for spec in (
         ServerSpec("ceiling", {1: ("bench.servers:ceiling_app", {}),
                                CATALOG_SIZE: ("bench.servers:ceiling_catalog_app", {})}, ERAS,
                    note="bare ASGI: orjson parse, fixed result in the era's shape"),
-        ServerSpec("mcpwire", {1: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_server"}),
-                               CATALOG_SIZE: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_catalog_server"})},
+        ServerSpec("wiremcp", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"}),
+                               CATALOG_SIZE: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_catalog_server"})},
                    ERAS, note="app:asgi, default settings (both eras on one endpoint)"),
-        ServerSpec("mcpwire-redis", {1: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_server"})}, ERAS,
-                   redis=True, note="app:asgi, default settings plus MCPWIRE_REDIS_URL (sessions in Redis)"),
-        ServerSpec("mcpwire-json", {1: (_MCPWIRE, {"MCPWIRE_SERVER": "bench.servers:mcpwire_server",
-                                                   "MCPWIRE_JSON_RESPONSE": "true"})}, (HANDSHAKE,),
-                   note="app:asgi, MCPWIRE_JSON_RESPONSE=true (a handshake-era setting only)"),
+        ServerSpec("wiremcp-redis", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"})}, ERAS,
+                   redis=True, note="app:asgi, default settings plus WIREMCP_REDIS_URL (sessions in Redis)"),
+        ServerSpec("wiremcp-json", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server",
+                                                   "WIREMCP_JSON_RESPONSE": "true"})}, (HANDSHAKE,),
+                   note="app:asgi, WIREMCP_JSON_RESPONSE=true (a handshake-era setting only)"),
         ServerSpec("official", {1: ("bench.servers:official_json_app", {}),
                                 CATALOG_SIZE: ("bench.servers:official_catalog_json_app", {})}, (HANDSHAKE,),
                    factory=True, note="mcp 2.3.0 streamable_http_app(json_response=True, stateless_http=False)"),
@@ -133,14 +133,14 @@ SERVERS: dict[str, ServerSpec] = {
                    note="fastmcp 4.1.6 http_app(json_response=True, stateless_http=False), in bench/.peers/"),
     )
 }
-DEFAULT_SERVERS = "ceiling,mcpwire,mcpwire-json,official,official-stateless,official-sse,official-modern,fastmcp"
+DEFAULT_SERVERS = "ceiling,wiremcp,wiremcp-json,official,official-stateless,official-sse,official-modern,fastmcp"
 OFFICIAL = {HANDSHAKE: "official", STATELESS: "official-modern"}
 """The official SDK's configuration each era's ratios are taken against (JSON answers in both)."""
 PEERS = {HANDSHAKE: ("official", "official-stateless", "official-sse", "fastmcp", "ceiling"),
          STATELESS: ("official-modern", "official-sse", "fastmcp", "ceiling")}
-"""What mcpwire is compared with in each era (mcpwire has no session-less handshake-era mode: against
+"""What wiremcp is compared with in each era (wiremcp has no session-less handshake-era mode: against
 official-stateless it is measured on its one session)."""
-BACKENDS = {"mcpwire-redis": "mcpwire"}
+BACKENDS = {"wiremcp-redis": "wiremcp"}
 """Servers that differ only by their session backend, and the in-memory server each is compared with."""
 
 
@@ -240,10 +240,10 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
             "--log-level", "warning", "--no-access-log", "--lifespan", "on", "--loop", loop, "--http", http]
     if spec.factory:
         argv.append("--factory")
-    env = {**os.environ, "MCPWIRE_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT), **extra_env}
-    env.pop("MCPWIRE_REDIS_URL", None)  # never inherited: only the Redis variants get one, ours
+    env = {**os.environ, "WIREMCP_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT), **extra_env}
+    env.pop("WIREMCP_REDIS_URL", None)  # never inherited: only the Redis variants get one, ours
     if redis is not None:
-        env["MCPWIRE_REDIS_URL"] = f"redis://127.0.0.1:{redis.port}/0"
+        env["WIREMCP_REDIS_URL"] = f"redis://127.0.0.1:{redis.port}/0"
     log = logdir / f"{spec.name}-{catalog}.log"
     with log.open("wb") as out:
         # taskset execs the command: the pid is the server's.
@@ -590,7 +590,7 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
     by_key = {(r.server, r.era, r.workload): r for r in results}
     pairs: list[tuple[str, str, str, str, str]] = []  # (label, server a, era a, server b, era b)
     for era in ERAS:
-        for ours in ("mcpwire", "mcpwire-json"):
+        for ours in ("wiremcp", "wiremcp-json"):
             for ref in PEERS[era]:
                 pairs.append((f"{ours} / {ref}", ours, era, ref, era))
     for era in ERAS:
@@ -598,7 +598,7 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
     for era in ERAS:
         for server, memory in BACKENDS.items():
             pairs.append((f"{server} / {memory}", server, era, memory, era))
-    for server, handshake_server in (("mcpwire", "mcpwire"), ("ceiling", "ceiling"),
+    for server, handshake_server in (("wiremcp", "wiremcp"), ("ceiling", "ceiling"),
                                      ("official-modern", "official"), ("official-sse", "official-sse"),
                                      ("fastmcp", "fastmcp")):
         pairs.append((f"{server} {STATELESS} / {handshake_server} {HANDSHAKE}", server, STATELESS,
@@ -629,13 +629,13 @@ def target_lines(results: Sequence[Result]) -> list[str]:
 
     for era in ERAS:
         for workload in ("tools/call", f"tools/list@{CATALOG_SIZE}"):
-            if (value := ratio("mcpwire", "ceiling", era, workload)) is not None:
-                rows.append(("mcpwire / ceiling req/s", era, workload, value, ">= 0.50", value >= 0.5))
-        if (value := ratio("mcpwire", OFFICIAL[era], era, "tools/call")) is not None:
-            rows.append((f"mcpwire / {OFFICIAL[era]} req/s", era, "tools/call", value, ">= 10", value >= 10))
+            if (value := ratio("wiremcp", "ceiling", era, workload)) is not None:
+                rows.append(("wiremcp / ceiling req/s", era, workload, value, ">= 0.50", value >= 0.5))
+        if (value := ratio("wiremcp", OFFICIAL[era], era, "tools/call")) is not None:
+            rows.append((f"wiremcp / {OFFICIAL[era]} req/s", era, "tools/call", value, ">= 10", value >= 10))
         for workload in WORKLOADS:
-            if (value := ratio("mcpwire", "ceiling", era, workload, "p99_ms")) is not None:
-                rows.append(("mcpwire p99 / ceiling p99", era, workload, value, "<= 3", value <= 3))
+            if (value := ratio("wiremcp", "ceiling", era, workload, "p99_ms")) is not None:
+                rows.append(("wiremcp p99 / ceiling p99", era, workload, value, "<= 3", value <= 3))
         for server, memory in BACKENDS.items():
             for workload in WORKLOADS:
                 if (value := ratio(server, memory, era, workload)) is not None:
@@ -727,7 +727,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server-cpu", default="0", help="CPU list for the server (taskset -c; default 0)")
     parser.add_argument("--client-cpu", default="1", help="CPU list for wrk (taskset -c; default 1)")
     parser.add_argument("--redis-cpu", default=None,
-                        help="CPU list for the redis-server of mcpwire-redis (default: --server-cpu, so that the "
+                        help="CPU list for the redis-server of wiremcp-redis (default: --server-cpu, so that the "
                              "server and its Redis share one core)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes with taskset")
     parser.add_argument("--loop", default="auto", help="uvicorn --loop (default: auto)")
@@ -768,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
     print(measured, flush=True)
     warn_if_busy()
     results: list[Result] = []
-    logdir = Path(tempfile.mkdtemp(prefix="mcpwire-bench-"))
+    logdir = Path(tempfile.mkdtemp(prefix="wiremcp-bench-"))
     # wrk reads the script at every run: a private copy keeps a long run immune to edits (or a git stash) of
     # the working tree; the servers load their code once, when they start.
     args.lua = logdir / LUA.name

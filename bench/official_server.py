@@ -1,6 +1,6 @@
 """The official SDK's ``word_count`` server, importing nothing but the SDK (``mcp==2.3.0``): for the cold-start
-and memory benchmarks, where ``bench.servers`` (which also imports mcpwire, for the load tests) would add
-mcpwire's import time and memory to the SDK's.
+and memory benchmarks, where ``bench.servers`` (which also imports wiremcp, for the load tests) would add
+wiremcp's import time and memory to the SDK's.
 
     python -m bench.official_server stdio                                 # MCPServer.run("stdio")
     python -m uvicorn --factory bench.official_server:json_app            # stateful, JSON answers

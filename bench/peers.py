@@ -4,7 +4,7 @@ made on demand the first time a benchmark needs it and reused afterwards.
     .venv/bin/python bench/peers.py            # make (or check) every peer venv and print its python
 
 * ``fastmcp``: FastMCP ``4.1.6`` (``pip install fastmcp==4.1.6``) and what it needs. Its server runs
-  ``bench/fastmcp_server.py`` with that venv's python; nothing of mcpwire is imported there.
+  ``bench/fastmcp_server.py`` with that venv's python; nothing of wiremcp is imported there.
 
 When ``pip install fastmcp==4.1.6`` fails because a requirement's minimum version is not on the index
 (FastMCP 4.1.6 asks for ``certifi>=2026.10.19``, a CA bundle, which the package index reachable here did not

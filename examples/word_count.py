@@ -1,11 +1,11 @@
 """The smallest useful server: one tool that counts words and characters.
 
-    mcpwire stdio examples.word_count:server
+    wiremcp stdio examples.word_count:server
 """
 
 from typing import TypedDict
 
-from app import MCPServer
+from wiremcp import MCPServer
 
 server = MCPServer("word_count", "1.0.0", title="Word count")
 

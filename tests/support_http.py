@@ -1,7 +1,7 @@
 """Shared helpers for the HTTP transport tests.
 
 - ``run_uvicorn``: a REAL ``python -m uvicorn app:asgi`` process on a free loopback port, with
-  ``MCPWIRE_*`` settings from the environment; returns once the port accepts connections.
+  ``WIREMCP_*`` settings from the environment; returns once the port accepts connections.
 - ``serve_in_process``: uvicorn in the test's own event loop, on a real socket, for checks that
   need to reach into the server (an injected clock, the session manager) while streaming.
 - ``asgi_client``: httpx over ``ASGITransport`` (no socket) for requests whose answer is complete
@@ -33,7 +33,7 @@ from typing import IO, Any, cast
 import httpx
 import uvicorn
 
-from transports.asgi import ASGIApp, Receive, Scope, SendASGI
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +45,7 @@ STOP_BOUND = 5.0
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 LATEST = "2025-11-25"
-CLIENT_INFO = {"name": "mcpwire-http-tests", "version": "0"}
+CLIENT_INFO = {"name": "wiremcp-http-tests", "version": "0"}
 
 
 # -- a real uvicorn process -----------------------------------------------------------------------------
@@ -112,7 +112,7 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
 @contextlib.contextmanager
 def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: int = 3) -> Iterator[UvicornProcess]:
     """``python -m uvicorn app:asgi`` serving ``server`` (``MODULE:ATTR``) at /mcp, cwd = the repo root."""
-    child_env = {**os.environ, "MCPWIRE_SERVER": server, "MCPWIRE_LOG_LEVEL": "WARNING",
+    child_env = {**os.environ, "WIREMCP_SERVER": server, "WIREMCP_LOG_LEVEL": "WARNING",
                  "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
     last_output = ""
     for _ in range(attempts):  # another process may grab the free port between probe and bind

@@ -35,7 +35,7 @@ def redis_server_binary() -> str:
 
 
 class RedisServer:
-    """One ``redis-server`` process; ``url`` is what ``MCPWIRE_REDIS_URL`` takes."""
+    """One ``redis-server`` process; ``url`` is what ``WIREMCP_REDIS_URL`` takes."""
 
     def __init__(self, directory: str, port: int | None = None) -> None:
         self.directory = directory
@@ -82,7 +82,7 @@ class RedisServer:
 
 @contextlib.contextmanager
 def run_redis() -> Iterator[RedisServer]:
-    with tempfile.TemporaryDirectory(prefix="mcpwire-redis-") as directory:
+    with tempfile.TemporaryDirectory(prefix="wiremcp-redis-") as directory:
         server = RedisServer(directory)
         server.start()
         try:

@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from app import MCPServer
-from app.errors import InvalidParams, ToolError
-from app.tasks import TERMINAL, DuplicateTask, TaskRecord, TaskStore
+from wiremcp import MCPServer
+from wiremcp.errors import InvalidParams, ToolError
+from wiremcp.tasks import TERMINAL, DuplicateTask, TaskRecord, TaskStore
 
 ALICE = "https://issuer.example|alice"
 BOB = "https://issuer.example|bob"

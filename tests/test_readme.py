@@ -28,8 +28,6 @@ from typing import Any
 import httpx
 import pytest
 
-from app import MCPServer
-from app.observer import OUTCOMES
 from tests.support_http import (
     ACCEPT_BOTH,
     CLIENT_INFO,
@@ -38,13 +36,15 @@ from tests.support_http import (
     free_port,
     stop_process,
 )
-from transports import Client
+from wiremcp import MCPServer
+from wiremcp.observer import OUTCOMES
+from wiremcp.transports import Client
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 BIN = Path(sys.executable).parent
 ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONDONTWRITEBYTECODE": "1",
-       "MCPWIRE_LOG_LEVEL": "WARNING"}
+       "WIREMCP_LOG_LEVEL": "WARNING"}
 NOT_RUN = ("install", "not run")
 """Markers of blocks that are not run here, each saying why in the marker itself."""
 
@@ -124,7 +124,7 @@ def test_the_wire_transcript_is_what_the_stdio_server_answers() -> None:
 
 
 def test_the_try_it_line_answers_the_same() -> None:
-    """'Try it: printf ... | mcpwire stdio ...', with the four lines put in."""
+    """'Try it: printf ... | wiremcp stdio ...', with the four lines put in."""
     text = README.read_text()
     line = re.search(r"Try it: `(printf [^`]+)`", text)
     assert line is not None
@@ -210,12 +210,12 @@ def test_the_testing_example_passes_in_a_project_of_ones_own(tmp_path: Path) -> 
 
 def test_the_request_state_key_command_makes_a_key_the_server_takes() -> None:
     command = block("request-state-keys").text.strip()
-    assert command.startswith("export MCPWIRE_REQUEST_STATE_KEYS=$(")
-    made = _sh(f"{command}; echo \"$MCPWIRE_REQUEST_STATE_KEYS\"")
+    assert command.startswith("export WIREMCP_REQUEST_STATE_KEYS=$(")
+    made = _sh(f"{command}; echo \"$WIREMCP_REQUEST_STATE_KEYS\"")
     assert made.returncode == 0, made.stderr
     key = made.stdout.strip()
     assert len(base64.urlsafe_b64decode(key)) == 32
-    from app.request_state import RequestStateSealer
+    from wiremcp.request_state import RequestStateSealer
 
     RequestStateSealer.from_strings((key,))  # accepted
 
@@ -287,9 +287,9 @@ def test_the_layout_names_what_is_there() -> None:
 
 
 def test_the_metrics_table_and_help_list_every_request_outcome() -> None:
-    row = next(line for line in README.read_text().splitlines() if line.startswith("| `mcpwire_requests_total`"))
+    row = next(line for line in README.read_text().splitlines() if line.startswith("| `wiremcp_requests_total`"))
     assert re.findall(r"`(\w+)`", row.split("`outcome`")[1].split(")")[0]) == list(OUTCOMES)
-    from transports.metrics import Metrics
+    from wiremcp.transports.metrics import Metrics
 
     help_text = Metrics().requests._documentation
     assert all(outcome in help_text for outcome in OUTCOMES), help_text

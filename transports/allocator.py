@@ -23,7 +23,7 @@ import logging
 import sys
 from collections.abc import Callable
 
-log = logging.getLogger("mcpwire.memory")
+log = logging.getLogger("wiremcp.memory")
 
 
 def _malloc_trim() -> Callable[[int], int] | None:

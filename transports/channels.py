@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from app.types import JSONObject, RequestId
-from transports.events import EventStore
-from transports.unavailable import StoreUnavailable
+from wiremcp.transports.events import EventStore
+from wiremcp.transports.unavailable import StoreUnavailable
+from wiremcp.types import JSONObject, RequestId
 
-log = logging.getLogger("mcpwire.http")
+log = logging.getLogger("wiremcp.http")
 
 READER_QUEUE = 1024
 

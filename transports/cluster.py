@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterator
 import orjson
 from redis.exceptions import RedisError
 
-from app.types import JSONObject, RequestId
-from transports.redis_connection import Keys, Redis, reachable
+from wiremcp.transports.redis_connection import Keys, Redis, reachable
+from wiremcp.types import JSONObject, RequestId
 
-log = logging.getLogger("mcpwire.cluster")
+log = logging.getLogger("wiremcp.cluster")
 
 SUBSCRIBE_BOUND = 5.0
 """How long ``start`` waits for the pub/sub subscription before going on (it keeps retrying)."""

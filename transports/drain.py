@@ -24,10 +24,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from transports.sessions import SessionManager
-from transports.stateless_http import StatelessHandler
+from wiremcp.transports.sessions import SessionManager
+from wiremcp.transports.stateless_http import StatelessHandler
 
-log = logging.getLogger("mcpwire.drain")
+log = logging.getLogger("wiremcp.drain")
 
 _coordinators: weakref.WeakSet[Drain] = weakref.WeakSet()
 _hooked = False

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from app.types import JSONObject, RequestId
+from wiremcp.types import JSONObject, RequestId
 
 
 @dataclass(slots=True)

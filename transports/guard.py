@@ -1,7 +1,7 @@
 """DNS-rebinding guard: ``Host`` must be on an allow-list, and a present ``Origin`` must be too.
 
 Loopback names are allowed by default, which is right for a server bound to 127.0.0.1;
-a real deployment lists its own host names (``MCPWIRE_ALLOWED_HOSTS``) or turns the
+a real deployment lists its own host names (``WIREMCP_ALLOWED_HOSTS``) or turns the
 check off with ``*``.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.errors import INVALID_REQUEST
-from app.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
-from transports.asgi import ASGIApp, Receive, Scope, SendASGI, header, respond_error
+from wiremcp.errors import INVALID_REQUEST
+from wiremcp.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, header, respond_error
 
 
 def _split_host(value: str) -> tuple[str, str]:

@@ -9,20 +9,20 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
-from app.server import MCPServer
-from app.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
-from transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
-from transports.drain import Drain
-from transports.events import EventStore, InMemoryEventStore
-from transports.guard import HostOriginGuard
-from transports.legacy_sse import LegacySSEEndpoints
-from transports.sessions import SessionManager, SessionStore
-from transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
+from wiremcp.server import MCPServer
+from wiremcp.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
+from wiremcp.transports.drain import Drain
+from wiremcp.transports.events import EventStore, InMemoryEventStore
+from wiremcp.transports.guard import HostOriginGuard
+from wiremcp.transports.legacy_sse import LegacySSEEndpoints
+from wiremcp.transports.sessions import SessionManager, SessionStore
+from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
 
 if TYPE_CHECKING:
-    from transports.cluster import Cluster
+    from wiremcp.transports.cluster import Cluster
 
-log = logging.getLogger("mcpwire.http")
+log = logging.getLogger("wiremcp.http")
 
 
 class MCPHttpApp:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from app.answer import Answer
-from transports.asgi import Scope
+from wiremcp.answer import Answer
+from wiremcp.transports.asgi import Scope
 
-PRINCIPAL = "mcpwire.principal"
+PRINCIPAL = "wiremcp.principal"
 """Where an authentication middleware leaves the verified principal in the ASGI scope."""
-CHALLENGE = "mcpwire.challenge"
+CHALLENGE = "wiremcp.challenge"
 """Where it leaves the builder of ``WWW-Authenticate`` challenges."""
 
 

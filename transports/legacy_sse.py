@@ -14,16 +14,16 @@ from urllib.parse import parse_qs
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from app import jsonrpc
-from app.connection import Connection
-from app.errors import INVALID_REQUEST
-from app.types import JSONObject
-from transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error
-from transports.identity import PRINCIPAL, principal_key
-from transports.sessions import SessionLimitReached, SessionManager
-from transports.streamable_http import HttpOptions, _Disconnected, _TooLarge, read_body
+from wiremcp import jsonrpc
+from wiremcp.connection import Connection
+from wiremcp.errors import INVALID_REQUEST
+from wiremcp.transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error
+from wiremcp.transports.identity import PRINCIPAL, principal_key
+from wiremcp.transports.sessions import SessionLimitReached, SessionManager
+from wiremcp.transports.streamable_http import HttpOptions, _Disconnected, _TooLarge, read_body
+from wiremcp.types import JSONObject
 
-log = logging.getLogger("mcpwire.legacy_sse")
+log = logging.getLogger("wiremcp.legacy_sse")
 
 QUEUE = 1024
 

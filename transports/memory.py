@@ -11,10 +11,10 @@ import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any, Self
 
-from app import jsonrpc
-from app.connection import Connection
-from app.errors import MCPError
-from app.protocol import (
+from wiremcp import jsonrpc
+from wiremcp.connection import Connection
+from wiremcp.errors import MCPError
+from wiremcp.protocol import (
     LATEST_HANDSHAKE_VERSION,
     META_CAPABILITIES,
     META_CLIENT_INFO,
@@ -22,9 +22,9 @@ from app.protocol import (
     META_VERSION,
     is_modern,
 )
-from app.server import MCPServer
-from app.session import ServerSession
-from app.types import JSONObject
+from wiremcp.server import MCPServer
+from wiremcp.session import ServerSession
+from wiremcp.types import JSONObject
 
 ClientHandler = Callable[[JSONObject], Awaitable[JSONObject]]
 """Answers one server-to-client request: receives its params, returns its result (or raises MCPError)."""
@@ -49,7 +49,7 @@ class Client:
         by retrying (MRTR), all done by ``request``."""
         self.log_level = log_level
         self.max_rounds = max_rounds
-        self.client_info = client_info or {"name": "mcpwire-test-client", "version": "0"}
+        self.client_info = client_info or {"name": "wiremcp-test-client", "version": "0"}
         self._handlers: dict[str, ClientHandler] = {}
         caps: JSONObject = dict(capabilities or {})
         if elicitation is not None:

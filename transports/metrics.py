@@ -17,13 +17,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from app.observer import OUTCOMES, method_label, outcome
+from wiremcp.observer import OUTCOMES, method_label, outcome
 
 if TYPE_CHECKING:
-    from app.answer import Answer
-    from app.jsonrpc import Request
-    from app.server import MCPServer
-    from transports.http_app import MCPHttpApp
+    from wiremcp.answer import Answer
+    from wiremcp.jsonrpc import Request
+    from wiremcp.server import MCPServer
+    from wiremcp.transports.http_app import MCPHttpApp
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -36,15 +36,15 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.requests = Counter("mcpwire_requests", "JSON-RPC requests answered, by method and outcome "
+        self.requests = Counter("wiremcp_requests", "JSON-RPC requests answered, by method and outcome "
                                 f"({', '.join(OUTCOMES)}) and JSON-RPC error code.",
                                 ("method", "outcome", "code"), registry=self.registry)
-        self.latency = Histogram("mcpwire_request_duration_seconds",
+        self.latency = Histogram("wiremcp_request_duration_seconds",
                                  "Time to answer a JSON-RPC request, by method (and tool for tools/call).",
                                  ("method", "tool"), buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.http_responses = Counter("mcpwire_http_responses", "HTTP responses of the MCP routes, by HTTP "
+        self.http_responses = Counter("wiremcp_http_responses", "HTTP responses of the MCP routes, by HTTP "
                                       "method and status.", ("method", "status"), registry=self.registry)
-        self.auth_failures = Counter("mcpwire_auth_failures", "Requests refused by bearer-token "
+        self.auth_failures = Counter("wiremcp_auth_failures", "Requests refused by bearer-token "
                                      "authentication, by reason.", ("reason",), registry=self.registry)
         self.inflight = 0
         self._server: MCPServer | None = None
@@ -111,31 +111,31 @@ class _Gauges:
         self.metrics = metrics
 
     def collect(self) -> Iterator[Metric]:
-        yield GaugeMetricFamily("mcpwire_requests_in_flight", "JSON-RPC requests being answered now.",
+        yield GaugeMetricFamily("wiremcp_requests_in_flight", "JSON-RPC requests being answered now.",
                                 value=self.metrics.inflight)
         app = self.metrics._app
         if app is None:
             return
         live = list(app.manager.live.values())
-        yield GaugeMetricFamily("mcpwire_sessions", "Handshake-era sessions served by this process.",
+        yield GaugeMetricFamily("wiremcp_sessions", "Handshake-era sessions served by this process.",
                                 value=len(live))
         streams = sum(session.streams_open for session in live)
         stateless = getattr(app.endpoint.stateless, "streams_open", None)
         if isinstance(stateless, int):
             streams += stateless
-        yield GaugeMetricFamily("mcpwire_sse_streams_open", "SSE streams open now (every era).", value=streams)
+        yield GaugeMetricFamily("wiremcp_sse_streams_open", "SSE streams open now (every era).", value=streams)
         server = app.server
         if server.has_task_runner:
             runner = server.task_runner
-            yield GaugeMetricFamily("mcpwire_tasks_running", "Tasks whose handler runs in this process now.",
+            yield GaugeMetricFamily("wiremcp_tasks_running", "Tasks whose handler runs in this process now.",
                                     value=len(runner.running))
-            ended = CounterMetricFamily("mcpwire_tasks_ended", "Tasks run here that ended, by status.",
+            ended = CounterMetricFamily("wiremcp_tasks_ended", "Tasks run here that ended, by status.",
                                         labels=("status",))
             for status in ("completed", "failed", "cancelled"):
                 ended.add_metric((status,), runner.ended[status])
             yield ended
         size = getattr(app.manager.events, "size", None)
         if isinstance(size, tuple) and len(size) == 2:
-            yield GaugeMetricFamily("mcpwire_event_store_events", "Events kept for resumption.", value=size[0])
-            yield GaugeMetricFamily("mcpwire_event_store_bytes", "Bytes of the events kept for resumption.",
+            yield GaugeMetricFamily("wiremcp_event_store_events", "Events kept for resumption.", value=size[0])
+            yield GaugeMetricFamily("wiremcp_event_store_bytes", "Bytes of the events kept for resumption.",
                                     value=size[1])

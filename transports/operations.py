@@ -19,18 +19,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from app.logs import SESSION_ID
-from transports.asgi import ASGIApp, Message, Receive, Scope, SendASGI, respond, respond_json
+from wiremcp.logs import SESSION_ID
+from wiremcp.transports.asgi import ASGIApp, Message, Receive, Scope, SendASGI, respond, respond_json
 
 if TYPE_CHECKING:
-    from transports.metrics import Metrics
+    from wiremcp.transports.metrics import Metrics
 
-log = logging.getLogger("mcpwire.operations")
+log = logging.getLogger("wiremcp.operations")
 
 ReadinessCheck = Callable[[], Awaitable[object]]
 """An async readiness check: it fails by raising, by returning ``False``, or by taking too long."""
 
-TRACE_HEADERS: ContextVar[dict[str, str] | None] = ContextVar("mcpwire_trace_headers", default=None)
+TRACE_HEADERS: ContextVar[dict[str, str] | None] = ContextVar("wiremcp_trace_headers", default=None)
 """The ``traceparent`` / ``tracestate`` headers of the HTTP request being served, if it had any."""
 
 _TRACE_NAMES = {b"traceparent": "traceparent", b"tracestate": "tracestate"}

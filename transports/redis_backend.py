@@ -7,15 +7,15 @@ import base64
 import os
 from dataclasses import dataclass
 
-from app.replicas import life_name
-from app.request_state import RequestStateSealer
-from app.server import MCPServer
-from transports.cluster import Cluster
-from transports.redis_bus import RedisSubscriptionBus
-from transports.redis_connection import Keys, connect, reachable
-from transports.redis_events import RedisEventStore
-from transports.redis_sessions import RedisSessionStore
-from transports.redis_tasks import RedisTaskStore
+from wiremcp.replicas import life_name
+from wiremcp.request_state import RequestStateSealer
+from wiremcp.server import MCPServer
+from wiremcp.transports.cluster import Cluster
+from wiremcp.transports.redis_bus import RedisSubscriptionBus
+from wiremcp.transports.redis_connection import Keys, connect, reachable
+from wiremcp.transports.redis_events import RedisEventStore
+from wiremcp.transports.redis_sessions import RedisSessionStore
+from wiremcp.transports.redis_tasks import RedisTaskStore
 
 
 @dataclass(slots=True)
@@ -27,7 +27,7 @@ class RedisBackend:
     tasks: RedisTaskStore
 
     @classmethod
-    def connect(cls, url: str, *, prefix: str = "mcpwire", timeout: float = 2.0, replica: str = "",
+    def connect(cls, url: str, *, prefix: str = "wiremcp", timeout: float = 2.0, replica: str = "",
                 lease: float = 5.0, idle_timeout: float = 1800.0, max_events_per_stream: int = 10_000,
                 max_event_age: float = 600.0) -> RedisBackend:
         """Nothing is sent before ``start``; a Redis that is down makes requests fail with 503, not startup."""

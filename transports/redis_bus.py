@@ -3,9 +3,9 @@ listeners (2026-07-28 ``subscriptions/listen`` streams, and handshake-era GET st
 
 from __future__ import annotations
 
-from app.subscriptions import InMemorySubscriptionBus
-from app.types import JSONObject
-from transports.cluster import Cluster
+from wiremcp.subscriptions import InMemorySubscriptionBus
+from wiremcp.transports.cluster import Cluster
+from wiremcp.types import JSONObject
 
 
 class RedisSubscriptionBus(InMemorySubscriptionBus):

@@ -15,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from transports.unavailable import StoreUnavailable
+from wiremcp.transports.unavailable import StoreUnavailable
 
 Redis = redis.Redis
 
@@ -27,7 +27,7 @@ def connect(url: str, *, timeout: float, blocking: bool = False) -> Redis:
     return redis.Redis.from_url(
         url, socket_connect_timeout=timeout, socket_timeout=None if blocking else timeout,
         retry=Retry(NoBackoff(), 0), health_check_interval=0 if blocking else 30,
-        client_name="mcpwire", **_no_maintenance_notifications())
+        client_name="wiremcp", **_no_maintenance_notifications())
 
 
 def _no_maintenance_notifications() -> dict[str, Any]:

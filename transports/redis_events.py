@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import orjson
 
-from app.types import JSONObject, RequestId
-from transports.events import EventStore, StoredEvent
-from transports.redis_connection import Keys, Redis, reachable
+from wiremcp.transports.events import EventStore, StoredEvent
+from wiremcp.transports.redis_connection import Keys, Redis, reachable
+from wiremcp.types import JSONObject, RequestId
 
 _APPEND = """
 local newest = tonumber(redis.call('HGET', KEYS[3], ARGV[8]) or '-1')

@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from app.state import SessionState
-from transports.redis_connection import Keys, Redis, reachable
-from transports.sessions import SessionStore
-from transports.unavailable import StoreUnavailable
+from wiremcp.state import SessionState
+from wiremcp.transports.redis_connection import Keys, Redis, reachable
+from wiremcp.transports.sessions import SessionStore
+from wiremcp.transports.unavailable import StoreUnavailable
 
 _NOW_MS = """
 local now = redis.call('TIME')

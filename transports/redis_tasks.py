@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import orjson
 
-from app.tasks import (
+from wiremcp.tasks import (
     DuplicateTask,
     TaskRecord,
     TaskStore,
@@ -28,8 +28,8 @@ from app.tasks import (
     with_answers,
     with_input_request,
 )
-from app.types import JSONObject
-from transports.redis_connection import Keys, Redis, reachable
+from wiremcp.transports.redis_connection import Keys, Redis, reachable
+from wiremcp.types import JSONObject
 
 DEFAULT_TTL = 24 * 3600.0
 """How long a task that asked for no TTL is kept (seconds)."""

@@ -13,14 +13,14 @@ import binascii
 import re
 from typing import Any
 
-from app import jsonrpc
-from app.errors import HeaderMismatch, InvalidMeta
-from app.header_params import MAX_SAFE_INTEGER
-from app.modern import meta_version, request_state
-from app.protocol import META_CAPABILITIES
-from app.server import MCPServer
-from app.state import SessionState
-from transports.asgi import Scope, header
+from wiremcp import jsonrpc
+from wiremcp.errors import HeaderMismatch, InvalidMeta
+from wiremcp.header_params import MAX_SAFE_INTEGER
+from wiremcp.modern import meta_version, request_state
+from wiremcp.protocol import META_CAPABILITIES
+from wiremcp.server import MCPServer
+from wiremcp.state import SessionState
+from wiremcp.transports.asgi import Scope, header
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
          "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}

@@ -13,21 +13,21 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from app import jsonrpc
-from app.server import MCPServer
-from app.session import ServerSession
-from app.state import SessionState
-from app.types import JSONObject
-from transports.allocator import release_freed_memory
-from transports.channels import EventChannel, SharedChannel
-from transports.events import EventStore
-from transports.shared_streams import STANDALONE_STREAM, Follower
-from transports.unavailable import StoreUnavailable
+from wiremcp import jsonrpc
+from wiremcp.server import MCPServer
+from wiremcp.session import ServerSession
+from wiremcp.state import SessionState
+from wiremcp.transports.allocator import release_freed_memory
+from wiremcp.transports.channels import EventChannel, SharedChannel
+from wiremcp.transports.events import EventStore
+from wiremcp.transports.shared_streams import STANDALONE_STREAM, Follower
+from wiremcp.transports.unavailable import StoreUnavailable
+from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
-    from transports.cluster import Cluster
+    from wiremcp.transports.cluster import Cluster
 
-log = logging.getLogger("mcpwire.sessions")
+log = logging.getLogger("wiremcp.sessions")
 
 
 

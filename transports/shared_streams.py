@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from app import jsonrpc
-from app.errors import INTERNAL_ERROR, INVALID_REQUEST
-from app.protocol import at_least
-from app.replicas import replica_of
-from app.types import JSONObject, RequestId
-from transports.asgi import Receive, Scope, SendASGI, respond_error
-from transports.events import EventStore, StoredEvent
-from transports.unavailable import StoreUnavailable
+from wiremcp import jsonrpc
+from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
+from wiremcp.protocol import at_least
+from wiremcp.replicas import replica_of
+from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond_error
+from wiremcp.transports.events import EventStore, StoredEvent
+from wiremcp.transports.unavailable import StoreUnavailable
+from wiremcp.types import JSONObject, RequestId
 
 if TYPE_CHECKING:
-    from transports.cluster import Cluster
-    from transports.sessions import LiveSession, SessionManager
+    from wiremcp.transports.cluster import Cluster
+    from wiremcp.transports.sessions import LiveSession, SessionManager
 
 STANDALONE_STREAM = "get"
 PRIMING_SINCE = "2025-11-25"

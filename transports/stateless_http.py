@@ -16,17 +16,17 @@ from collections.abc import AsyncIterator
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from app import jsonrpc
-from app.answer import Answer, answer
-from app.errors import INVALID_REQUEST, BadRequest, MCPError
-from app.server import MCPServer
-from app.state import SessionState
-from app.types import JSONObject
-from transports import request_headers
-from transports.asgi import Receive, Scope, SendASGI, respond, respond_error, respond_json
-from transports.identity import PRINCIPAL, challenge_headers
+from wiremcp import jsonrpc
+from wiremcp.answer import Answer, answer
+from wiremcp.errors import INVALID_REQUEST, BadRequest, MCPError
+from wiremcp.server import MCPServer
+from wiremcp.state import SessionState
+from wiremcp.transports import request_headers
+from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond, respond_error, respond_json
+from wiremcp.transports.identity import PRINCIPAL, challenge_headers
+from wiremcp.types import JSONObject
 
-log = logging.getLogger("mcpwire.http")
+log = logging.getLogger("wiremcp.http")
 
 _BACKLOG = 1024
 """Messages a request may have queued for a slow stream before its handler waits."""

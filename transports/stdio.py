@@ -3,12 +3,12 @@
 stdout is the wire and nothing else. ``claim_stdio`` moves the real stdin and stdout to private
 file descriptors for the wire and points fd 1 at stderr and fd 0 at the null device, so a stray
 ``print()`` in user code, or a child process, can neither write to the wire nor read from it
-(``mcpwire stdio`` claims them before it imports the server's module). The process stops on
+(``wiremcp stdio`` claims them before it imports the server's module). The process stops on
 stdin EOF or SIGTERM, cancelling work in flight.
 
 Pipes, sockets and terminals are read and written through the event loop; anything else (a
 regular file, ``/dev/null``) cannot be polled and is read and written with blocking calls off the
-loop, so ``mcpwire stdio < requests.txt > answers.txt`` and ``docker run`` without ``-i`` work too.
+loop, so ``wiremcp stdio < requests.txt > answers.txt`` and ``docker run`` without ``-i`` work too.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ import sys
 from collections.abc import AsyncIterator
 from typing import NamedTuple
 
-from app import jsonrpc
-from app.connection import Connection
-from app.errors import INVALID_REQUEST
-from app.server import MCPServer
-from app.session import ServerSession
-from app.threads import run_sync
-from app.types import JSONObject
+from wiremcp import jsonrpc
+from wiremcp.connection import Connection
+from wiremcp.errors import INVALID_REQUEST
+from wiremcp.server import MCPServer
+from wiremcp.session import ServerSession
+from wiremcp.threads import run_sync
+from wiremcp.types import JSONObject
 
-log = logging.getLogger("mcpwire.stdio")
+log = logging.getLogger("wiremcp.stdio")
 
 CHUNK = 1 << 16
 DEFAULT_MAX_MESSAGE_BYTES = 4 << 20
@@ -193,7 +193,7 @@ _claimed: Wire | None = None
 
 
 def _open_if_closed(fd: int, flags: int) -> None:
-    """Put the null device at ``fd`` if it is closed (``mcpwire stdio <&-``): a closed stdin reads
+    """Put the null device at ``fd`` if it is closed (``wiremcp stdio <&-``): a closed stdin reads
     as EOF, and no duplicate made later can land on a standard fd."""
     try:
         os.fstat(fd)

@@ -17,22 +17,28 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from app import jsonrpc
-from app.answer import Answer
-from app.errors import INTERNAL_ERROR, INVALID_REQUEST
-from app.modern import declares_modern
-from app.protocol import HANDSHAKE_VERSIONS, at_least
-from app.types import JSONObject
-from transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error, respond_json
-from transports.channels import EventChannel, Item
-from transports.events import parse_event_id
-from transports.identity import PRINCIPAL, challenge_headers, principal_key
-from transports.sessions import LiveSession, SessionLimitReached, SessionManager, new_stream_id
-from transports.shared_streams import PRIMING_SINCE, STANDALONE_STREAM, SharedStreams, is_response, sse_event
-from transports.stateless_http import StatelessHandler
-from transports.unavailable import StoreUnavailable
+from wiremcp import jsonrpc
+from wiremcp.answer import Answer
+from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
+from wiremcp.modern import declares_modern
+from wiremcp.protocol import HANDSHAKE_VERSIONS, at_least
+from wiremcp.transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error, respond_json
+from wiremcp.transports.channels import EventChannel, Item
+from wiremcp.transports.events import parse_event_id
+from wiremcp.transports.identity import PRINCIPAL, challenge_headers, principal_key
+from wiremcp.transports.sessions import LiveSession, SessionLimitReached, SessionManager, new_stream_id
+from wiremcp.transports.shared_streams import (
+    PRIMING_SINCE,
+    STANDALONE_STREAM,
+    SharedStreams,
+    is_response,
+    sse_event,
+)
+from wiremcp.transports.stateless_http import StatelessHandler
+from wiremcp.transports.unavailable import StoreUnavailable
+from wiremcp.types import JSONObject
 
-log = logging.getLogger("mcpwire.http")
+log = logging.getLogger("wiremcp.http")
 
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"

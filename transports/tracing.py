@@ -18,13 +18,13 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from app.logs import SESSION_ID
-from app.observer import method_label, outcome
-from transports.operations import TRACE_HEADERS
+from wiremcp.logs import SESSION_ID
+from wiremcp.observer import method_label, outcome
+from wiremcp.transports.operations import TRACE_HEADERS
 
 if TYPE_CHECKING:
-    from app.answer import Answer
-    from app.jsonrpc import Request
+    from wiremcp.answer import Answer
+    from wiremcp.jsonrpc import Request
 
 _TARGETS = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 """Methods whose span name has a target, and the attribute that names it."""
@@ -34,7 +34,7 @@ class Tracing:
     """A ``RequestObserver`` that traces every request with ``tracer_provider`` (the global one by default)."""
 
     def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:
-        self.tracer = trace.get_tracer("mcpwire", tracer_provider=tracer_provider)
+        self.tracer = trace.get_tracer("wiremcp", tracer_provider=tracer_provider)
 
     def started(self, request: Request, session_id: str | None) -> Any:
         method = request.method

@@ -24,18 +24,21 @@ def _imported_modules(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("path", sorted(p for p in APP.glob("*.py") if p.name != COMPOSITION_ROOT),
-                         ids=lambda p: p.name)
+EDGES = ("wiremcp.transports", "wiremcp.auth")
+
+
+@pytest.mark.parametrize("path", sorted(p for p in APP.rglob("*.py") if p.name != COMPOSITION_ROOT),
+                         ids=lambda p: p.relative_to(APP).as_posix())
 def test_core_module_imports_no_edge(path: Path) -> None:
-    edges = {m for m in _imported_modules(path) if m.split(".")[0] in ("transports", "auth")}
+    edges = {m for m in _imported_modules(path) if m.startswith(EDGES)}
     assert not edges, f"{path.name} imports {sorted(edges)}; only app/{COMPOSITION_ROOT} may"
 
 
 def test_importing_the_core_loads_no_transport() -> None:
     code = (
-        "import sys, app, app.server, app.dispatcher, app.cli\n"
-        "edges = ('transports', 'auth', 'uvicorn', 'starlette', 'prometheus_client', 'opentelemetry')\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in edges)\n"
+        "import sys, wiremcp, wiremcp.server, wiremcp.dispatcher, wiremcp.cli\n"
+        "edges = ('wiremcp.transports', 'wiremcp.auth', 'uvicorn', 'starlette', 'prometheus_client', 'opentelemetry')\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(edges))\n"
         "print(','.join(loaded))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -44,16 +47,16 @@ def test_importing_the_core_loads_no_transport() -> None:
 
 
 def test_asgi_is_built_lazily_from_the_composition_root() -> None:
-    code = "import app, sys\nasgi = app.asgi\nprint('transports.http_app' in sys.modules, callable(asgi))\n"
+    code = "import wiremcp, sys\nasgi = wiremcp.asgi\nprint('wiremcp.transports.http_app' in sys.modules, callable(asgi))\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=APP.parent).stdout.strip()
     assert out == "True True"
 
 
 def test_the_default_deployment_loads_no_redis_client_unless_configured() -> None:
-    """``app:asgi`` without ``MCPWIRE_REDIS_URL`` starts without importing redis (cold start)."""
-    code = "import sys, app\napp.asgi\nprint(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'redis')))\n"
-    env = {k: v for k, v in os.environ.items() if k != "MCPWIRE_REDIS_URL"}
+    """``app:asgi`` without ``WIREMCP_REDIS_URL`` starts without importing redis (cold start)."""
+    code = "import sys, wiremcp\nwiremcp.asgi\nprint(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'redis')))\n"
+    env = {k: v for k, v in os.environ.items() if k != "WIREMCP_REDIS_URL"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=APP.parent, env=env).stdout.strip()
     assert out == ""
@@ -61,7 +64,7 @@ def test_the_default_deployment_loads_no_redis_client_unless_configured() -> Non
 
 def test_every_access_decision_is_made_in_app_access() -> None:
     """Components' scopes are checked in one module that every method goes through (``app/access.py``):
-    no other module of the core or the transports calls ``authorize`` or imports ``app.scopes``."""
+    no other module of the core or the transports calls ``authorize`` or imports ``wiremcp.scopes``."""
     offenders = []
     for path in sorted([*APP.glob("*.py"), *(APP.parent / "transports").glob("*.py")]):
         if path.name in ("access.py", "scopes.py"):
@@ -69,7 +72,7 @@ def test_every_access_decision_is_made_in_app_access() -> None:
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             calls = isinstance(node, ast.Name | ast.Attribute) and "authorize" in (
                 getattr(node, "id", None), getattr(node, "attr", None))
-            imports = isinstance(node, ast.ImportFrom) and node.module == "app.scopes"
+            imports = isinstance(node, ast.ImportFrom) and node.module == "wiremcp.scopes"
             if calls or imports:
                 offenders.append(f"{path.parent.name}/{path.name}:{getattr(node, 'lineno', 0)}")
     assert not offenders, offenders

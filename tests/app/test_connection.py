@@ -8,10 +8,10 @@ import json
 import time
 from typing import Any
 
-from app import MCPServer
-from app.connection import Connection
-from app.session import ServerSession
-from app.types import JSONObject
+from wiremcp import MCPServer
+from wiremcp.connection import Connection
+from wiremcp.session import ServerSession
+from wiremcp.types import JSONObject
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
 

@@ -1,4 +1,4 @@
-"""The protocol as a client sees it, through ``transports.memory.Client`` (real JSON on the way)."""
+"""The protocol as a client sees it, through ``wiremcp.transports.memory.Client`` (real JSON on the way)."""
 
 import asyncio
 from collections.abc import Callable
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from app import ClientError, Completion, Context, MCPServer, MissingClientCapability, jsonrpc
-from app.errors import (
+from wiremcp import ClientError, Completion, Context, MCPServer, MissingClientCapability, jsonrpc
+from wiremcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -17,14 +17,14 @@ from app.errors import (
     PARSE_ERROR,
     MCPError,
 )
-from app.prompts import Prompt
-from app.protocol import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LOG_LEVELS
-from app.resources import Resource
-from app.session import ServerSession
-from app.state import SessionState
-from app.tools import Tool
-from app.types import JSONObject
-from transports.memory import Client
+from wiremcp.prompts import Prompt
+from wiremcp.protocol import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, LOG_LEVELS
+from wiremcp.resources import Resource
+from wiremcp.session import ServerSession
+from wiremcp.state import SessionState
+from wiremcp.tools import Tool
+from wiremcp.transports.memory import Client
+from wiremcp.types import JSONObject
 
 INIT_PARAMS: JSONObject = {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {},
                            "clientInfo": {"name": "raw", "version": "1"}}
@@ -887,7 +887,7 @@ async def test_internal_error_leaks_no_details(monkeypatch: pytest.MonkeyPatch,
         raise RuntimeError("secret: password=hunter2")
 
     monkeypatch.setitem(server.dispatcher._handlers, "tools/list", broken)
-    with caplog.at_level("ERROR", logger="mcpwire.session"):
+    with caplog.at_level("ERROR", logger="wiremcp.session"):
         async with Client(server) as client:
             response = await client.request_raw("tools/list", id="boom")
     assert response == {"jsonrpc": "2.0", "id": "boom", "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}

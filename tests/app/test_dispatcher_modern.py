@@ -1,4 +1,4 @@
-"""The stateless era (2026-07-28) as a client sees it, in process: ``transports.memory.Client`` speaking
+"""The stateless era (2026-07-28) as a client sees it, in process: ``wiremcp.transports.memory.Client`` speaking
 2026-07-28 (per-request ``_meta``, input_required retried automatically), plus ``request_raw`` for the wire.
 
 Multi round-trip requests (both the ``ctx.elicit`` replay and the low-level ``InputRequired``),
@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from app import Context, InputRequired, MCPServer, jsonrpc
-from app.context import ElicitResult
-from app.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
-from app.prompts import Prompt
-from app.protocol import META_SERVER_INFO, META_SUBSCRIPTION
-from app.tools import Tool
-from app.types import JSONObject
-from transports.memory import Client
+from wiremcp import Context, InputRequired, MCPServer, jsonrpc
+from wiremcp.context import ElicitResult
+from wiremcp.errors import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
+from wiremcp.prompts import Prompt
+from wiremcp.protocol import META_SERVER_INFO, META_SUBSCRIPTION
+from wiremcp.tools import Tool
+from wiremcp.transports.memory import Client
+from wiremcp.types import JSONObject
 
 VERSION = "2026-07-28"
 BOUND = 10.0

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field
 
-from app import MCPServer, param_header
-from app.header_params import KEYWORD, MAX_SAFE_INTEGER, HeaderParam, header_params
-from app.tools import Tool
+from wiremcp import MCPServer, param_header
+from wiremcp.header_params import KEYWORD, MAX_SAFE_INTEGER, HeaderParam, header_params
+from wiremcp.tools import Tool
 
 pytestmark = pytest.mark.spec("2026-07-28/server/tools#x-mcp-header")
 

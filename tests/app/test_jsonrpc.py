@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from app import jsonrpc
-from app.errors import INVALID_REQUEST, PARSE_ERROR
+from wiremcp import jsonrpc
+from wiremcp.errors import INVALID_REQUEST, PARSE_ERROR
 
 
 def _reply(message: object) -> dict[str, Any]:

@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from app import MCPServer
-from app.tools import Tool
-from transports import Client
+from wiremcp import MCPServer
+from wiremcp.tools import Tool
+from wiremcp.transports import Client
 
 
 def _new() -> str:

@@ -17,7 +17,8 @@ import httpx
 import pytest
 from uvicorn.logging import AccessFormatter, DefaultFormatter
 
-from app.logs import (
+from tests.support_http import READ_BOUND, START_BOUND, _wait_until_accepting, free_port, stop_process
+from wiremcp.logs import (
     REDACTED,
     REQUEST_ID,
     SESSION_ID,
@@ -27,8 +28,7 @@ from app.logs import (
     formatter,
     redact,
 )
-from app.settings import Settings
-from tests.support_http import READ_BOUND, START_BOUND, _wait_until_accepting, free_port, stop_process
+from wiremcp.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,14 +40,14 @@ def _record(message: str, *args: object, exc: bool = False) -> logging.LogRecord
             raise ValueError("Authorization: Bearer in-a-traceback-123")
         except ValueError:
             exc_info = sys.exc_info()
-    return logging.LogRecord("mcpwire.test", logging.WARNING, __file__, 1, message, args or None, exc_info)
+    return logging.LogRecord("wiremcp.test", logging.WARNING, __file__, 1, message, args or None, exc_info)
 
 
 def test_json_lines_carry_the_session_and_request_in_scope() -> None:
     plain = json.loads(JSONFormatter().format(_record("hello %s", "there")))
     assert plain["message"] == "hello there"
     assert plain["level"] == "WARNING"
-    assert plain["logger"] == "mcpwire.test"
+    assert plain["logger"] == "wiremcp.test"
     assert "session_id" not in plain
     assert "request_id" not in plain
     session, request = SESSION_ID.set("s-1"), REQUEST_ID.set(42)
@@ -85,21 +85,21 @@ def test_the_filter_masks_messages_arguments_and_tracebacks() -> None:
 
 def test_the_format_is_text_or_json(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Settings().log_format == "text"
-    monkeypatch.setenv("MCPWIRE_LOG_FORMAT", "JSON")
+    monkeypatch.setenv("WIREMCP_LOG_FORMAT", "JSON")
     assert Settings.from_env().log_format == "json"
     assert isinstance(formatter("json"), JSONFormatter)
-    with pytest.raises(ValueError, match="MCPWIRE_LOG_FORMAT"):
+    with pytest.raises(ValueError, match="WIREMCP_LOG_FORMAT"):
         formatter("xml")
 
 
 def test_setup_logs_json_on_stderr_and_nothing_on_stdout() -> None:
-    code = ("import logging\nfrom app.logs import setup_logging\nsetup_logging('INFO', 'json')\n"
-            "logging.getLogger('mcpwire.x').info('got Authorization: Bearer abcdefgh12345')\n")
+    code = ("import logging\nfrom wiremcp.logs import setup_logging\nsetup_logging('INFO', 'json')\n"
+            "logging.getLogger('wiremcp.x').info('got Authorization: Bearer abcdefgh12345')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout == ""
     line = json.loads(done.stderr)
     assert line["message"] == f"got Authorization: Bearer {REDACTED}"
-    assert line["logger"] == "mcpwire.x"
+    assert line["logger"] == "wiremcp.x"
 
 
 # -- records keep their shape: uvicorn's access log -------------------------------------------------------
@@ -161,7 +161,7 @@ def test_uvicorns_coloured_message_formats_with_the_masked_arguments() -> None:
      f"headers [(b'authorization', b'Bearer {REDACTED}')]"),
 ])
 def test_the_filter_masks_wherever_the_secret_is(message: str, args: Any, expected: str) -> None:
-    record = logging.LogRecord("mcpwire.test", logging.WARNING, __file__, 1, message, args, None)
+    record = logging.LogRecord("wiremcp.test", logging.WARNING, __file__, 1, message, args, None)
     assert RedactSecrets().filter(record)
     assert record.getMessage() == expected
     assert json.loads(JSONFormatter().format(record))["message"] == expected
@@ -188,8 +188,8 @@ def _start_uvicorn(env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes]) ->
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
 def test_uvicorn_access_log_masks_query_secrets(log_format: str) -> None:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCPWIRE_")},
-           "MCPWIRE_SERVER": "examples.word_count:server", "MCPWIRE_LOG_FORMAT": log_format,
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("WIREMCP_")},
+           "WIREMCP_SERVER": "examples.word_count:server", "WIREMCP_LOG_FORMAT": log_format,
            "PYTHONDONTWRITEBYTECODE": "1"}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc, port = _start_uvicorn(env, out, err)

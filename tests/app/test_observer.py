@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app import MCPServer, ToolError
-from app.answer import Answer
-from app.errors import INVALID_PARAMS, METHOD_NOT_FOUND
-from app.jsonrpc import Request
-from app.logs import REQUEST_ID
-from app.observer import METHODS, Observers, method_label, outcome
-from transports.memory import Client
+from wiremcp import MCPServer, ToolError
+from wiremcp.answer import Answer
+from wiremcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND
+from wiremcp.jsonrpc import Request
+from wiremcp.logs import REQUEST_ID
+from wiremcp.observer import METHODS, Observers, method_label, outcome
+from wiremcp.transports.memory import Client
 
 MODERN = "2026-07-28"
 

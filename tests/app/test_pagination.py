@@ -4,8 +4,8 @@ import base64
 
 import pytest
 
-from app import pagination
-from app.errors import INVALID_PARAMS, InvalidParams
+from wiremcp import pagination
+from wiremcp.errors import INVALID_PARAMS, InvalidParams
 
 
 @pytest.mark.spec("2025-11-25/server/utilities/pagination#pagination-model")
@@ -51,8 +51,8 @@ def test_cursor_is_opaque_not_a_bare_number() -> None:
         42,
         ["a"],
         base64.urlsafe_b64encode(b"other:3").decode(),
-        base64.urlsafe_b64encode(b"mcpwire:-1").decode(),
-        base64.urlsafe_b64encode(b"mcpwire:99").decode(),  # past the end
+        base64.urlsafe_b64encode(b"wiremcp:-1").decode(),
+        base64.urlsafe_b64encode(b"wiremcp:99").decode(),  # past the end
     ],
 )
 def test_invalid_cursor_is_invalid_params(cursor: object) -> None:

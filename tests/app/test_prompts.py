@@ -5,10 +5,10 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field
 
-from app import Context, EmbeddedResource, Image, MCPServer, assistant, user
-from app.errors import INTERNAL_ERROR, INVALID_PARAMS
-from app.prompts import Prompt
-from transports.memory import Client
+from wiremcp import Context, EmbeddedResource, Image, MCPServer, assistant, user
+from wiremcp.errors import INTERNAL_ERROR, INVALID_PARAMS
+from wiremcp.prompts import Prompt
+from wiremcp.transports.memory import Client
 
 
 class Note(BaseModel):

@@ -18,12 +18,18 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from app import Context, MCPServer
-from app.errors import INVALID_PARAMS, InvalidParams
-from app.request_state import OpenedState, RequestStateRejected, RequestStateSealer, decode_key, params_digest
-from app.types import JSONObject
 from tests.support_http import FakeClock
-from transports.memory import Client
+from wiremcp import Context, MCPServer
+from wiremcp.errors import INVALID_PARAMS, InvalidParams
+from wiremcp.request_state import (
+    OpenedState,
+    RequestStateRejected,
+    RequestStateSealer,
+    decode_key,
+    params_digest,
+)
+from wiremcp.transports.memory import Client
+from wiremcp.types import JSONObject
 
 MRTR = "2026-07-28/basic/patterns/mrtr"
 pytestmark = pytest.mark.spec(f"{MRTR}#server-requirements-basic-workflow")

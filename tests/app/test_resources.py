@@ -6,10 +6,10 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field
 
-from app import Context, MCPServer
-from app.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, ResourceNotFound
-from app.resources import Resource
-from transports.memory import Client
+from wiremcp import Context, MCPServer
+from wiremcp.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, ResourceNotFound
+from wiremcp.resources import Resource
+from wiremcp.transports.memory import Client
 
 
 class Settings(BaseModel):

@@ -10,9 +10,9 @@ import pytest
 import typing_extensions
 from pydantic import BaseModel, Field, ValidationError
 
-from app.content import Image, ResourceLink
-from app.context import Context
-from app.schema import (
+from wiremcp.content import Image, ResourceLink
+from wiremcp.context import Context
+from wiremcp.schema import (
     SchemaChecker,
     arguments_model,
     context_parameter,
@@ -21,7 +21,7 @@ from app.schema import (
     typeddict_compat,
     validation_message,
 )
-from app.tools import Tool
+from wiremcp.tools import Tool
 
 
 class Point(BaseModel):

@@ -5,9 +5,9 @@ from typing import Any
 
 import orjson
 
-from app import MCPServer, jsonrpc
-from app.session import ServerSession
-from app.state import SessionState
+from wiremcp import MCPServer, jsonrpc
+from wiremcp.session import ServerSession
+from wiremcp.state import SessionState
 
 
 def _full_state() -> SessionState:

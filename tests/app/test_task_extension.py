@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from app import Context, MCPServer
-from app.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, MCPError
-from app.protocol import META_SERVER_INFO, META_SUBSCRIPTION, TASKS_EXTENSION
-from app.task_runner import RELATED_TASK
-from app.types import JSONObject
 from tests.support_tasks import Gate
 from tests.support_tasks import task_server as shared_task_server
-from transports.memory import Client
+from wiremcp import Context, MCPServer
+from wiremcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, MCPError
+from wiremcp.protocol import META_SERVER_INFO, META_SUBSCRIPTION, TASKS_EXTENSION
+from wiremcp.task_runner import RELATED_TASK
+from wiremcp.transports.memory import Client
+from wiremcp.types import JSONObject
 
 VERSION = "2026-07-28"
 BOUND = 5.0

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from app import Context, MCPServer
-from app.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MCPError
-from app.state import SessionState
-from app.task_runner import RELATED_TASK, owner
-from app.types import JSONObject
 from tests.support_tasks import Gate, task_server
-from transports.memory import Client
+from wiremcp import Context, MCPServer
+from wiremcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MCPError
+from wiremcp.state import SessionState
+from wiremcp.task_runner import RELATED_TASK, owner
+from wiremcp.transports.memory import Client
+from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.spec("2025-11-25/basic/utilities/tasks")
 
@@ -237,18 +237,18 @@ async def test_an_owner_over_its_running_task_limit_is_refused_until_one_finishe
 
 
 def test_the_task_settings_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.deployment import configure
-    from app.settings import Settings
+    from wiremcp.deployment import configure
+    from wiremcp.settings import Settings
 
-    monkeypatch.setenv("MCPWIRE_TASK_TTL_SECONDS", "120")
-    monkeypatch.setenv("MCPWIRE_TASK_POLL_INTERVAL_MS", "250")
-    monkeypatch.setenv("MCPWIRE_MAX_TASKS_PER_OWNER", "3")
+    monkeypatch.setenv("WIREMCP_TASK_TTL_SECONDS", "120")
+    monkeypatch.setenv("WIREMCP_TASK_POLL_INTERVAL_MS", "250")
+    monkeypatch.setenv("WIREMCP_MAX_TASKS_PER_OWNER", "3")
     runner = configure(task_server(Gate()), Settings.from_env()).task_runner
     assert (runner.default_ttl_ms, runner.poll_interval_ms, runner.max_running_per_owner) == (120_000, 250, 3)
 
 
 async def test_a_task_nobody_reads_keeps_its_requests_for_input_but_drops_logs_beyond_the_limit() -> None:
-    from app.task_runner import OUTLET_LIMIT
+    from wiremcp.task_runner import OUTLET_LIMIT
 
     server = MCPServer("chatty")
 
@@ -297,7 +297,7 @@ async def test_what_a_task_sent_just_before_it_ended_reaches_the_next_tasks_resu
 
 async def test_a_store_away_for_a_moment_when_the_task_ends_still_gets_its_outcome() -> None:
     """The outcome is written again (backing off) until the store takes it: the task does not stay working."""
-    from app.tasks import InMemoryTaskStore
+    from wiremcp.tasks import InMemoryTaskStore
 
     class Flaky(InMemoryTaskStore):
         failures = 2

@@ -1,4 +1,4 @@
-"""``app.tasks``: the task record, its wire shapes in both protocol eras, and ``InMemoryTaskStore`` (the
+"""``wiremcp.tasks``: the task record, its wire shapes in both protocol eras, and ``InMemoryTaskStore`` (the
 behaviours every store shares are in ``tests/support_tasks.py``)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from app.tasks import InMemoryTaskStore, TaskRecord, iso_timestamp, new_task_id
 from tests.support_tasks import ALICE, CHECKS, INPUT_CHECKS, Check
+from wiremcp.tasks import InMemoryTaskStore, TaskRecord, iso_timestamp, new_task_id
 
 
 class FakeClock:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from app.threads import run_sync
+from wiremcp.threads import run_sync
 
 _VAR: contextvars.ContextVar[str] = contextvars.ContextVar("_VAR", default="unset")
 

@@ -12,10 +12,20 @@ import jsonschema
 import pytest
 from pydantic import BaseModel
 
-from app import Audio, Context, EmbeddedResource, Image, MCPServer, ResourceLink, ToolError, ToolResult, text
-from app.errors import INVALID_PARAMS, MCPError
-from app.tools import Tool
-from transports.memory import Client
+from wiremcp import (
+    Audio,
+    Context,
+    EmbeddedResource,
+    Image,
+    MCPServer,
+    ResourceLink,
+    ToolError,
+    ToolResult,
+    text,
+)
+from wiremcp.errors import INVALID_PARAMS, MCPError
+from wiremcp.tools import Tool
+from wiremcp.transports.memory import Client
 
 
 class City(BaseModel):
@@ -201,7 +211,7 @@ async def test_unexpected_exception_is_an_error_result_without_traceback(caplog:
     async def explode() -> str:
         raise KeyError("missing-key")
 
-    with caplog.at_level("ERROR", logger="mcpwire.tools"):
+    with caplog.at_level("ERROR", logger="wiremcp.tools"):
         result = await _call(server, "explode")
     assert result["isError"] is True
     message = _text(result)
@@ -264,7 +274,7 @@ async def test_sync_tool_sees_the_context() -> None:
         return f"{ctx.method} {ctx.client_info['name']} {ctx.protocol_version}"
 
     result = await _call(server, "whoami")
-    assert _text(result) == "tools/call mcpwire-test-client 2025-11-25"
+    assert _text(result) == "tools/call wiremcp-test-client 2025-11-25"
 
 
 # -- structured output ---------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.uritemplate import UriTemplate, is_template
+from wiremcp.uritemplate import UriTemplate, is_template
 
 
 @pytest.mark.spec("2025-11-25/server/resources#resource-templates")

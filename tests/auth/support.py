@@ -20,11 +20,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from joserfc import jwk, jwt
 
-from app import Context, MCPServer
-from app.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
 from examples.dev_auth_server import DevAuthServer
 from tests.support_http import ACCEPT_BOTH, serve_in_process
-from transports.asgi import ASGIApp, Receive, Scope, SendASGI
+from wiremcp import Context, MCPServer
+from wiremcp.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -158,7 +158,7 @@ def recording_server(recorder: Recorder, *, filter_lists_by_scope: bool = True) 
 
 
 env_server = recording_server(Recorder())
-"""What ``MCPWIRE_SERVER=tests.auth.support:env_server`` serves (a uvicorn process configured by environment)."""
+"""What ``WIREMCP_SERVER=tests.auth.support:env_server`` serves (a uvicorn process configured by environment)."""
 
 
 class Late:

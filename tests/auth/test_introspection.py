@@ -18,12 +18,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-import auth.introspection
-from auth.introspection import IntrospectionVerifier
-from auth.verifier import InvalidToken, VerifierUnavailable
+import wiremcp.auth.introspection
 from examples.dev_auth_server import Client, DevAuthServer
 from tests.auth.support import Clock
-from transports.asgi import Receive, Scope, SendASGI
+from wiremcp.auth.introspection import IntrospectionVerifier
+from wiremcp.auth.verifier import InvalidToken, VerifierUnavailable
+from wiremcp.transports.asgi import Receive, Scope, SendASGI
 
 SPEC = "2025-11-25/basic/authorization"
 ISSUER = "https://as.example.test"
@@ -194,7 +194,7 @@ async def test_the_cache_never_outlives_the_token(das: DevAuthServer, verifier: 
 
 async def test_the_cache_is_bounded(das: DevAuthServer, verifier: IntrospectionVerifier,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(auth.introspection, "MAX_CACHED", 3)
+    monkeypatch.setattr(wiremcp.auth.introspection, "MAX_CACHED", 3)
     tokens = [token(das, f"user-{i}") for i in range(4)]
     for t in tokens:
         await verifier.verify(t)

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from auth.introspection import IntrospectionVerifier
-from auth.verifier import InvalidToken, VerifierUnavailable
 from tests.auth.upstream import RESOURCE, Upstream, guarded, refusing_url, rpc_error
 from tests.support_http import FakeClock
+from wiremcp.auth.introspection import IntrospectionVerifier
+from wiremcp.auth.verifier import InvalidToken, VerifierUnavailable
 
 SPEC = "2025-11-25/basic/authorization"
 STALL = 1.0

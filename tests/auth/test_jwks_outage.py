@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from joserfc import jwk
 
-from auth.jwt_verifier import JWKSVerifier
-from auth.verifier import InvalidToken, VerifierUnavailable
 from tests.auth.support import forge
 from tests.auth.upstream import RESOURCE, Upstream, guarded, mint, refusing_url, rotate, rpc_error
 from tests.support_http import FakeClock
+from wiremcp.auth.jwt_verifier import JWKSVerifier
+from wiremcp.auth.verifier import InvalidToken, VerifierUnavailable
 
 SPEC = "2025-11-25/basic/authorization"
 NOW = 1_750_000_000.0

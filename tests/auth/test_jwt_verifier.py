@@ -15,13 +15,13 @@ import pytest
 from joserfc import jwk, jwt
 from starlette.responses import JSONResponse
 
-from auth.jwt_verifier import JWKSVerifier, same_resource
-from auth.principal import Principal
-from auth.verifier import InvalidToken, VerifierUnavailable
 from examples.dev_auth_server import DevAuthServer
 from tests.auth.support import alg_none_token, foreign_key_token, forge, hs256_with_public_key_token
 from tests.support_http import FakeClock
-from transports.asgi import Receive, Scope, SendASGI
+from wiremcp.auth.jwt_verifier import JWKSVerifier, same_resource
+from wiremcp.auth.principal import Principal
+from wiremcp.auth.verifier import InvalidToken, VerifierUnavailable
+from wiremcp.transports.asgi import Receive, Scope, SendASGI
 
 SPEC = "2025-11-25/basic/authorization"
 ISSUER = "https://as.example.test"

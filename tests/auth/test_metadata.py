@@ -11,9 +11,9 @@ from mcp.shared.auth import ProtectedResourceMetadata
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 
-from auth.metadata import WELL_KNOWN, ProtectedResource
 from tests.support_http import asgi_request
-from transports.asgi import Receive, Scope, SendASGI, respond
+from wiremcp.auth.metadata import WELL_KNOWN, ProtectedResource
+from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond
 
 SPEC = "2025-11-25/basic/authorization"
 ISSUER = "https://as.example.test"

@@ -1,5 +1,5 @@
 """``BearerAuth`` at the ASGI level: what is refused, how (status and ``WWW-Authenticate``), what gets
-through (the principal in the scope), and how the deployment turns it on from ``MCPWIRE_AUTH_*``.
+through (the principal in the scope), and how the deployment turns it on from ``WIREMCP_AUTH_*``.
 
 A static verifier stands in for the authorization server here (the JWKS and introspection verifiers
 have their own tests, and the end-to-end tests run the real thing); the app behind the middleware
@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
-from app import MCPServer
-from app.deployment import build_auth, build_http_app
-from app.settings import Settings
-from auth.metadata import WELL_KNOWN, ProtectedResource
-from auth.middleware import BearerAuth, Challenge
-from auth.principal import Principal
-from auth.verifier import InvalidToken, StaticTokenVerifier, TokenVerifier, VerifierUnavailable
 from tests.auth.support import challenge_params
 from tests.support_http import asgi_request
-from transports.asgi import Receive, Scope, SendASGI, respond
-from transports.http_app import MCPHttpApp
-from transports.identity import CHALLENGE, PRINCIPAL
+from wiremcp import MCPServer
+from wiremcp.auth.metadata import WELL_KNOWN, ProtectedResource
+from wiremcp.auth.middleware import BearerAuth, Challenge
+from wiremcp.auth.principal import Principal
+from wiremcp.auth.verifier import InvalidToken, StaticTokenVerifier, TokenVerifier, VerifierUnavailable
+from wiremcp.deployment import build_auth, build_http_app
+from wiremcp.settings import Settings
+from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond
+from wiremcp.transports.http_app import MCPHttpApp
+from wiremcp.transports.identity import CHALLENGE, PRINCIPAL
 
 SPEC = "2025-11-25/basic/authorization"
 RESOURCE = "https://mcp.example.test/mcp"
@@ -337,11 +337,11 @@ async def test_the_dns_rebinding_guard_comes_before_authentication() -> None:
 
 # -- configuration ------------------------------------------------------------------------------------------------------
 def test_settings_read_the_auth_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {"MCPWIRE_AUTH_RESOURCE": RESOURCE, "MCPWIRE_AUTH_ISSUER": ISSUER,
-                        "MCPWIRE_AUTH_JWKS_URL": ISSUER + "/jwks", "MCPWIRE_AUTH_SCOPES": "mcp:tools, mcp:read",
-                        "MCPWIRE_AUTH_SCOPES_SUPPORTED": "mcp:tools mcp:read mcp:write",
-                        "MCPWIRE_AUTH_STATIC_TOKENS": "t1=alice:mcp:tools mcp:read,t2=bob",
-                        "MCPWIRE_AUTH_ALGORITHMS": "RS256 ES256"}.items():
+    for name, value in {"WIREMCP_AUTH_RESOURCE": RESOURCE, "WIREMCP_AUTH_ISSUER": ISSUER,
+                        "WIREMCP_AUTH_JWKS_URL": ISSUER + "/jwks", "WIREMCP_AUTH_SCOPES": "mcp:tools, mcp:read",
+                        "WIREMCP_AUTH_SCOPES_SUPPORTED": "mcp:tools mcp:read mcp:write",
+                        "WIREMCP_AUTH_STATIC_TOKENS": "t1=alice:mcp:tools mcp:read,t2=bob",
+                        "WIREMCP_AUTH_ALGORITHMS": "RS256 ES256"}.items():
         monkeypatch.setenv(name, value)
     settings = Settings.from_env()
     assert settings.auth_resource == RESOURCE
@@ -354,12 +354,12 @@ def test_settings_read_the_auth_variables(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 @pytest.mark.parametrize(("options", "complaint"), [
-    ({"auth_jwks_url": ISSUER + "/jwks"}, "MCPWIRE_AUTH_RESOURCE"),
-    ({"auth_static_tokens": ("t=a",)}, "MCPWIRE_AUTH_RESOURCE"),
-    ({"auth_resource": RESOURCE, "auth_jwks_url": ISSUER + "/jwks"}, "MCPWIRE_AUTH_ISSUER"),
-    ({"auth_resource": RESOURCE, "auth_issuer": ISSUER}, "MCPWIRE_AUTH_JWKS_URL"),
+    ({"auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_RESOURCE"),
+    ({"auth_static_tokens": ("t=a",)}, "WIREMCP_AUTH_RESOURCE"),
+    ({"auth_resource": RESOURCE, "auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_ISSUER"),
+    ({"auth_resource": RESOURCE, "auth_issuer": ISSUER}, "WIREMCP_AUTH_JWKS_URL"),
     ({"auth_resource": RESOURCE, "auth_issuer": ISSUER, "auth_introspection_url": ISSUER + "/introspect"},
-     "MCPWIRE_AUTH_CLIENT_ID"),
+     "WIREMCP_AUTH_CLIENT_ID"),
     ({"auth_resource": "mcp.example.test/mcp", "auth_issuer": ISSUER, "auth_static_tokens": ("t=a",)},
      "absolute"),
     ({"auth_resource": RESOURCE, "auth_issuer": ISSUER, "auth_jwks_url": ISSUER + "/jwks",

@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-import auth.scopes
-from app import Context, MCPServer, jsonrpc
-from app.answer import Answer, answer
-from app.errors import INVALID_REQUEST, InsufficientScope
-from app.jsonrpc import Request
-from app.protocol import META_CAPABILITIES, META_VERSION
-from app.scopes import authorize, covers, missing, parse
-from app.types import JSONObject
-from auth.principal import Principal
-from transports.memory import Client
+import wiremcp.auth.scopes
+from wiremcp import Context, MCPServer, jsonrpc
+from wiremcp.answer import Answer, answer
+from wiremcp.auth.principal import Principal
+from wiremcp.errors import INVALID_REQUEST, InsufficientScope
+from wiremcp.jsonrpc import Request
+from wiremcp.protocol import META_CAPABILITIES, META_VERSION
+from wiremcp.scopes import authorize, covers, missing, parse
+from wiremcp.transports.memory import Client
+from wiremcp.types import JSONObject
 
 SPEC = "2025-11-25/basic/authorization"
 MODERN = "2026-07-28"
@@ -53,7 +53,7 @@ def test_parse_reads_scope_strings_and_scp_lists(value: Any, expected: set[str])
 
 
 def test_auth_scopes_are_the_cores_rules() -> None:
-    assert (auth.scopes.covers, auth.scopes.missing, auth.scopes.parse) == (covers, missing, parse)
+    assert (wiremcp.auth.scopes.covers, wiremcp.auth.scopes.missing, wiremcp.auth.scopes.parse) == (covers, missing, parse)
 
 
 def test_authorize_names_every_scope_needed_not_only_the_missing_ones() -> None:

@@ -19,14 +19,14 @@ from typing import Any, Literal
 from joserfc import jwk, jwt
 from starlette.responses import JSONResponse
 
-from auth.metadata import ProtectedResource
-from auth.middleware import BearerAuth
-from auth.verifier import TokenVerifier
 from examples.dev_auth_server import DevAuthServer
 from tests.auth.support import Recorder, modern_call, modern_headers, recording_server
 from tests.support_http import ASGIAnswer, asgi_request, free_port, serve_in_process
-from transports.asgi import Receive, Scope, SendASGI
-from transports.http_app import MCPHttpApp
+from wiremcp.auth.metadata import ProtectedResource
+from wiremcp.auth.middleware import BearerAuth
+from wiremcp.auth.verifier import TokenVerifier
+from wiremcp.transports.asgi import Receive, Scope, SendASGI
+from wiremcp.transports.http_app import MCPHttpApp
 
 RESOURCE = "http://127.0.0.1/mcp"
 """The guarded app's resource (``asgi_request`` sends ``Host: 127.0.0.1``)."""

@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from app.settings import Settings
 from tests.deploy.yaml_subset import YAMLSubsetError, load, load_all
 from tests.support_http import free_port
+from wiremcp.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
-SETTINGS = {f"MCPWIRE_{field.name.upper()}" for field in dataclasses.fields(Settings)}
+SETTINGS = {f"WIREMCP_{field.name.upper()}" for field in dataclasses.fields(Settings)}
 
 
 # -- the Dockerfile ---------------------------------------------------------------------------------------------
@@ -119,8 +119,11 @@ def test_the_image_is_built_in_two_stages_on_python_3_11_slim() -> None:
     builder, *_, final = stages()
     assert {stage.image for stage in stages()} == {"python:3.11-slim"}
     assert builder.name == "builder"
-    # the final stage gets the venv and nothing else
-    assert final.all("COPY") == ["--from=builder /opt/venv /opt/venv"]
+    # the final stage gets the venv, the door app:asgi goes through and the examples, nothing else
+    assert final.all("COPY") == ["--from=builder /opt/venv /opt/venv",
+                                 "--from=builder /src/app/__init__.py /srv/wiremcp/app/__init__.py",
+                                 "--from=builder /src/examples /srv/wiremcp/examples"]
+    assert final.last("WORKDIR") == "/srv/wiremcp"
     assert final.all("ADD") == []
     assert final.env()["PATH"].startswith("/opt/venv/bin:")
     assert "pip wheel" in " ".join(builder.all("RUN"))
@@ -137,7 +140,7 @@ def test_the_copied_sources_exist_and_are_what_the_wheel_is_built_from() -> None
             for source in sources:
                 assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
                 copied.add(source)
-    assert set(project["tool"]["setuptools"]["packages"]) <= copied
+    assert set(project["tool"]["setuptools"]["package-dir"].values()) | {"examples"} <= copied
     assert {"pyproject.toml", project["project"]["readme"]} <= copied
 
 
@@ -182,12 +185,12 @@ def dockerignored(path: str, patterns: list[str]) -> bool:
 def test_the_build_context_holds_the_sources_and_nothing_private() -> None:
     patterns = dockerignore_patterns()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    sources = [str(path.relative_to(ROOT)) for package in project["tool"]["setuptools"]["packages"]
-               for path in (ROOT / package).rglob("*") if "__pycache__" not in path.parts and path.is_file()]
+    sources = [str(path.relative_to(ROOT)) for folder in project["tool"]["setuptools"]["package-dir"].values()
+               for path in (ROOT / folder).rglob("*") if "__pycache__" not in path.parts and path.is_file()]
     assert any(source.endswith("py.typed") for source in sources)
     sent = [source for source in [*sources, "pyproject.toml", "README.md"] if not dockerignored(source, patterns)]
     assert sorted(sent) == sorted([*sources, "pyproject.toml", "README.md"])
-    for private in (".venv/bin/python", ".git/config", "deploy/.env", "tests/conftest.py", "mcpwire.egg-info/PKG-INFO",
+    for private in (".venv/bin/python", ".git/config", "deploy/.env", "tests/conftest.py", "wiremcp.egg-info/PKG-INFO",
                     "app/__pycache__/server.cpython-311.pyc"):
         assert dockerignored(private, patterns), private
 
@@ -218,10 +221,10 @@ def test_the_command_serves_app_asgi_on_all_interfaces_and_outlasts_the_drain() 
     assert final.all("STOPSIGNAL") == ["SIGTERM"]
     env = final.env()
     assert env["PYTHONUNBUFFERED"] == "1"
-    assert env["MCPWIRE_SERVER"] == "app.demo:server"
-    assert env["MCPWIRE_ALLOWED_HOSTS"]
-    assert set(k for k in env if k.startswith("MCPWIRE_")) <= SETTINGS
-    drain = float(env.get("MCPWIRE_DRAIN_SECONDS", Settings().drain_seconds))
+    assert env["WIREMCP_SERVER"] == "wiremcp.demo:server"
+    assert env["WIREMCP_ALLOWED_HOSTS"]
+    assert set(k for k in env if k.startswith("WIREMCP_")) <= SETTINGS
+    drain = float(env.get("WIREMCP_DRAIN_SECONDS", Settings().drain_seconds))
     assert graceful_seconds() > drain
 
 
@@ -291,11 +294,11 @@ def test_compose_runs_replicas_of_the_image_with_redis_and_nginx() -> None:
     assert (DEPLOY / mcp["build"]["context"] / mcp["build"]["dockerfile"]).resolve() == ROOT / "Dockerfile"
     assert "ports" not in mcp  # reached through nginx only
     env = mcp["environment"]
-    assert env["MCPWIRE_REDIS_URL"] == "redis://redis:6379/0"
+    assert env["WIREMCP_REDIS_URL"] == "redis://redis:6379/0"
     # one variable for every replica, and compose refuses to start without it
-    assert env["MCPWIRE_REQUEST_STATE_KEYS"].startswith("${MCPWIRE_REQUEST_STATE_KEYS:?")
-    assert set(k for k in env if k.startswith("MCPWIRE_")) <= SETTINGS
-    assert "MCPWIRE_REQUEST_STATE_KEYS=" in (DEPLOY / "example.env").read_text()
+    assert env["WIREMCP_REQUEST_STATE_KEYS"].startswith("${WIREMCP_REQUEST_STATE_KEYS:?")
+    assert set(k for k in env if k.startswith("WIREMCP_")) <= SETTINGS
+    assert "WIREMCP_REQUEST_STATE_KEYS=" in (DEPLOY / "example.env").read_text()
     assert services["redis"]["image"].startswith(("redis:7", "valkey/valkey:"))
     assert seconds(mcp["stop_grace_period"]) > graceful_seconds()
 
@@ -378,7 +381,7 @@ def manifests() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def deployment() -> dict[str, Any]:
-    return manifests()[("Deployment", "mcpwire")]
+    return manifests()[("Deployment", "wiremcp")]
 
 
 def container() -> dict[str, Any]:
@@ -389,8 +392,8 @@ def container() -> dict[str, Any]:
 
 def test_every_manifest_parses_and_the_kustomization_lists_them_all() -> None:
     objects = manifests()
-    assert set(objects) == {("ConfigMap", "mcpwire-config"), ("Deployment", "mcpwire"), ("Service", "mcpwire"),
-                            ("HorizontalPodAutoscaler", "mcpwire"), ("PodDisruptionBudget", "mcpwire"),
+    assert set(objects) == {("ConfigMap", "wiremcp-config"), ("Deployment", "wiremcp"), ("Service", "wiremcp"),
+                            ("HorizontalPodAutoscaler", "wiremcp"), ("PodDisruptionBudget", "wiremcp"),
                             ("Service", "redis"), ("StatefulSet", "redis")}
     listed = set(load((KUBERNETES / "kustomization.yaml").read_text())["resources"])
     assert {p.name for p in KUBERNETES.glob("*.yaml")} - listed == {"kustomization.yaml", "secret.example.yaml"}
@@ -416,8 +419,8 @@ def test_pods_drain_after_leaving_the_endpoints() -> None:
     assert command[0] == "sleep"
     grace = spec["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace > int(command[1]) + graceful_seconds()
-    config = manifests()[("ConfigMap", "mcpwire-config")]["data"]
-    assert float(config["MCPWIRE_DRAIN_SECONDS"]) < graceful_seconds()
+    config = manifests()[("ConfigMap", "wiremcp-config")]["data"]
+    assert float(config["WIREMCP_DRAIN_SECONDS"]) < graceful_seconds()
 
 
 def test_pods_run_as_the_image_user_on_a_read_only_root() -> None:
@@ -438,32 +441,32 @@ def test_pods_run_as_the_image_user_on_a_read_only_root() -> None:
 def test_the_configuration_comes_from_the_configmap_and_the_secret() -> None:
     objects = manifests()
     sources = container()["envFrom"]
-    assert sources == [{"configMapRef": {"name": "mcpwire-config"}}, {"secretRef": {"name": "mcpwire-secrets"}}]
-    config = objects[("ConfigMap", "mcpwire-config")]["data"]
+    assert sources == [{"configMapRef": {"name": "wiremcp-config"}}, {"secretRef": {"name": "wiremcp-secrets"}}]
+    config = objects[("ConfigMap", "wiremcp-config")]["data"]
     secret = load((KUBERNETES / "secret.example.yaml").read_text())
-    assert (secret["kind"], secret["metadata"]["name"]) == ("Secret", "mcpwire-secrets")
-    assert set(secret["stringData"]) == {"MCPWIRE_REQUEST_STATE_KEYS", "MCPWIRE_REDIS_URL"}
+    assert (secret["kind"], secret["metadata"]["name"]) == ("Secret", "wiremcp-secrets")
+    assert set(secret["stringData"]) == {"WIREMCP_REQUEST_STATE_KEYS", "WIREMCP_REDIS_URL"}
     names = {*config, *secret["stringData"], *(e["name"] for e in container()["env"])}
-    assert {n for n in names if n.startswith("MCPWIRE_")} <= SETTINGS
+    assert {n for n in names if n.startswith("WIREMCP_")} <= SETTINGS
     assert all(isinstance(value, str) for value in config.values())
     # the example Redis URL names the reference Redis Service
     redis = objects[("Service", "redis")]
-    assert secret["stringData"]["MCPWIRE_REDIS_URL"] == f"redis://redis:{redis['spec']['ports'][0]['port']}/0"
+    assert secret["stringData"]["WIREMCP_REDIS_URL"] == f"redis://redis:{redis['spec']['ports'][0]['port']}/0"
 
 
 def test_the_service_hpa_and_pdb_select_the_pods() -> None:
     objects = manifests()
     labels = deployment()["spec"]["template"]["metadata"]["labels"]
     assert deployment()["spec"]["selector"]["matchLabels"].items() <= labels.items()
-    service = objects[("Service", "mcpwire")]["spec"]
+    service = objects[("Service", "wiremcp")]["spec"]
     assert service["selector"].items() <= labels.items()
     assert service["sessionAffinity"] == "None"
     assert service["ports"][0]["targetPort"] == "http"
-    pdb = objects[("PodDisruptionBudget", "mcpwire")]["spec"]
+    pdb = objects[("PodDisruptionBudget", "wiremcp")]["spec"]
     assert pdb["selector"]["matchLabels"].items() <= labels.items()
-    hpa = objects[("HorizontalPodAutoscaler", "mcpwire")]
+    hpa = objects[("HorizontalPodAutoscaler", "wiremcp")]
     assert hpa["apiVersion"] == "autoscaling/v2"
-    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "mcpwire"}
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "wiremcp"}
     assert hpa["spec"]["minReplicas"] >= 2
     (metric,) = hpa["spec"]["metrics"]
     assert metric["resource"]["name"] == "cpu"

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from deploy.local_cluster import LocalCluster
 from deploy.round_robin_proxy import RoundRobinProxy, Routed
 from tests.support_http import READ_BOUND, SSEReader, free_port, serve_in_process
-from transports.asgi import Receive, Scope, SendASGI
+from wiremcp.transports.asgi import Receive, Scope, SendASGI
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -156,7 +156,7 @@ async def test_no_backend_accepting_is_a_502() -> None:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     logs: Path = tmp_path_factory.mktemp("local-cluster")
-    env = {"MCPWIRE_LOG_LEVEL": "WARNING", "UVICORN_LOG_LEVEL": "warning", "MCPWIRE_DRAIN_SECONDS": "1",
+    env = {"WIREMCP_LOG_LEVEL": "WARNING", "UVICORN_LOG_LEVEL": "warning", "WIREMCP_DRAIN_SECONDS": "1",
            "PYTHONDONTWRITEBYTECODE": "1"}
     with LocalCluster(2, log_dir=logs, env=env, access_log=False) as running:
         yield running

@@ -1,13 +1,13 @@
 """The server of ``tests/e2e/test_access.py``: one component of each kind behind the scope ``secret:use``,
 its public twin, completions for both prompts and both templates, and a tool that announces resource updates.
 
-Served by ``uvicorn app:asgi`` with static tokens (``MCPWIRE_AUTH_STATIC_TOKENS``) for one subject, ``alice``,
+Served by ``uvicorn app:asgi`` with static tokens (``WIREMCP_AUTH_STATIC_TOKENS``) for one subject, ``alice``,
 under two tokens: ``wide`` holds ``secret:use``, ``narrow`` does not.
 """
 
 from __future__ import annotations
 
-from app import Context, MCPServer
+from wiremcp import Context, MCPServer
 
 SCOPE = "secret:use"
 server = MCPServer("access", "1.0.0")

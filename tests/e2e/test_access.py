@@ -19,10 +19,6 @@ from typing import Any
 import httpx
 import pytest
 
-from app import MCPServer
-from app.dispatcher import Dispatcher
-from app.errors import INVALID_REQUEST, RESOURCE_NOT_FOUND
-from app.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_SUBSCRIPTION, META_VERSION, TASKS_EXTENSION
 from tests.auth.support import challenge_params
 from tests.support_http import (
     ACCEPT_BOTH,
@@ -32,15 +28,25 @@ from tests.support_http import (
     initialize,
     run_uvicorn,
 )
-from transports.request_headers import NAMED
+from wiremcp import MCPServer
+from wiremcp.dispatcher import Dispatcher
+from wiremcp.errors import INVALID_REQUEST, RESOURCE_NOT_FOUND
+from wiremcp.protocol import (
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_SUBSCRIPTION,
+    META_VERSION,
+    TASKS_EXTENSION,
+)
+from wiremcp.transports.request_headers import NAMED
 
 SCOPE = "secret:use"
 WIDE = "wide-token-4f1c9a"
 NARROW = "narrow-token-8b2d7e"
 STATELESS = "2026-07-28"
 HANDSHAKE = "2025-11-25"
-ENV = {"MCPWIRE_AUTH_RESOURCE": "http://127.0.0.1/mcp", "MCPWIRE_AUTH_ISSUER": "https://issuer.test",
-       "MCPWIRE_AUTH_STATIC_TOKENS": f"{WIDE}=alice:{SCOPE},{NARROW}=alice"}
+ENV = {"WIREMCP_AUTH_RESOURCE": "http://127.0.0.1/mcp", "WIREMCP_AUTH_ISSUER": "https://issuer.test",
+       "WIREMCP_AUTH_STATIC_TOKENS": f"{WIDE}=alice:{SCOPE},{NARROW}=alice"}
 SUBSCRIPTIONS = "2026-07-28/basic/patterns/subscriptions#acknowledgment"
 
 pytestmark = pytest.mark.spec("2025-11-25/basic/authorization#runtime-insufficient-scope-errors")

@@ -42,12 +42,6 @@ from pydantic import AnyUrl
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 
-from app.errors import INVALID_PARAMS, INVALID_REQUEST
-from auth.introspection import IntrospectionVerifier
-from auth.jwt_verifier import JWKSVerifier
-from auth.metadata import WELL_KNOWN, ProtectedResource
-from auth.middleware import BearerAuth
-from auth.verifier import TokenVerifier
 from examples.dev_auth_server import DevAuthServer
 from tests.auth.support import (
     ADMIN_SCOPES,
@@ -78,8 +72,14 @@ from tests.support_http import (
     run_uvicorn,
     serve_in_process,
 )
-from transports.asgi import ASGIApp
-from transports.http_app import MCPHttpApp
+from wiremcp.auth.introspection import IntrospectionVerifier
+from wiremcp.auth.jwt_verifier import JWKSVerifier
+from wiremcp.auth.metadata import WELL_KNOWN, ProtectedResource
+from wiremcp.auth.middleware import BearerAuth
+from wiremcp.auth.verifier import TokenVerifier
+from wiremcp.errors import INVALID_PARAMS, INVALID_REQUEST
+from wiremcp.transports.asgi import ASGIApp
+from wiremcp.transports.http_app import MCPHttpApp
 
 SPEC = "2025-11-25/basic/authorization"
 WAIT = 10.0  # a failure bound, never a sleep
@@ -246,7 +246,7 @@ class UserAgent:
 
 
 def oauth_provider(server_url: str, agent: UserAgent, storage: MemoryStorage) -> OAuthClientProvider:
-    metadata = OAuthClientMetadata(redirect_uris=[AnyUrl(REDIRECT_URI)], client_name="mcpwire auth tests",
+    metadata = OAuthClientMetadata(redirect_uris=[AnyUrl(REDIRECT_URI)], client_name="wiremcp auth tests",
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                                    token_endpoint_auth_method="client_secret_basic")
     return OAuthClientProvider(server_url, metadata, storage, redirect_handler=agent.redirect,
@@ -346,13 +346,13 @@ async def test_the_official_oauth_client_steps_up_on_insufficient_scope(mode: st
 
 @spec("token-handling", "canonical-server-uri")
 async def test_a_server_configured_from_the_environment_behind_a_proxy() -> None:
-    """``uvicorn app:asgi`` with ``MCPWIRE_AUTH_*``: the canonical URL is the public one (a proxy's), which
+    """``uvicorn app:asgi`` with ``WIREMCP_AUTH_*``: the canonical URL is the public one (a proxy's), which
     tokens name as audience and challenges point at, whatever address the process listens on."""
     public = "https://mcp.example.test/mcp"
     async with dev_auth_server() as das:
-        env = {"MCPWIRE_AUTH_RESOURCE": public, "MCPWIRE_AUTH_ISSUER": das.issuer,
-               "MCPWIRE_AUTH_JWKS_URL": das.issuer + "/jwks", "MCPWIRE_AUTH_SCOPES": "mcp:tools",
-               "MCPWIRE_AUTH_SCOPES_SUPPORTED": "mcp:tools mcp:read offline_access"}
+        env = {"WIREMCP_AUTH_RESOURCE": public, "WIREMCP_AUTH_ISSUER": das.issuer,
+               "WIREMCP_AUTH_JWKS_URL": das.issuer + "/jwks", "WIREMCP_AUTH_SCOPES": "mcp:tools",
+               "WIREMCP_AUTH_SCOPES_SUPPORTED": "mcp:tools mcp:read offline_access"}
         with run_uvicorn("tests.auth.support:env_server", env) as process:
             # An uppercase scheme and host in the audience is the same resource (compared case-insensitively).
             token = das.issue(subject="carol", client_id="c", scope="mcp:tools", audience="HTTPS://MCP.Example.test/mcp")

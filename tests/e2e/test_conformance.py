@@ -21,7 +21,7 @@ import pytest
 
 from tests.support_http import UvicornProcess, run_uvicorn
 
-CACHE = Path(os.environ.get("MCPWIRE_NODE_CACHE", Path.home() / ".cache" / "mcpwire" / "node22"))
+CACHE = Path(os.environ.get("WIREMCP_NODE_CACHE", Path.home() / ".cache" / "wiremcp" / "node22"))
 MIN_NODE = (22, 19)
 RUN_BOUND = 600  # seconds; a failure bound for one suite run (npx may download the suite first)
 

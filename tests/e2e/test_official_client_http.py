@@ -284,7 +284,7 @@ async def test_negotiates_the_era_on_the_same_endpoint(mode: str, everything: Uv
     wire = Wire()
     async with connect(everything, mode, wire) as client:
         assert client.server_info is not None
-        assert client.server_info.name == "mcpwire-everything"
+        assert client.server_info.name == "wiremcp-everything"
         assert client.server_capabilities.tools is not None
         if mode == "auto":
             assert client.session.discover_result is not None

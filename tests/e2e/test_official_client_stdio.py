@@ -1,6 +1,6 @@
 """The official MCP Python SDK client (``mcp``) driving real server processes over stdio, in both eras.
 
-Each test starts ``python -m app.cli stdio MODULE:ATTR`` as the SDK's stdio transport does and
+Each test starts ``python -m wiremcp stdio MODULE:ATTR`` as the SDK's stdio transport does and
 talks to it through ``mcp.Client``:
 
 - ``mode="auto"`` (the default) probes ``server/discover``; the server answers it, so the client
@@ -86,8 +86,8 @@ def eras(modern: str | tuple[str, ...], legacy: str | tuple[str, ...]) -> list[A
 
 def server_params(target: str) -> StdioServerParameters:
     # The SDK passes the child only a minimal environment (HOME, PATH, ...): add what the server needs.
-    return StdioServerParameters(command=sys.executable, args=["-m", "app.cli", "stdio", target], cwd=ROOT,
-                                 env={"MCPWIRE_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"})
+    return StdioServerParameters(command=sys.executable, args=["-m", "wiremcp", "stdio", target], cwd=ROOT,
+                                 env={"WIREMCP_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"})
 
 
 # -- the wire, recorded ----------------------------------------------------------------------------------------

@@ -41,9 +41,9 @@ _names = itertools.count(1)
 
 
 def _env(redis: RedisServer, replica: str) -> dict[str, str]:
-    return {"MCPWIRE_REDIS_URL": redis.url, "MCPWIRE_REPLICA_ID": replica,
-            "MCPWIRE_REPLICA_LEASE_SECONDS": str(LEASE), "MCPWIRE_REDIS_TIMEOUT_SECONDS": "1",
-            "MCPWIRE_SSE_AFTER_SECONDS": "0.05"}
+    return {"WIREMCP_REDIS_URL": redis.url, "WIREMCP_REPLICA_ID": replica,
+            "WIREMCP_REPLICA_LEASE_SECONDS": str(LEASE), "WIREMCP_REDIS_TIMEOUT_SECONDS": "1",
+            "WIREMCP_SSE_AFTER_SECONDS": "0.05"}
 
 
 @pytest.fixture(scope="module")
@@ -157,10 +157,10 @@ RESTART_LEASE = 4.0
 
 async def test_a_replica_restarted_under_its_id_does_not_revive_the_calls_of_its_earlier_life(
         redis: RedisServer, http: httpx.AsyncClient) -> None:
-    """Kubernetes keeps a pod's name (MCPWIRE_REPLICA_ID) across container restarts: the lease names the
+    """Kubernetes keeps a pod's name (WIREMCP_REPLICA_ID) across container restarts: the lease names the
     process life, so a call of the killed life ends with the documented error, never hangs."""
-    env = {**_env(redis, "RK"), "MCPWIRE_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
-    with run_uvicorn(SERVER, {**env, "MCPWIRE_REPLICA_ID": "RS"}) as survivor:
+    env = {**_env(redis, "RK"), "WIREMCP_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
+    with run_uvicorn(SERVER, {**env, "WIREMCP_REPLICA_ID": "RS"}) as survivor:
         with run_uvicorn(SERVER, env) as doomed:
             session = await initialize(http, doomed.url)
             name = f"steps{next(_names)}"
@@ -281,13 +281,13 @@ async def test_a_listen_stream_on_one_replica_hears_a_change_made_on_the_other(
 
 async def test_with_a_session_cache_a_replica_serves_from_its_copy_and_still_hears_of_a_delete(
         redis: RedisServer, http: httpx.AsyncClient) -> None:
-    """``MCPWIRE_SESSION_CACHE_SECONDS``: requests answered from the replica's copy ask Redis nothing;
+    """``WIREMCP_SESSION_CACHE_SECONDS``: requests answered from the replica's copy ask Redis nothing;
     a DELETE on the other replica reaches the copy by pub/sub."""
     import time
 
     import redis as redis_py
 
-    env = {"MCPWIRE_SESSION_CACHE_SECONDS": "30"}
+    env = {"WIREMCP_SESSION_CACHE_SECONDS": "30"}
     with run_uvicorn(SERVER, {**_env(redis, "CA"), **env}) as a, run_uvicorn(SERVER, {**_env(redis, "CB"), **env}) as b:
         at_a = await initialize(http, a.url)
         at_b = on(at_a, b)

@@ -1,4 +1,4 @@
-"""MRTR across replicas: two real ``uvicorn app:asgi`` processes that share ``MCPWIRE_REQUEST_STATE_KEYS``
+"""MRTR across replicas: two real ``uvicorn app:asgi`` processes that share ``WIREMCP_REQUEST_STATE_KEYS``
 finish each other's exchanges; a process with another key refuses the state with -32602.
 
 Each round of a two-round exchange is sent to a chosen process, as a load balancer without
@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.errors import INVALID_PARAMS
-from app.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
 from tests.support_http import ACCEPT_BOTH, UvicornProcess, run_replicas, run_uvicorn
+from wiremcp.errors import INVALID_PARAMS
+from wiremcp.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
 
 SERVER = "tests.e2e.replica_server:server"
 VERSION = "2026-07-28"
@@ -35,7 +35,7 @@ def replicas() -> Iterator[dict[str, UvicornProcess]]:
     """A and B share a key; C has another one."""
     shared, other = _key(), _key()
     keys = {"A": shared, "B": shared, "C": other}
-    with run_replicas(SERVER, {name: {"MCPWIRE_REQUEST_STATE_KEYS": key} for name, key in keys.items()}) as running:
+    with run_replicas(SERVER, {name: {"WIREMCP_REQUEST_STATE_KEYS": key} for name, key in keys.items()}) as running:
         yield running
 
 
@@ -111,11 +111,11 @@ async def test_a_replica_with_another_key_refuses_the_state(issuer: str, receive
 
 
 async def test_replicas_on_one_redis_share_a_key_without_configuring_one(http: httpx.AsyncClient) -> None:
-    """With ``MCPWIRE_REDIS_URL`` and no ``MCPWIRE_REQUEST_STATE_KEYS``, the replicas agree on a key kept in Redis."""
+    """With ``WIREMCP_REDIS_URL`` and no ``WIREMCP_REQUEST_STATE_KEYS``, the replicas agree on a key kept in Redis."""
     from tests.support_redis import run_redis
 
     with run_redis() as redis:
-        env = {"MCPWIRE_REDIS_URL": redis.url, "MCPWIRE_REQUEST_STATE_KEYS": ""}
+        env = {"WIREMCP_REDIS_URL": redis.url, "WIREMCP_REQUEST_STATE_KEYS": ""}
         with run_uvicorn(SERVER, env) as a, run_uvicorn(SERVER, env) as b:
             exchange = Exchange(http, "Tromsø")
             round_1 = await exchange.round(a)

@@ -31,7 +31,6 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, Request, RequestParams, Result
 
-from app.protocol import TASKS_EXTENSION
 from tests.e2e.task_server import CONFIRM_SCHEMA
 from tests.e2e.test_replicas import LEASE, RESTART_LEASE, TASKS, _env
 from tests.support_http import (
@@ -47,6 +46,7 @@ from tests.support_http import (
 )
 from tests.support_redis import RedisServer
 from tests.transports.test_stateless_http import Call, post, result_of, with_meta
+from wiremcp.protocol import TASKS_EXTENSION
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 WITH_TASKS: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
@@ -188,7 +188,7 @@ async def test_a_task_of_a_replica_restarted_under_its_id_ends_failed_not_workin
         redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
     """The restarted process is a new life with a lease of its own: the old life's task is orphaned."""
     _, survivor = replicas
-    env = {**_env(redis, "XR"), "MCPWIRE_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
+    env = {**_env(redis, "XR"), "WIREMCP_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
     with run_uvicorn(TASKS, env) as doomed:
         task_id = await create(http, doomed, "job", name=unique("s-reborn"))
         doomed.process.send_signal(signal.SIGKILL)

@@ -20,12 +20,12 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from app.errors import MCPError
-from app.protocol import META_SERVER_INFO, META_SUBSCRIPTION
-from app.subscriptions import InMemorySubscriptionBus
-from app.types import JSONObject
 from examples.everything import CONFIRM_SCHEMA, CONTACT_SCHEMA, NAME_SCHEMA, server
-from transports.memory import Client, ClientHandler
+from wiremcp.errors import MCPError
+from wiremcp.protocol import META_SERVER_INFO, META_SUBSCRIPTION
+from wiremcp.subscriptions import InMemorySubscriptionBus
+from wiremcp.transports.memory import Client, ClientHandler
+from wiremcp.types import JSONObject
 
 HANDSHAKE_TOOLS = {
     "test_simple_text", "test_image_content", "test_audio_content", "test_embedded_resource",
@@ -582,7 +582,7 @@ def assert_input_required(result: JSONObject, requests: JSONObject) -> str:
     assert result["resultType"] == "input_required"
     assert result["inputRequests"] == requests
     assert "content" not in result
-    assert result["_meta"][META_SERVER_INFO]["name"] == "mcpwire-everything"
+    assert result["_meta"][META_SERVER_INFO]["name"] == "wiremcp-everything"
     state = result["requestState"]
     assert isinstance(state, str)
     assert state
@@ -611,7 +611,7 @@ async def test_discover_names_both_eras_and_every_feature() -> None:
     assert caps["resources"]["subscribe"] is True
     assert {"completions", "logging"} <= set(caps)
     assert result["instructions"]
-    assert result["_meta"][META_SERVER_INFO]["name"] == "mcpwire-everything"
+    assert result["_meta"][META_SERVER_INFO]["name"] == "wiremcp-everything"
     assert isinstance(result["ttlMs"], int)
     assert result["cacheScope"] in ("public", "private")
 

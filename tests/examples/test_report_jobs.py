@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from app.protocol import TASKS_EXTENSION
-from app.types import JSONObject
 from examples.report_jobs import server
-from transports.memory import Client
+from wiremcp.protocol import TASKS_EXTENSION
+from wiremcp.transports.memory import Client
+from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -11,17 +11,17 @@ import pytest
 
 from tests.support_http import READ_BOUND, UvicornProcess, run_uvicorn
 from tests.support_redis import RedisServer, run_redis
-from transports.redis_connection import Keys
+from wiremcp.transports.redis_connection import Keys
 
 FIXTURE_SERVER = "tests.transports.http_fixture_server:server"
 MAX_MESSAGE_BYTES = 64 * 1024
-"""The fixture server's ``MCPWIRE_MAX_MESSAGE_BYTES``, small so that 413 is cheap to reach."""
+"""The fixture server's ``WIREMCP_MAX_MESSAGE_BYTES``, small so that 413 is cheap to reach."""
 
 
 @pytest.fixture(scope="session")
 def http_server() -> Iterator[UvicornProcess]:
     """``uvicorn app:asgi`` serving the HTTP fixture server (legacy SSE on, loopback-only guard)."""
-    with run_uvicorn(FIXTURE_SERVER, {"MCPWIRE_MAX_MESSAGE_BYTES": str(MAX_MESSAGE_BYTES)}) as server:
+    with run_uvicorn(FIXTURE_SERVER, {"WIREMCP_MAX_MESSAGE_BYTES": str(MAX_MESSAGE_BYTES)}) as server:
         yield server
         output = server.output()
     assert "Traceback" not in output, output  # no request may have crashed the server's handlers

@@ -1,4 +1,4 @@
-"""A server for the HTTP transport tests: ``MCPWIRE_SERVER=tests.transports.http_fixture_server:server``.
+"""A server for the HTTP transport tests: ``WIREMCP_SERVER=tests.transports.http_fixture_server:server``.
 
 Long-running tools never sleep: ``stepper`` advances one step per ``release`` call, and
 ``release`` answers only once the step it opened has been sent, so a test knows exactly
@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from app import Context, MCPServer, param_header
-from app.tools import Tool
+from wiremcp import Context, MCPServer, param_header
+from wiremcp.tools import Tool
 
 server = MCPServer("http-fixture", "1.0.0", title="HTTP transport fixtures")
 

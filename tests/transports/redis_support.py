@@ -18,9 +18,9 @@ from redis.exceptions import RedisError
 
 from tests.support_http import READ_BOUND
 from tests.support_redis import RedisServer
-from transports.cluster import Cluster
-from transports.redis_connection import Keys, connect
-from transports.unavailable import StoreUnavailable
+from wiremcp.transports.cluster import Cluster
+from wiremcp.transports.redis_connection import Keys, connect
+from wiremcp.transports.unavailable import StoreUnavailable
 
 T = TypeVar("T")
 

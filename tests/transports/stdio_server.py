@@ -1,4 +1,4 @@
-"""A server for the stdio transport tests: ``mcpwire stdio tests.transports.stdio_server:server``.
+"""A server for the stdio transport tests: ``wiremcp stdio tests.transports.stdio_server:server``.
 
 Every tool that runs for a while announces itself on stderr (``<tool>: started``) so a
 test can wait for it without sleeping; the async ones also announce themselves on the wire
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from app import Context, MCPServer
+from wiremcp import Context, MCPServer
 
 server = MCPServer("stdio-test", "1.0.0")
 

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.types import JSONObject
 from tests.support_redis import RedisServer
 from tests.transports.redis_support import make_cluster, next_item, started, until
-from transports.cluster import Cluster
-from transports.redis_connection import Keys
-from transports.redis_events import RedisEventStore
+from wiremcp.transports.cluster import Cluster
+from wiremcp.transports.redis_connection import Keys
+from wiremcp.transports.redis_events import RedisEventStore
+from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -13,7 +13,6 @@ import httpx
 import pytest
 from sse_starlette.sse import AppStatus
 
-from app import MCPServer
 from tests.support_http import (
     CLIENT_INFO,
     LATEST,
@@ -27,8 +26,9 @@ from tests.support_http import (
     serve_in_process,
 )
 from tests.transports.redis_support import until
-from transports.http_app import MCPHttpApp
-from transports.streamable_http import HttpOptions
+from wiremcp import MCPServer
+from wiremcp.transports.http_app import MCPHttpApp
+from wiremcp.transports.streamable_http import HttpOptions
 
 pytestmark = pytest.mark.timeout(30)
 

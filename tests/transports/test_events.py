@@ -11,10 +11,10 @@ import types
 import orjson
 import pytest
 
-from app.types import JSONObject
 from tests.support_http import FakeClock
-from transports import events as events_module
-from transports.events import InMemoryEventStore, StoredEvent, format_event_id, parse_event_id
+from wiremcp.transports import events as events_module
+from wiremcp.transports.events import InMemoryEventStore, StoredEvent, format_event_id, parse_event_id
+from wiremcp.types import JSONObject
 
 RESUMABILITY = "2025-11-25/basic/transports#resumability-and-redelivery"
 OVERHEAD = 64  # what the store counts per event besides the message's JSON

@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
-from app.errors import INVALID_REQUEST
-from transports.asgi import Message, Receive, Scope, SendASGI, respond
-from transports.guard import HostOriginGuard
+from wiremcp.errors import INVALID_REQUEST
+from wiremcp.transports.asgi import Message, Receive, Scope, SendASGI, respond
+from wiremcp.transports.guard import HostOriginGuard
 
 ORIGIN = "2025-11-25/basic/transports#security-warning"
 

@@ -11,7 +11,7 @@ from starlette.routing import Mount, Route
 
 from examples.word_count import server
 from tests.support_http import initialize, serve_in_process
-from transports.http_app import MCPHttpApp
+from wiremcp.transports.http_app import MCPHttpApp
 
 
 async def hello(request: Request) -> PlainTextResponse:

@@ -12,10 +12,10 @@ import httpx
 import pytest
 from sse_starlette.sse import AppStatus
 
-from app import MCPServer
-from app.task_runner import SHUT_DOWN
 from tests.support_http import READ_BOUND, RawSession, error_of, initialize, serve_in_process
-from transports.http_app import MCPHttpApp
+from wiremcp import MCPServer
+from wiremcp.task_runner import SHUT_DOWN
+from wiremcp.transports.http_app import MCPHttpApp
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.spec("2025-11-25/basic/utilities/tasks")]
 

@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 
-from app.errors import INVALID_REQUEST
 from tests.support_http import (
     CLIENT_INFO,
     READ_BOUND,
@@ -26,7 +25,8 @@ from tests.support_http import (
 )
 from tests.transports import http_fixture_server as fixture
 from tests.transports.conftest import MAX_MESSAGE_BYTES
-from transports.http_app import MCPHttpApp
+from wiremcp.errors import INVALID_REQUEST
+from wiremcp.transports.http_app import MCPHttpApp
 
 LEGACY = "2024-11-05/basic/transports#http-with-sse"
 BACKWARDS = "2025-11-25/basic/transports#backwards-compatibility"

@@ -9,13 +9,13 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app import MCPServer, ToolError
-from app.deployment import build_http_app
-from app.settings import Settings
 from tests.support_http import asgi_client, initialize, post_headers, request_body
-from transports.http_app import MCPHttpApp
-from transports.metrics import Metrics
-from transports.operations import Operations
+from wiremcp import MCPServer, ToolError
+from wiremcp.deployment import build_http_app
+from wiremcp.settings import Settings
+from wiremcp.transports.http_app import MCPHttpApp
+from wiremcp.transports.metrics import Metrics
+from wiremcp.transports.operations import Operations
 
 MODERN = "2026-07-28"
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -71,17 +71,17 @@ async def test_requests_are_counted_by_method_outcome_and_tool(
         "name": "word_count", "arguments": {"text": "x"}, "_meta": MODERN_META}),
         headers=post_headers(**{"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "word_count"}))
     assert stateless.status_code == 200, stateless.text
-    assert value(metrics, "mcpwire_requests_total", method="initialize", outcome="ok", code="") == 1
-    assert value(metrics, "mcpwire_requests_total", method="tools/call", outcome="ok", code="") == 2  # both eras
-    assert value(metrics, "mcpwire_requests_total", method="tools/call", outcome="tool_error", code="") == 1
-    assert value(metrics, "mcpwire_requests_total", method="tools/call", outcome="error", code="-32602") == 1
-    assert value(metrics, "mcpwire_requests_total", method="other", outcome="error", code="-32601") == 1
-    assert value(metrics, "mcpwire_request_duration_seconds_count", method="tools/call", tool="word_count") == 2
-    assert value(metrics, "mcpwire_request_duration_seconds_count", method="tools/call", tool="other") == 1
-    assert value(metrics, "mcpwire_requests_in_flight") == 0
-    assert value(metrics, "mcpwire_sessions") == 1
-    assert value(metrics, "mcpwire_http_responses_total", method="POST", status="202") == 1  # initialized
-    assert value(metrics, "mcpwire_http_responses_total", method="GET", status="200") is None  # not the scrapes
+    assert value(metrics, "wiremcp_requests_total", method="initialize", outcome="ok", code="") == 1
+    assert value(metrics, "wiremcp_requests_total", method="tools/call", outcome="ok", code="") == 2  # both eras
+    assert value(metrics, "wiremcp_requests_total", method="tools/call", outcome="tool_error", code="") == 1
+    assert value(metrics, "wiremcp_requests_total", method="tools/call", outcome="error", code="-32602") == 1
+    assert value(metrics, "wiremcp_requests_total", method="other", outcome="error", code="-32601") == 1
+    assert value(metrics, "wiremcp_request_duration_seconds_count", method="tools/call", tool="word_count") == 2
+    assert value(metrics, "wiremcp_request_duration_seconds_count", method="tools/call", tool="other") == 1
+    assert value(metrics, "wiremcp_requests_in_flight") == 0
+    assert value(metrics, "wiremcp_sessions") == 1
+    assert value(metrics, "wiremcp_http_responses_total", method="POST", status="202") == 1  # initialized
+    assert value(metrics, "wiremcp_http_responses_total", method="GET", status="200") is None  # not the scrapes
 
 
 async def test_streams_and_the_event_store_are_read_at_scrape_time(
@@ -92,11 +92,11 @@ async def test_streams_and_the_event_store_are_read_at_scrape_time(
     live.streams_open = 2  # what the endpoint counts while streams are open
     await live.standalone.emit({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
     mcp.endpoint.stateless.streams_open = 3  # the stateless handler counts its streams too
-    assert value(metrics, "mcpwire_sse_streams_open") == 5
+    assert value(metrics, "wiremcp_sse_streams_open") == 5
     events, size = mcp.manager.events.size  # type: ignore[union-attr]
     assert events >= 1
-    assert value(metrics, "mcpwire_event_store_events") == events
-    assert value(metrics, "mcpwire_event_store_bytes") == size
+    assert value(metrics, "wiremcp_event_store_events") == events
+    assert value(metrics, "wiremcp_event_store_bytes") == size
     live.streams_open = 0
 
 
@@ -107,9 +107,9 @@ async def test_each_app_has_its_own_registry() -> None:
     b.instrument(second)
     async with asgi_client(Operations(first, metrics=a)) as http:
         await initialize(http, "/mcp")
-    assert value(a, "mcpwire_sessions") == 1
-    assert value(b, "mcpwire_sessions") == 0
-    assert value(b, "mcpwire_requests_total", method="initialize", outcome="ok", code="") is None
+    assert value(a, "wiremcp_sessions") == 1
+    assert value(b, "wiremcp_sessions") == 0
+    assert value(b, "wiremcp_requests_total", method="initialize", outcome="ok", code="") is None
     await first.manager.close()
 
 
@@ -128,8 +128,8 @@ async def test_authentication_failures_are_counted_by_reason() -> None:
         scraped = await http.get("/metrics")  # no token needed
     assert scraped.status_code == 200
     for reason in ("missing_token", "invalid_token", "insufficient_scope", "token_in_url", "malformed"):
-        assert value(app.metrics, "mcpwire_auth_failures_total", reason=reason) == 1, reason
-    assert value(app.metrics, "mcpwire_http_responses_total", method="POST", status="401") == 4
+        assert value(app.metrics, "wiremcp_auth_failures_total", reason=reason) == 1, reason
+    assert value(app.metrics, "wiremcp_http_responses_total", method="POST", status="401") == 4
 
 
 def test_metrics_can_be_turned_off() -> None:
@@ -152,8 +152,8 @@ async def test_tasks_are_counted_when_created_and_when_they_end() -> None:
         session = await initialize(http, "/mcp")
         created = await session.call("tools/call", {"name": "job", "arguments": {"n": 2}, "task": {}})
         await session.call("tasks/result", {"taskId": created["task"]["taskId"]})
-        assert value(metrics, "mcpwire_requests_total", method="tools/call", outcome="task", code="") == 1
-        assert value(metrics, "mcpwire_tasks_ended_total", status="completed") == 1
-        assert value(metrics, "mcpwire_tasks_ended_total", status="failed") == 0
-        assert value(metrics, "mcpwire_tasks_running") == 0
+        assert value(metrics, "wiremcp_requests_total", method="tools/call", outcome="task", code="") == 1
+        assert value(metrics, "wiremcp_tasks_ended_total", status="completed") == 1
+        assert value(metrics, "wiremcp_tasks_ended_total", status="failed") == 0
+        assert value(metrics, "wiremcp_tasks_running") == 0
     await mcp.manager.close()

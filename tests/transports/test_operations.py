@@ -11,13 +11,13 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app import MCPServer
-from app.logs import SESSION_ID
 from tests.support_http import READ_BOUND, asgi_client, initialize, run_uvicorn
-from transports.asgi import Message, Receive, Scope, SendASGI, respond
-from transports.http_app import MCPHttpApp
-from transports.metrics import Metrics
-from transports.operations import TRACE_HEADERS, Operations, ReadinessCheck
+from wiremcp import MCPServer
+from wiremcp.logs import SESSION_ID
+from wiremcp.transports.asgi import Message, Receive, Scope, SendASGI, respond
+from wiremcp.transports.http_app import MCPHttpApp
+from wiremcp.transports.metrics import Metrics
+from wiremcp.transports.operations import TRACE_HEADERS, Operations, ReadinessCheck
 
 POD_HOST = "10.1.2.3:8000"
 """What a Kubernetes probe sends as ``Host``: the pod's IP, on no allow-list."""
@@ -107,7 +107,7 @@ async def test_metrics_are_served_only_when_given(mcp: MCPHttpApp) -> None:
         scraped = await http.get("/metrics", headers={"host": POD_HOST})
         assert scraped.status_code == 200
         assert scraped.headers["content-type"].startswith("text/plain")
-        assert "mcpwire_sessions 0.0" in scraped.text
+        assert "wiremcp_sessions 0.0" in scraped.text
 
 
 class Recorder:
@@ -161,8 +161,8 @@ async def test_the_session_and_trace_headers_are_known_to_the_request_and_only_t
     assert SESSION_ID.get() is None
     assert TRACE_HEADERS.get() is None
     text = metrics.render()[0].decode()
-    assert 'mcpwire_http_responses_total{method="GET",status="200"} 2.0' in text
-    assert 'mcpwire_http_responses_total{method="other",status="200"} 1.0' in text
+    assert 'wiremcp_http_responses_total{method="GET",status="200"} 2.0' in text
+    assert 'wiremcp_http_responses_total{method="other",status="200"} 1.0' in text
 
 
 # -- end to end: a real uvicorn ------------------------------------------------------------------------------
@@ -183,8 +183,8 @@ def _labels(key: str) -> dict[str, str]:
 
 
 async def test_a_real_server_answers_probes_and_counts_a_tool_call() -> None:
-    env = {"MCPWIRE_LOG_FORMAT": "json", "MCPWIRE_AUTH_RESOURCE": "http://127.0.0.1/mcp",
-           "MCPWIRE_AUTH_ISSUER": "http://127.0.0.1:9", "MCPWIRE_AUTH_STATIC_TOKENS": "dev-token-123=alice"}
+    env = {"WIREMCP_LOG_FORMAT": "json", "WIREMCP_AUTH_RESOURCE": "http://127.0.0.1/mcp",
+           "WIREMCP_AUTH_ISSUER": "http://127.0.0.1:9", "WIREMCP_AUTH_STATIC_TOKENS": "dev-token-123=alice"}
     with run_uvicorn("examples.word_count:server", env) as server:
         async with httpx.AsyncClient(base_url=server.base_url, timeout=READ_BOUND) as http:
             probe = {"host": POD_HOST}  # and no token: probes are answered before the guard and authentication
@@ -196,12 +196,12 @@ async def test_a_real_server_answers_probes_and_counts_a_tool_call() -> None:
             assert json.loads(await session.tool("word_count", text="one two three")) == {"words": 3, "chars": 13}
             scraped = (await http.get("/metrics", headers={**probe, "authorization": ""})).text
         output = server.output()
-    assert _sample(scraped, "mcpwire_requests_total", method="tools/call", outcome="ok", code="") == 1.0
-    assert _sample(scraped, "mcpwire_request_duration_seconds_count", method="tools/call", tool="word_count") == 1.0
-    assert _sample(scraped, "mcpwire_http_responses_total", method="POST", status="200") == 2.0  # initialize, call
-    assert _sample(scraped, "mcpwire_http_responses_total", method="POST", status="401") == 1.0
-    assert _sample(scraped, "mcpwire_auth_failures_total", reason="missing_token") == 1.0
-    assert _sample(scraped, "mcpwire_sessions") == 1.0
+    assert _sample(scraped, "wiremcp_requests_total", method="tools/call", outcome="ok", code="") == 1.0
+    assert _sample(scraped, "wiremcp_request_duration_seconds_count", method="tools/call", tool="word_count") == 1.0
+    assert _sample(scraped, "wiremcp_http_responses_total", method="POST", status="200") == 2.0  # initialize, call
+    assert _sample(scraped, "wiremcp_http_responses_total", method="POST", status="401") == 1.0
+    assert _sample(scraped, "wiremcp_auth_failures_total", reason="missing_token") == 1.0
+    assert _sample(scraped, "wiremcp_sessions") == 1.0
     assert "Traceback" not in output, output
     lines = [json.loads(line) for line in output.splitlines() if line.strip()]  # every log line is JSON
     assert any(line["message"] == "static bearer tokens are for development only" for line in lines), output

@@ -8,13 +8,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.subscriptions import Subscription
-from app.types import JSONObject
 from tests.support_http import READ_BOUND
 from tests.support_redis import RedisServer
 from tests.transports.redis_support import make_cluster, started
-from transports.redis_bus import RedisSubscriptionBus
-from transports.redis_connection import Keys
+from wiremcp.subscriptions import Subscription
+from wiremcp.transports.redis_bus import RedisSubscriptionBus
+from wiremcp.transports.redis_connection import Keys
+from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)
 

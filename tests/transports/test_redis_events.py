@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.types import JSONObject
 from tests.support_redis import RedisServer
 from tests.transports.redis_support import TIMEOUT, until
-from transports.events import StoredEvent
-from transports.redis_connection import Keys, Redis, connect
-from transports.redis_events import RedisEventStore
+from wiremcp.transports.events import StoredEvent
+from wiremcp.transports.redis_connection import Keys, Redis, connect
+from wiremcp.transports.redis_events import RedisEventStore
+from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)
 

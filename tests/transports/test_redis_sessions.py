@@ -9,16 +9,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx
 import pytest
 
-from app.state import SessionState
 from tests.support_http import FakeClock, initialize, serve_in_process
 from tests.support_redis import RedisServer
 from tests.transports import http_fixture_server as fixture
 from tests.transports.redis_support import TIMEOUT, fail_while_away, until
-from transports.redis_connection import Keys, Redis, connect
-from transports.redis_sessions import RedisSessionStore
-from transports.sessions import SessionManager
-from transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
-from transports.unavailable import StoreUnavailable
+from wiremcp.state import SessionState
+from wiremcp.transports.redis_connection import Keys, Redis, connect
+from wiremcp.transports.redis_sessions import RedisSessionStore
+from wiremcp.transports.sessions import SessionManager
+from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
+from wiremcp.transports.unavailable import StoreUnavailable
 
 pytestmark = pytest.mark.timeout(30)
 

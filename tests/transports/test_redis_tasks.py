@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from app.tasks import TaskRecord
 from tests.support_redis import RedisServer
 from tests.support_tasks import ALICE, CHECKS, INPUT_CHECKS, Check
 from tests.transports.redis_support import TIMEOUT, fail_while_away, until
-from transports.redis_connection import Keys, Redis, connect
-from transports.redis_tasks import RedisTaskStore
+from wiremcp.tasks import TaskRecord
+from wiremcp.transports.redis_connection import Keys, Redis, connect
+from wiremcp.transports.redis_tasks import RedisTaskStore
 
 pytestmark = pytest.mark.timeout(30)
 

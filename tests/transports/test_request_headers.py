@@ -8,18 +8,18 @@ from typing import Annotated, Any
 
 import pytest
 
-from app import MCPServer, jsonrpc, param_header
-from app.errors import (
+from wiremcp import MCPServer, jsonrpc, param_header
+from wiremcp.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatch,
     MCPError,
 )
-from app.header_params import MAX_SAFE_INTEGER
-from app.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION
-from transports.asgi import Scope
-from transports.request_headers import NAMED, _matches, check, decode
+from wiremcp.header_params import MAX_SAFE_INTEGER
+from wiremcp.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION
+from wiremcp.transports.asgi import Scope
+from wiremcp.transports.request_headers import NAMED, _matches, check, decode
 
 VERSION = "2026-07-28"
 TRANSPORT = "2026-07-28/basic/transports/streamable-http"

@@ -16,13 +16,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app import MCPServer
-from app.session import ServerSession
 from tests.support_http import CLIENT_INFO, FakeClock, asgi_request, post_headers, request_body
-from transports import allocator
-from transports.events import InMemoryEventStore
-from transports.sessions import InMemorySessionStore, SessionManager
-from transports.streamable_http import StreamableHTTPEndpoint
+from wiremcp import MCPServer
+from wiremcp.session import ServerSession
+from wiremcp.transports import allocator
+from wiremcp.transports.events import InMemoryEventStore
+from wiremcp.transports.sessions import InMemorySessionStore, SessionManager
+from wiremcp.transports.streamable_http import StreamableHTTPEndpoint
 
 IDLE = 60.0
 
@@ -50,7 +50,7 @@ class Served:
         self.released: list[int] = []
         """How many sessions were left at each release."""
         if monkeypatch is not None:
-            monkeypatch.setattr("transports.sessions.release_freed_memory",
+            monkeypatch.setattr("wiremcp.transports.sessions.release_freed_memory",
                                 lambda: self.released.append(len(self.manager.live)))
 
     async def open(self, n: int) -> list[str]:

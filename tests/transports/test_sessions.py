@@ -16,8 +16,6 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app.errors import INTERNAL_ERROR, INVALID_REQUEST
-from app.state import SessionState
 from tests.support_http import (
     CLIENT_INFO,
     FakeClock,
@@ -31,14 +29,16 @@ from tests.support_http import (
     serve_in_process,
 )
 from tests.transports import http_fixture_server as fixture
-from transports.events import InMemoryEventStore
-from transports.sessions import (
+from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
+from wiremcp.state import SessionState
+from wiremcp.transports.events import InMemoryEventStore
+from wiremcp.transports.sessions import (
     SessionLimitReached,
     SessionManager,
     SessionStore,
     new_session_id,
 )
-from transports.streamable_http import StreamableHTTPEndpoint
+from wiremcp.transports.streamable_http import StreamableHTTPEndpoint
 
 SESSIONS = "2025-11-25/basic/transports#session-management"
 IDLE = 60.0

@@ -23,26 +23,6 @@ from typing import Any
 import httpx
 import pytest
 
-from app import Context, MCPServer
-from app.errors import (
-    HEADER_MISMATCH,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
-)
-from app.prompts import Prompt
-from app.protocol import (
-    META_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_SERVER_INFO,
-    META_SUBSCRIPTION,
-    META_VERSION,
-)
-from app.resources import Resource
-from app.tools import Tool
 from tests.support_http import (
     ACCEPT_BOTH,
     READ_BOUND,
@@ -55,7 +35,27 @@ from tests.support_http import (
     serve_in_process,
 )
 from tests.transports.conftest import FIXTURE_SERVER
-from transports.http_app import MCPHttpApp
+from wiremcp import Context, MCPServer
+from wiremcp.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+from wiremcp.prompts import Prompt
+from wiremcp.protocol import (
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION,
+    META_VERSION,
+)
+from wiremcp.resources import Resource
+from wiremcp.tools import Tool
+from wiremcp.transports.http_app import MCPHttpApp
 
 VERSION = "2026-07-28"
 TRANSPORT = "basic/transports/streamable-http"
@@ -88,7 +88,7 @@ def meta(*, version: Any = VERSION, capabilities: Any = None, log_level: str | N
          **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {META_VERSION: version,
                            META_CAPABILITIES: {} if capabilities is None else capabilities,
-                           META_CLIENT_INFO: {"name": "mcpwire-stateless-tests", "version": "0"}}
+                           META_CLIENT_INFO: {"name": "wiremcp-stateless-tests", "version": "0"}}
     if log_level is not None:
         out[META_LOG_LEVEL] = log_level
     out.update(extra)

@@ -1,4 +1,4 @@
-"""The stdio transport, driven through a real ``mcpwire stdio`` process the way clients use it.
+"""The stdio transport, driven through a real ``wiremcp stdio`` process the way clients use it.
 
 Two kinds of tests:
 
@@ -46,7 +46,7 @@ INIT_PARAMS = {"protocolVersion": "2025-11-25", "capabilities": {},
 # -- a live server process ---------------------------------------------------------------------
 
 class StdioProcess:
-    """One ``mcpwire stdio`` process: write lines to its stdin, read lines from its stdout."""
+    """One ``wiremcp stdio`` process: write lines to its stdin, read lines from its stdout."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdin is not None
@@ -211,24 +211,24 @@ class Spawn(Protocol):
                        console_script: bool = ...) -> StdioProcess: ...
 
 
-def _mcpwire_command(console_script: bool) -> list[str]:
-    script = Path(sys.executable).with_name("mcpwire")
+def _wiremcp_command(console_script: bool) -> list[str]:
+    script = Path(sys.executable).with_name("wiremcp")
     if console_script and script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "app.cli"]
+    return [sys.executable, "-m", "wiremcp"]
 
 
 @pytest.fixture
 async def spawn() -> AsyncIterator[Spawn]:
-    """Start ``mcpwire stdio SERVER`` from the repository root; every process is reaped afterwards."""
+    """Start ``wiremcp stdio SERVER`` from the repository root; every process is reaped afterwards."""
     started: list[StdioProcess] = []
 
     async def start(server: str = TEST_SERVER, *, env: dict[str, str] | None = None,
                     console_script: bool = False) -> StdioProcess:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("MCPWIRE_")}
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("WIREMCP_")}
         environ.update(env or {})
         proc = await asyncio.create_subprocess_exec(
-            *_mcpwire_command(console_script), "stdio", server, cwd=ROOT, env=environ,
+            *_wiremcp_command(console_script), "stdio", server, cwd=ROOT, env=environ,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             limit=STREAM_LIMIT)
         process = StdioProcess(proc)
@@ -356,7 +356,7 @@ async def test_wire_fixture(script: Script, spawn: Spawn) -> None:
 
 @pytest.mark.parametrize("script", _script_params())
 async def test_wire_fixture_piped(script: Script, spawn: Spawn) -> None:
-    """``cat script | mcpwire stdio SERVER``: every answer arrives before the process exits on EOF.
+    """``cat script | wiremcp stdio SERVER``: every answer arrives before the process exits on EOF.
 
     Requests run concurrently, so the order of answers is not fixed here; the lock-step
     test checks it.
@@ -539,7 +539,7 @@ def _echo_line_of_size(rid: int, size: int) -> tuple[bytes, str]:
 @pytest.mark.spec(STDIO)
 async def test_oversized_line_gets_an_error_and_the_server_keeps_serving(spawn: Spawn) -> None:
     limit = 4096
-    server = await spawn(env={"MCPWIRE_MAX_MESSAGE_BYTES": str(limit)})
+    server = await spawn(env={"WIREMCP_MAX_MESSAGE_BYTES": str(limit)})
     await server.initialize()
     too_long = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": ANY}}
     # just over the limit, in one write

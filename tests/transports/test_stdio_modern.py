@@ -1,4 +1,4 @@
-"""The stateless era (2026-07-28) on stdio, driven through a real ``mcpwire stdio`` process.
+"""The stateless era (2026-07-28) on stdio, driven through a real ``wiremcp stdio`` process.
 
 What a wire fixture cannot express: echoing the opaque ``requestState`` of one round into
 the next, and ``subscriptions/listen`` streams, whose notifications interleave with other
@@ -13,23 +13,23 @@ from typing import Any
 
 import pytest
 
-from app.protocol import (
+from tests.transports import test_stdio
+from tests.transports.test_stdio import EXIT_BOUND, INIT_PARAMS, Spawn, StdioProcess, parse_wire_line
+from wiremcp.protocol import (
     META_CAPABILITIES,
     META_CLIENT_INFO,
     META_SERVER_INFO,
     META_SUBSCRIPTION,
     META_VERSION,
 )
-from app.types import JSONObject
-from tests.transports import test_stdio
-from tests.transports.test_stdio import EXIT_BOUND, INIT_PARAMS, Spawn, StdioProcess, parse_wire_line
+from wiremcp.types import JSONObject
 
 spawn = test_stdio.spawn
-"""The ``spawn`` fixture of the stdio tests: ``mcpwire stdio SERVER`` processes, reaped afterwards."""
+"""The ``spawn`` fixture of the stdio tests: ``wiremcp stdio SERVER`` processes, reaped afterwards."""
 
 EVERYTHING = "examples.everything:server"
 VERSION = "2026-07-28"
-SERVER_INFO = {"name": "mcpwire-everything", "version": "1.0.0", "title": "mcpwire everything"}
+SERVER_INFO = {"name": "wiremcp-everything", "version": "1.0.0", "title": "wiremcp everything"}
 ELICITATION: JSONObject = {"elicitation": {"form": {}}}
 
 MRTR = "2026-07-28/basic/patterns/mrtr"

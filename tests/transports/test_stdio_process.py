@@ -1,4 +1,4 @@
-"""``mcpwire stdio`` as a process, on whatever its stdin and stdout are: ``/dev/null`` (``docker run``
+"""``wiremcp stdio`` as a process, on whatever its stdin and stdout are: ``/dev/null`` (``docker run``
 without ``-i``, systemd's ``StandardInput=null``, CI), regular files (``< requests.txt > out.txt``), a
 terminal; and a server module that prints, reads stdin and runs child processes, at import time and
 in its tools, without ever touching the wire.
@@ -29,18 +29,18 @@ BOUND = 20.0
 pytestmark = pytest.mark.spec(STDIO)
 
 
-def _mcpwire() -> list[str]:
-    """The ``mcpwire`` console script, as a user runs it (``python -m app.cli`` if it is not installed)."""
-    script = Path(sys.executable).with_name("mcpwire")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "app.cli"]
+def _wiremcp() -> list[str]:
+    """The ``wiremcp`` console script, as a user runs it (``python -m wiremcp`` if it is not installed)."""
+    script = Path(sys.executable).with_name("wiremcp")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "wiremcp"]
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPWIRE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WIREMCP_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     # a piped script's tool calls may outlast the default drain on a loaded machine
-    env["MCPWIRE_STDIO_DRAIN_SECONDS"] = str(BOUND)
+    env["WIREMCP_STDIO_DRAIN_SECONDS"] = str(BOUND)
     return {**env, **extra}
 
 
@@ -89,7 +89,7 @@ def _assert_clean(stderr: str) -> None:
 # -- what stdin and stdout are ------------------------------------------------------------------
 
 def test_stdin_from_dev_null_exits_at_once_and_cleanly() -> None:
-    done = subprocess.run([*_mcpwire(), "stdio", WORD_COUNT], cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL,
+    done = subprocess.run([*_wiremcp(), "stdio", WORD_COUNT], cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL,
                           capture_output=True, timeout=BOUND)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout == b""
@@ -101,7 +101,7 @@ def test_requests_from_a_file_are_answered_into_a_file(tmp_path: Path) -> None:
     requests.write_bytes(_initialize() + _call(2, "word_count", {"text": "read the wire"}))
     out = tmp_path / "out.txt"
     with requests.open("rb") as stdin, out.open("wb") as stdout:
-        done = subprocess.run([*_mcpwire(), "stdio", WORD_COUNT], cwd=ROOT, env=_env(), stdin=stdin, stdout=stdout,
+        done = subprocess.run([*_wiremcp(), "stdio", WORD_COUNT], cwd=ROOT, env=_env(), stdin=stdin, stdout=stdout,
                               stderr=subprocess.PIPE, timeout=BOUND)
     assert done.returncode == 0, done.stderr.decode()
     _assert_clean(done.stderr.decode())
@@ -114,7 +114,7 @@ def test_stdout_to_dev_null_still_serves(tmp_path: Path) -> None:
     requests = tmp_path / "requests.txt"
     requests.write_bytes(_initialize() + _call(2, "noisy"))
     with requests.open("rb") as stdin:
-        done = subprocess.run([*_mcpwire(), "stdio", TEST_SERVER], cwd=ROOT, env=_env(), stdin=stdin,
+        done = subprocess.run([*_wiremcp(), "stdio", TEST_SERVER], cwd=ROOT, env=_env(), stdin=stdin,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=BOUND)
     stderr = done.stderr.decode()
     assert done.returncode == 0, stderr
@@ -128,7 +128,7 @@ def test_a_terminal_on_stdin_is_served() -> None:
         terminal, stdin = pty.openpty()
     except OSError as exc:
         pytest.skip(f"no pseudo-terminal here: {exc}")
-    with subprocess.Popen([*_mcpwire(), "stdio", WORD_COUNT], cwd=ROOT, env=_env(), stdin=stdin,
+    with subprocess.Popen([*_wiremcp(), "stdio", WORD_COUNT], cwd=ROOT, env=_env(), stdin=stdin,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         os.close(stdin)
         try:
@@ -157,7 +157,7 @@ NOISY_MODULE = '''
     import subprocess
     import sys
 
-    from app import MCPServer
+    from wiremcp import MCPServer
 
     print("import: print")
     sys.stdout.flush()
@@ -184,7 +184,7 @@ NOISY_OUTPUT = ("import: print", "import: fd 1", "import: child process", "tool:
 def test_prints_reads_and_child_processes_of_the_server_module_never_touch_the_wire(tmp_path: Path) -> None:
     (tmp_path / "noisy_module.py").write_text(textwrap.dedent(NOISY_MODULE))
     script = _initialize() + _call(2, "noisy") + _line({"jsonrpc": "2.0", "id": 3, "method": "ping"})
-    done = subprocess.run([*_mcpwire(), "stdio", "noisy_module:server"], cwd=tmp_path, env=_env(), input=script,
+    done = subprocess.run([*_wiremcp(), "stdio", "noisy_module:server"], cwd=tmp_path, env=_env(), input=script,
                           capture_output=True, timeout=BOUND)
     stderr = done.stderr.decode()
     assert done.returncode == 0, stderr
@@ -201,8 +201,8 @@ USER_SCRIPT = '''
     import asyncio
     import subprocess
 
-    from app import MCPServer
-    from transports.stdio import serve_stdio
+    from wiremcp import MCPServer
+    from wiremcp.transports.stdio import serve_stdio
 
     server = MCPServer("own-main", "1.0.0")
 

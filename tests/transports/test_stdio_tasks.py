@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from app import MCPServer
-from app.task_runner import SHUT_DOWN
-from transports.stdio import serve_stdio
+from wiremcp import MCPServer
+from wiremcp.task_runner import SHUT_DOWN
+from wiremcp.transports.stdio import serve_stdio
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.spec("2025-11-25/basic/utilities/tasks")]
 

@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 import pytest
 
-from app.errors import INTERNAL_ERROR, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, PARSE_ERROR
 from tests.support_http import (
     RawSession,
     SSEEvent,
@@ -31,10 +30,11 @@ from tests.support_http import (
 )
 from tests.transports import http_fixture_server as fixture
 from tests.transports.conftest import MAX_MESSAGE_BYTES
-from transports.channels import READER_QUEUE
-from transports.events import InMemoryEventStore
-from transports.http_app import MCPHttpApp
-from transports.streamable_http import HttpOptions
+from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, PARSE_ERROR
+from wiremcp.transports.channels import READER_QUEUE
+from wiremcp.transports.events import InMemoryEventStore
+from wiremcp.transports.http_app import MCPHttpApp
+from wiremcp.transports.streamable_http import HttpOptions
 
 TRANSPORTS = "2025-11-25/basic/transports"
 VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]

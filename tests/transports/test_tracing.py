@@ -14,13 +14,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from app import MCPServer, ToolError
-from app.deployment import enable_tracing
 from tests.support_http import asgi_client, initialize, post_headers, request_body
-from transports.http_app import MCPHttpApp
-from transports.memory import Client
-from transports.operations import Operations
-from transports.tracing import Tracing, tracing_observer
+from wiremcp import MCPServer, ToolError
+from wiremcp.deployment import enable_tracing
+from wiremcp.transports.http_app import MCPHttpApp
+from wiremcp.transports.memory import Client
+from wiremcp.transports.operations import Operations
+from wiremcp.transports.tracing import Tracing, tracing_observer
 
 MODERN = "2026-07-28"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

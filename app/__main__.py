@@ -1,0 +1,7 @@
+"""``python -m wiremcp``: the command line, as hosts launch it with an interpreter's absolute path."""
+
+import sys
+
+from wiremcp.cli import main
+
+sys.exit(main())

@@ -1,0 +1,51 @@
+"""The ``wiremcp`` command (also ``python -m wiremcp``): serve a server, hand it to a host, talk to one.
+
+Each command lives in its own module, which adds its parser here and runs it (``register``); the
+composition root and the client are imported by the commands that need them, never by this one.
+A user's mistake (a spec that names no server, a bad setting) is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+
+from wiremcp.cli import hosts, inspect, serve
+from wiremcp.settings import ConfigError
+
+Command = Callable[[argparse.Namespace], int]
+"""What a command runs: the parsed arguments in, the exit status out."""
+
+
+def package_version() -> str:
+    try:
+        return version("wiremcp")
+    except PackageNotFoundError:  # run from a tree that was never installed
+        return "unknown"
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="wiremcp", description="Serve MCP servers, install them in hosts, "
+                                  "list and call what a server offers.")
+    top.add_argument("--version", action="version", version=f"wiremcp {package_version()}")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in (serve, inspect, hosts):
+        module.register(commands)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    run: Command = args.run
+    try:
+        return run(args)
+    except ConfigError as exc:
+        exc.exit()
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""``wiremcp stdio``, ``wiremcp http`` and ``wiremcp dev``: serve a server named by a spec."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+from wiremcp.loader import load_server, resolve_file, spec_file
+from wiremcp.logs import setup_logging
+from wiremcp.settings import DEFAULT_SERVER, ConfigError, Settings
+
+SPEC_HELP = f"MODULE[:ATTR] or path/to/server.py[:ATTR] (default: $WIREMCP_SERVER, else {DEFAULT_SERVER})"
+INSPECTOR = "@modelcontextprotocol/inspector"
+"""The MCP Inspector's npm package, run with ``npx`` by ``wiremcp dev``."""
+
+
+def register(commands: argparse._SubParsersAction[Any]) -> None:
+    stdio = commands.add_parser("stdio", help="serve on stdin/stdout, as hosts launch servers",
+                                description="Serve on stdin/stdout: only MCP messages reach stdout, logs go to stderr.")
+    _spec_arguments(stdio)
+    stdio.set_defaults(run=run_stdio)
+
+    http = commands.add_parser("http", help="serve Streamable HTTP at /mcp (both protocol eras)")
+    _spec_arguments(http)
+    http.add_argument("--host", default="127.0.0.1", help="the interface to listen on (default: %(default)s)")
+    http.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
+    http.add_argument("--reload", action="store_true",
+                      help="restart when a source file changes (development; watches the server's folder)")
+    http.set_defaults(run=run_http)
+
+    dev = commands.add_parser("dev", help="open the server in the MCP Inspector (needs Node.js)",
+                              description=f"Start the MCP Inspector (npx {INSPECTOR}) with this server on stdio.")
+    _spec_arguments(dev)
+    dev.set_defaults(run=run_dev)
+
+
+def _spec_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("server", nargs="?", metavar="SPEC", help=SPEC_HELP)
+    command.add_argument("--app-dir", metavar="DIR",
+                         help="look for a MODULE:ATTR spec's module in DIR too (as uvicorn's --app-dir)")
+
+
+def _spec(args: argparse.Namespace, settings: Settings) -> str:
+    spec: str = args.server or settings.server
+    return spec
+
+
+def run_stdio(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    from wiremcp import deployment  # the composition root, imported only to serve
+
+    # stdin and stdout are the wire: taken before the server's module is imported, so that neither a
+    # print() at import time nor a child process started later can write to or read from them.
+    deployment.claim_stdio()
+    setup_logging(settings.log_level, settings.log_format)  # stderr only
+    server = load_server(_spec(args, settings), args.app_dir)
+    deployment.serve_stdio(server, settings)  # on the wire claimed above
+    return 0
+
+
+def run_http(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    from wiremcp import deployment
+
+    setup_logging(settings.log_level, settings.log_format)
+    spec = resolve_file(_spec(args, settings))
+    server = load_server(spec, args.app_dir)  # a bad spec fails here, with one line, even with --reload
+    if not args.reload:
+        deployment.serve_http(server, host=args.host, port=args.port, settings=settings)
+        return 0
+    # uvicorn reloads by importing an app by name in a fresh process: wiremcp:asgi, told the spec by its
+    # environment (the module search path, app_dir included, goes to the child with it).
+    os.environ["WIREMCP_SERVER"] = spec
+    file = spec_file(spec)
+    watched = str(file.parent) if file is not None else os.getcwd()
+    deployment.serve_http_reloading(host=args.host, port=args.port, settings=settings,
+                                    watch=[watched, *([args.app_dir] if args.app_dir else [])])
+    return 0
+
+
+def run_dev(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    npx = shutil.which("npx")
+    if npx is None:
+        raise ConfigError("wiremcp dev runs the MCP Inspector with npx, which is not on PATH: install Node.js 22 "
+                          "or newer (https://nodejs.org), or serve with `wiremcp http` and connect another client")
+    spec = resolve_file(_spec(args, settings))
+    load_server(spec, args.app_dir)  # a bad spec fails here, not inside the Inspector
+    server_command = [sys.executable, "-m", "wiremcp", "stdio", spec]
+    if args.app_dir:
+        server_command += ["--app-dir", os.path.abspath(args.app_dir)]
+    # The Inspector starts the server with a minimal environment: the settings are passed on explicitly.
+    env_flags = [flag for key, value in sorted(os.environ.items()) if key.startswith("WIREMCP_")
+                 for flag in ("-e", f"{key}={value}")]
+    return subprocess.call([npx, "-y", INSPECTOR, *env_flags, "--", *server_command])
