@@ -38,7 +38,12 @@ def load_server(spec: str, app_dir: str | None = None) -> MCPServer:
         module_spec = _MODULE_SPEC.fullmatch(spec)
         if module_spec is None:
             raise ConfigError(f"{spec!r} is not a server spec: expected MODULE[:ATTR] or path/to/server.py[:ATTR]")
-        module, label = _load_module(module_spec["module"], app_dir), module_spec["module"]
+        try:
+            module, label = _load_module(module_spec["module"], app_dir), module_spec["module"]
+        except ConfigError:
+            if _FILE_SPEC.fullmatch(spec):  # meant as a file, most likely: say so
+                raise ConfigError(f"{Path(spec.partition(':')[0]).absolute()}: no such file") from None
+            raise
         attr = module_spec["attr"]
     return _server_in(module, label, attr)
 

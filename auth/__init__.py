@@ -8,8 +8,9 @@ to write your own, which returns a ``Principal`` or raises ``InvalidToken``/``Ve
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from wiremcp.exports import lazy_exports
 
 if TYPE_CHECKING:
     from wiremcp.auth.introspection import IntrospectionVerifier
@@ -27,10 +28,4 @@ _HOMES = {"IntrospectionVerifier": "introspection", "JWKSVerifier": "jwt_verifie
           "InvalidToken": "verifier", "StaticTokenVerifier": "verifier", "TokenVerifier": "verifier",
           "VerifierUnavailable": "verifier"}
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -81,7 +81,8 @@ def block(name: str) -> Block:
 
 
 CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "request-state-keys", "auth-env",
-           "auth-mount", "dev-auth", "layout"}
+           "auth-mount", "dev-auth", "layout", "commands", "list-call", "host-entry", "claude-desktop-config",
+           "vscode-config"}
 
 
 def test_every_block_is_run_or_says_why_not() -> None:
@@ -173,6 +174,43 @@ def test_the_http_serve_commands_serve_word_count(line: int) -> None:
         answer = initialize(f"http://127.0.0.1:{port}/mcp")
     assert answer.status_code == 200, answer.text
     assert answer.json()["result"]["serverInfo"]["name"] == "word_count"
+
+
+# -- the command line and hosts ------------------------------------------------------------------------------
+def test_the_commands_are_the_command_lines() -> None:
+    from wiremcp.cli import parser
+
+    (commands,) = [action.choices for action in parser()._actions if action.dest == "command"]
+    listed = [line.split()[1] for line in block("commands").text.splitlines()]
+    assert sorted(listed) == sorted(commands or ())
+
+
+def test_the_list_and_call_transcript_is_what_they_print() -> None:
+    """Each ``$ command`` line of the block, run, prints the lines that follow it."""
+    transcript = block("list-call").text
+    for command, expected in re.findall(r"^\$ (.+)\n((?:(?!\$ ).*\n)*)", transcript, flags=re.M):
+        done = _sh(command)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == expected, command
+
+
+def _with_readme_paths(text: str) -> str:
+    """What ``wiremcp install`` wrote or printed, with this machine's paths as the README shows them."""
+    python = re.escape(str(BIN)) + r"/python[0-9.]*"
+    return re.sub(python, "/home/you/project/.venv/bin/python", text).replace(str(ROOT), "/home/you/project")
+
+
+def test_the_host_entry_is_what_install_json_prints() -> None:
+    printed = _sh("wiremcp install json examples/word_count.py")
+    assert printed.returncode == 0, printed.stderr
+    assert _with_readme_paths(printed.stdout) == block("host-entry").text
+
+
+@pytest.mark.parametrize(("host", "name"), [("claude-desktop", "claude-desktop-config"), ("vscode", "vscode-config")])
+def test_the_host_configurations_are_what_install_writes(host: str, name: str, tmp_path: Path) -> None:
+    written = _sh(f"wiremcp install {host} examples/word_count.py --config {tmp_path / 'config.json'}")
+    assert written.returncode == 0, written.stderr
+    assert json.loads(_with_readme_paths((tmp_path / "config.json").read_text())) == json.loads(block(name).text)
 
 
 # -- what a handler can do, and testing it -------------------------------------------------------------------

@@ -7,8 +7,9 @@ in your own Starlette or FastAPI app) with its ``HttpOptions``, ``serve_stdio`` 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from wiremcp.exports import lazy_exports
 
 if TYPE_CHECKING:
     from wiremcp.transports.http_app import MCPHttpApp
@@ -20,10 +21,4 @@ __all__ = ["Client", "HttpOptions", "MCPHttpApp", "serve_stdio"]
 
 _HOMES = {"Client": "memory", "HttpOptions": "streamable_http", "MCPHttpApp": "http_app", "serve_stdio": "stdio"}
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)

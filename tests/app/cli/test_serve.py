@@ -1,0 +1,162 @@
+"""``wiremcp stdio|http|dev`` and ``--version`` as processes: a file spec served from any working directory,
+``--reload``, the Inspector started on the server, and a user's mistake as one line with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support_http import free_port, stop_process
+from wiremcp.cli import package_version
+
+BOUND = 20.0
+SERVER = '''
+from wiremcp import MCPServer
+
+server = MCPServer("greeter", "1.0.0")
+
+
+@server.tool()
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"hello, {name}"
+'''
+
+
+def wiremcp(*args: str) -> list[str]:
+    return [sys.executable, "-m", "wiremcp", *args]
+
+
+def env(**extra: str) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("WIREMCP_") and k != "PYTHONPATH"}
+    return {**clean, "PYTHONDONTWRITEBYTECODE": "1", **extra}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "server.py").write_text(SERVER)
+    return tmp_path
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, done
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("wiremcp: error: ")]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def test_stdio_serves_a_file_from_the_root_directory(project: Path) -> None:
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "Ada"}}},
+    ]
+    done = subprocess.run(wiremcp("stdio", str(project / "server.py")), cwd="/", env=env(), timeout=BOUND,
+                          input="".join(json.dumps(line) + "\n" for line in lines), capture_output=True, text=True)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2], done.stderr
+    assert answers[1]["result"]["content"][0]["text"] == "hello, Ada"
+
+
+def test_version() -> None:
+    done = subprocess.run(wiremcp("--version"), capture_output=True, text=True, timeout=BOUND, env=env())
+    assert done.stdout.strip() == f"wiremcp {package_version()}"
+    assert package_version()[0].isdigit()
+
+
+@pytest.mark.parametrize(("argv", "extra", "expected"), [
+    (["stdio", "nothere.py"], {}, "nothere.py: no such file"),
+    (["stdio", "no_such_module:server"], {}, "no module named 'no_such_module'"),
+    (["http", "server.py"], {"WIREMCP_LOG_LEVEL": "LOUD"}, "WIREMCP_LOG_LEVEL must be one of"),
+    (["http", "server.py"], {"WIREMCP_MAX_SESSIONS": "many"}, "WIREMCP_MAX_SESSIONS must be an integer"),
+    (["http", "server.py"], {"WIREMCP_AUTH_JWKS_URL": "http://x/jwks"}, "WIREMCP_AUTH_RESOURCE"),
+    (["stdio", "server.py"], {"WIREMCP_REQUEST_STATE_KEYS": "short"}, "WIREMCP_REQUEST_STATE_KEYS"),
+])
+def test_a_mistake_is_one_line_and_exit_2(project: Path, argv: list[str], extra: dict[str, str],
+                                           expected: str) -> None:
+    done = subprocess.run(wiremcp(*argv), cwd=project, env=env(**extra), capture_output=True, text=True,
+                          timeout=BOUND, stdin=subprocess.DEVNULL)
+    assert expected in one_error_line(done)
+
+
+def test_the_asgi_app_refuses_a_bad_setting_in_one_line(project: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "uvicorn", "wiremcp:asgi", "--port", str(free_port())],
+                          cwd=project, env=env(WIREMCP_SERVER="server:server", WIREMCP_LOG_FORMAT="xml"),
+                          capture_output=True, text=True, timeout=BOUND)
+    assert "WIREMCP_LOG_FORMAT must be one of text, json, got 'xml'" in one_error_line(done)
+
+
+def test_server_run_serves_stdio(project: Path) -> None:
+    (project / "run_me.py").write_text(SERVER + "\nserver.run()\n")
+    request = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}
+    done = subprocess.run([sys.executable, "run_me.py"], cwd=project, env=env(), input=json.dumps(request) + "\n",
+                          capture_output=True, text=True, timeout=BOUND)
+    assert json.loads(done.stdout)["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "greeter"
+
+
+def _tools(url: str) -> list[str] | None:
+    """The tool names the server at ``url`` lists (stateless era), or None while it does not answer."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    try:
+        answer = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
+                            headers={"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
+                                     "mcp-method": "tools/list"}, timeout=2)
+    except httpx.TransportError:
+        return None
+    result: dict[str, Any] = answer.json()["result"]
+    return [tool["name"] for tool in result["tools"]]
+
+
+def _until(condition: Any, what: str) -> Any:
+    deadline = time.monotonic() + BOUND
+    while (value := condition()) is None or value is False:
+        assert time.monotonic() < deadline, f"{what} within {BOUND}s"
+        time.sleep(0.05)  # the poll interval of a bounded wait
+    return value
+
+
+def test_http_reload_picks_up_a_changed_file(project: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    proc = subprocess.Popen(wiremcp("http", "server.py", "--port", str(port), "--reload"), cwd=project, env=env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _until(lambda: _tools(url), "the server answers") == ["greet"]
+        (project / "server.py").write_text(SERVER + '\n\n@server.tool()\ndef wave() -> str:\n    return "o/"\n')
+        _until(lambda: (_tools(url) or []) == ["greet", "wave"], "the reloaded server lists the new tool")
+    finally:
+        stop_process(proc)
+
+
+def test_dev_starts_the_inspector_on_the_server(project: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With a stand-in ``npx`` that records how it was started: the Inspector gets this interpreter serving the
+    spec on stdio, and the WIREMCP_* settings (it starts servers with a minimal environment)."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    record = bin_dir / "argv.json"
+    npx = bin_dir / "npx"
+    npx.write_text(f"#!{sys.executable}\nimport json, sys\nopen({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n")
+    npx.chmod(npx.stat().st_mode | stat.S_IXUSR)
+    done = subprocess.run(wiremcp("dev", "server.py"), cwd=project, capture_output=True, text=True, timeout=BOUND,
+                          env=env(PATH=str(bin_dir), WIREMCP_LOG_LEVEL="DEBUG"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(record.read_text()) == [
+        "-y", "@modelcontextprotocol/inspector", "-e", "WIREMCP_LOG_LEVEL=DEBUG", "--",
+        sys.executable, "-m", "wiremcp", "stdio", str(project / "server.py")]
+
+
+def test_dev_without_node_says_what_is_missing(project: Path, tmp_path: Path) -> None:
+    done = subprocess.run(wiremcp("dev", "server.py"), cwd=project, capture_output=True, text=True, timeout=BOUND,
+                          env=env(PATH=str(tmp_path / "empty")))
+    assert "npx, which is not on PATH: install Node.js" in one_error_line(done)
