@@ -46,7 +46,7 @@ import orjson
 
 from examples.word_count import Counts
 from examples.word_count import server as wiremcp_server
-from wiremcp import MCPServer as MCPWireServer
+from wiremcp import MCPServer as WiremcpServer
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer as OfficialServer
@@ -104,9 +104,9 @@ def _filler(name: str) -> tuple[Callable[[str, int], str], str]:
 
 
 # -- wiremcp ---------------------------------------------------------------------------------------
-def wiremcp_catalog_server() -> MCPWireServer:
+def wiremcp_catalog_server() -> WiremcpServer:
     """``word_count`` plus 499 fillers, one page of 500 (``WIREMCP_SERVER=bench.servers:wiremcp_catalog_server``)."""
-    server = MCPWireServer("word_count", "1.0.0", title="Word count", page_size=CATALOG_SIZE)
+    server = WiremcpServer("word_count", "1.0.0", title="Word count", page_size=CATALOG_SIZE)
     for tool in wiremcp_server.tools.values():
         server.add_tool(tool)  # the very same word_count definition
     for name in catalog_names():

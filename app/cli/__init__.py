@@ -37,7 +37,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    top = parser()
+    args, rest = top.parse_known_args(argv)
+    if rest and isinstance(getattr(args, "pairs", None), list) and all("=" in r and r[0] != "-" for r in rest):
+        args.pairs += rest  # `call ... TOOL --json a=1`: key=value pairs after an option are pairs still
+    elif rest:
+        top.error(f"unrecognized arguments: {' '.join(rest)}")
     run: Command = args.run
     try:
         return run(args)

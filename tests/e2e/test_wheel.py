@@ -328,6 +328,28 @@ async def test_python_server_py_http_serves_http(installed: Installed) -> None:
         assert await shout_over_http(server) == "HELLO"
 
 
+async def test_uvicorn_app_asgi_in_the_images_working_directory(installed: Installed,
+                                                                 tmp_path: Path) -> None:
+    """The Dockerfile's final stage: the wheel in a venv, and a working directory holding the door
+    ``app/__init__.py`` and ``examples/``; its command ``uvicorn app:asgi`` serves the installed wiremcp."""
+    image = tmp_path / "srv" / "wiremcp"
+    (image / "app").mkdir(parents=True)
+    shutil.copy(ROOT / "app" / "__init__.py", image / "app" / "__init__.py")
+    shutil.copytree(ROOT / "examples", image / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+
+    def command(port: int) -> list[str]:
+        return [installed.python, "-m", "uvicorn", "app:asgi", "--port", str(port), "--log-level", "warning",
+                "--timeout-graceful-shutdown", "2"]
+
+    with serving(command, image, user_env(WIREMCP_SERVER="examples.word_count:server")) as server:
+        async with http_connect(server) as client:
+            result = await client.call_tool("word_count", {"text": "read the wire"})
+    assert result.structured_content == {"words": 3, "chars": 13}
+    modules = check([installed.python, "-c", "import app, wiremcp, sys; app.MCPServer; "
+                     "print(app.MCPServer is wiremcp.MCPServer, wiremcp.__file__.startswith(sys.prefix))"], cwd=image)
+    assert modules.split() == ["True", "True"]
+
+
 # -- mistakes -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mistake", ["wiremcp-stdio-nothere.py", "uvicorn-wiremcp-asgi-nothere:server"])
 def test_a_mistake_is_one_line_and_exit_status_2(mistake: str, installed: Installed) -> None:

@@ -1,12 +1,13 @@
-"""``wiremcp list`` and ``wiremcp call`` run as a user runs them: ``python -m wiremcp`` in a real process,
-against a server spec it launches on stdio and against real ``uvicorn app:asgi`` servers (one each per
-module: ``examples/everything.py``, and ``examples/word_count.py`` behind static bearer tokens).
-
-Mistakes that need no server (a malformed argument or option) run in this process, through ``main``.
+"""``wiremcp list`` and ``wiremcp call`` against a server spec they launch on stdio and against real
+``uvicorn app:asgi`` servers (one each per module: ``examples/everything.py``, and
+``examples/word_count.py`` behind static bearer tokens). The command line runs in this process, through
+``main``, except where only a process of its own shows the behaviour.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -51,11 +52,36 @@ def guarded() -> Iterator[UvicornProcess]:
         assert "Traceback" not in process.output(), process.output()
 
 
-def wiremcp(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "wiremcp", *args], cwd=cwd, env=ENV, capture_output=True,
-                          text=True, timeout=BOUND)
+def wiremcp(*args: str, cwd: Path = ROOT, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``wiremcp ARGS``: by the command line's ``main`` in this process (a process each would cost the suite
+    seconds; a spec target is launched as a process either way), or with ``process`` as its own process,
+    for what only a process shows (the stderr of the server it launches)."""
+    if process:
+        done = subprocess.run([sys.executable, "-m", "wiremcp", *args], cwd=cwd, env=ENV, capture_output=True,
+                              text=True, timeout=BOUND)
+    else:
+        done = _in_process(list(args), cwd)
     assert "Traceback" not in done.stderr, done.stderr
     return done
+
+
+def _in_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(ENV)
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(args)
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["wiremcp", *args], code, out.getvalue(), err.getvalue())
 
 
 def succeeded(done: subprocess.CompletedProcess[str]) -> str:
@@ -196,7 +222,7 @@ def test_a_refused_connection_is_one_line_and_status_1() -> None:
 
 
 def test_a_spec_that_names_no_server_is_the_launched_servers_line_and_status_2() -> None:
-    line = one_line(wiremcp("call", "no_such_module_x:server", "tool"), 2)
+    line = one_line(wiremcp("call", "no_such_module_x:server", "tool", process=True), 2)
     assert line.startswith("wiremcp: error: no module named 'no_such_module_x'"), line
 
 
@@ -212,6 +238,9 @@ def test_call_types_a_number_and_keeps_a_string_as_written(everything: UvicornPr
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["call", everything.url, "slow_compute", "seconds=0", "label=7", "--protocol", "2025-11-25"]) == 0
     assert capsys.readouterr().out == "Computed 7 in 0s.\n"
+    # key=value pairs may follow the options too
+    assert main(["call", everything.url, "slow_compute", "--protocol", "2025-11-25", "seconds=0", "label=8"]) == 0
+    assert capsys.readouterr().out == "Computed 8 in 0s.\n"
 
 
 @pytest.mark.spec("2026-07-28/basic/transports/streamable-http#custom-headers-from-tool-parameters")

@@ -1,6 +1,6 @@
 """``wiremcp install``: the entry it writes into a host's file, launched as the host would launch it.
 
-Each test runs the real command (``python -m wiremcp install ...``) with HOME, XDG_CONFIG_HOME and
+Each test runs the command line (``wiremcp.cli.main``, in process) with HOME, XDG_CONFIG_HOME and
 APPDATA in a temporary folder, so no real host configuration is touched. Two tests then start exactly
 what was written (command, args, env over this environment) from ``/`` with the official MCP client,
 as a host does from its own working directory: one per entry shape, one per kind of spec.
@@ -8,9 +8,10 @@ as a host does from its own working directory: one per entry shape, one per kind
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
+
+from wiremcp.cli import main
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -67,11 +70,27 @@ class Sandbox:
         return self.root / "xdg"
 
     def install(self, *args: str, cwd: Path | None = None) -> Run:
-        env = {**os.environ, "HOME": str(self.home), "XDG_CONFIG_HOME": str(self.xdg),
-               "APPDATA": str(self.root / "appdata"), "PYTHONDONTWRITEBYTECODE": "1"}
-        done = subprocess.run([sys.executable, "-m", "wiremcp", "install", *args], cwd=cwd or self.project, env=env,
-                              capture_output=True, text=True, timeout=20, check=False)
-        return Run(done.returncode, done.stdout, done.stderr)
+        """``wiremcp install ARGS`` run by the command line's ``main``, in this process (a process each would
+        cost the suite seconds), with its environment, working directory and imports undone afterwards."""
+        env = {"HOME": str(self.home), "XDG_CONFIG_HOME": str(self.xdg), "APPDATA": str(self.root / "appdata")}
+        saved_env, saved_path, saved_modules, saved_cwd = dict(os.environ), list(sys.path), set(sys.modules), os.getcwd()
+        out, err = io.StringIO(), io.StringIO()
+        os.environ.update(env)
+        os.chdir(cwd or self.project)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(["install", *args])
+                except SystemExit as exit:
+                    code = exit.code if isinstance(exit.code, int) else 1
+        finally:
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+            sys.path[:] = saved_path
+            for name in set(sys.modules) - saved_modules:
+                del sys.modules[name]
+        return Run(code, out.getvalue(), err.getvalue())
 
     def installed(self, *args: str, cwd: Path | None = None) -> Run:
         run = self.install(*args, cwd=cwd)
