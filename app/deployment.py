@@ -1,4 +1,4 @@
-"""The composition root behind ``app:asgi`` and ``wiremcp http``: wires the transports around the core.
+"""The composition root behind ``wiremcp:asgi`` and the ``wiremcp`` command: wires the transports around the core.
 
 Only this module imports the edges; ``wiremcp.__getattr__`` loads it lazily, so importing the
 core never imports a transport.

@@ -89,7 +89,7 @@ class Settings:
     """Every setting, named by its environment variable (``WIREMCP_`` + the field name in upper case)."""
 
     server: str = DEFAULT_SERVER
-    """The server to serve, as ``MODULE:ATTR``."""
+    """The server to serve: ``MODULE[:ATTR]`` or ``path/to/server.py[:ATTR]`` (``wiremcp.loader``)."""
     log_level: str = "INFO"
     """The level of the framework's own logs (always on stderr)."""
     log_format: str = "text"

@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -19,6 +17,7 @@ from typing import Any
 import pytest
 
 from examples.everything import PNG
+from tests.app.cli.support import run_main
 from tests.support_http import UvicornProcess, free_port, run_uvicorn
 from wiremcp.cli import main
 from wiremcp.cli.inspect import coerce
@@ -60,28 +59,11 @@ def wiremcp(*args: str, cwd: Path = ROOT, process: bool = False) -> subprocess.C
         done = subprocess.run([sys.executable, "-m", "wiremcp", *args], cwd=cwd, env=ENV, capture_output=True,
                               text=True, timeout=BOUND)
     else:
-        done = _in_process(list(args), cwd)
+        done = run_main(list(args), cwd, ENV)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
 
-def _in_process(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    out, err = io.StringIO(), io.StringIO()
-    os.environ.clear()
-    os.environ.update(ENV)
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(args)
-            except SystemExit as exit:
-                code = exit.code if isinstance(exit.code, int) else 1
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-    return subprocess.CompletedProcess(["wiremcp", *args], code, out.getvalue(), err.getvalue())
 
 
 def succeeded(done: subprocess.CompletedProcess[str]) -> str:

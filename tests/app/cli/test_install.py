@@ -8,8 +8,6 @@ as a host does from its own working directory: one per entry shape, one per kind
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import sys
@@ -21,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
-from wiremcp.cli import main
+from tests.app.cli.support import run_main
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -72,25 +70,10 @@ class Sandbox:
     def install(self, *args: str, cwd: Path | None = None) -> Run:
         """``wiremcp install ARGS`` run by the command line's ``main``, in this process (a process each would
         cost the suite seconds), with its environment, working directory and imports undone afterwards."""
-        env = {"HOME": str(self.home), "XDG_CONFIG_HOME": str(self.xdg), "APPDATA": str(self.root / "appdata")}
-        saved_env, saved_path, saved_modules, saved_cwd = dict(os.environ), list(sys.path), set(sys.modules), os.getcwd()
-        out, err = io.StringIO(), io.StringIO()
-        os.environ.update(env)
-        os.chdir(cwd or self.project)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    code = main(["install", *args])
-                except SystemExit as exit:
-                    code = exit.code if isinstance(exit.code, int) else 1
-        finally:
-            os.chdir(saved_cwd)
-            os.environ.clear()
-            os.environ.update(saved_env)
-            sys.path[:] = saved_path
-            for name in set(sys.modules) - saved_modules:
-                del sys.modules[name]
-        return Run(code, out.getvalue(), err.getvalue())
+        env = {**os.environ, "HOME": str(self.home), "XDG_CONFIG_HOME": str(self.xdg),
+               "APPDATA": str(self.root / "appdata")}
+        done = run_main(["install", *args], cwd or self.project, env)
+        return Run(done.returncode, done.stdout, done.stderr)
 
     def installed(self, *args: str, cwd: Path | None = None) -> Run:
         run = self.install(*args, cwd=cwd)

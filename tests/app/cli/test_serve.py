@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.app.cli.support import run_main
 from tests.support_http import free_port, stop_process
 from wiremcp.cli import package_version
 
@@ -85,8 +86,11 @@ def test_version() -> None:
 ])
 def test_a_mistake_is_one_line_and_exit_2(project: Path, argv: list[str], extra: dict[str, str],
                                            expected: str) -> None:
-    done = subprocess.run(wiremcp(*argv), cwd=project, env=env(**extra), capture_output=True, text=True,
-                          timeout=BOUND, stdin=subprocess.DEVNULL)
+    if argv[0] == "stdio":  # it takes this process's stdin and stdout: a process of its own
+        done = subprocess.run(wiremcp(*argv), cwd=project, env=env(**extra), capture_output=True, text=True,
+                              timeout=BOUND, stdin=subprocess.DEVNULL)
+    else:  # it fails before serving anything: in this process, to spare the suite a start-up
+        done = run_main(argv, project, env(**extra))
     assert expected in one_error_line(done)
 
 
