@@ -18,6 +18,7 @@ from wiremcp.context import Context, ElicitResult
 from wiremcp.errors import ClientError, ClientTimeout, MCPError, MissingClientCapability, ToolError
 from wiremcp.header_params import param_header
 from wiremcp.mrtr import InputRequired
+from wiremcp.principal import Principal
 from wiremcp.prompts import Message, assistant, user
 from wiremcp.server import MCPServer
 from wiremcp.tools import ToolResult
@@ -36,6 +37,7 @@ __all__ = [
     "MCPServer",
     "Message",
     "MissingClientCapability",
+    "Principal",
     "ResourceLink",
     "ToolError",
     "ToolResult",

@@ -28,9 +28,9 @@ from collections.abc import Callable
 import httpx
 
 from wiremcp.auth.jwt_verifier import audience_matches
-from wiremcp.auth.principal import Principal
-from wiremcp.auth.scopes import parse
 from wiremcp.auth.verifier import Backoff, InvalidToken, TokenVerifier, VerifierUnavailable, describe
+from wiremcp.principal import Principal
+from wiremcp.scopes import parse
 
 log = logging.getLogger("wiremcp.auth")
 

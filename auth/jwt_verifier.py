@@ -32,9 +32,9 @@ import httpx
 from joserfc import jwk, jwt
 from joserfc.errors import InvalidKeyIdError, JoseError
 
-from wiremcp.auth.principal import Principal
-from wiremcp.auth.scopes import parse
 from wiremcp.auth.verifier import Backoff, InvalidToken, TokenVerifier, VerifierUnavailable, describe
+from wiremcp.principal import Principal
+from wiremcp.scopes import parse
 
 log = logging.getLogger("wiremcp.auth")
 

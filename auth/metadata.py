@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import orjson
-
-from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
@@ -73,7 +73,7 @@ class ProtectedResource:
     def matches(self, path: str) -> bool:
         return path.rstrip("/") in self.metadata_paths
 
-    async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The document as an ASGI app of its own, for when the MCP app is mounted under a prefix: the
         well-known URLs live at the host's root, outside the mount. In a Starlette app,
         ``Route(WELL_KNOWN, resource)`` serves the root one and ``Mount(WELL_KNOWN, resource)`` the
@@ -82,14 +82,14 @@ class ProtectedResource:
             return
         path, root = scope["path"], scope.get("root_path", "")
         if not (self.matches(path) or (root and not path.startswith(root) and self.matches(root + path))):
-            await respond(send, 404, b"Not Found", content_type=b"text/plain")
+            await Response(b"Not Found", 404, media_type="text/plain")(scope, receive, send)
             return
         await self.serve(scope, receive, send)
 
-    async def serve(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):
-            await respond(send, 405, headers=[(b"allow", b"GET, HEAD")])
+            await Response(b"", 405, headers={"allow": "GET, HEAD"})(scope, receive, send)
             return
-        await respond(send, 200, orjson.dumps(self.document()), content_type=b"application/json",
-                      headers=[(b"cache-control", b"public, max-age=3600"),
-                               (b"access-control-allow-origin", b"*")])
+        await Response(orjson.dumps(self.document()), 200, media_type="application/json",
+                       headers={"cache-control": "public, max-age=3600", "access-control-allow-origin": "*"},
+                       )(scope, receive, send)

@@ -19,18 +19,28 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from urllib.parse import parse_qsl
 
+import orjson
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
 from wiremcp.auth.metadata import ProtectedResource
-from wiremcp.auth.scopes import missing
 from wiremcp.auth.verifier import B64TOKEN, InvalidToken, TokenVerifier, VerifierUnavailable
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
-from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
-from wiremcp.transports.identity import CHALLENGE, PRINCIPAL
+from wiremcp.principal import CHALLENGE_KEY, SCOPE_KEY
+from wiremcp.scopes import missing
 
 log = logging.getLogger("wiremcp.auth")
 
 
 def _quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+async def _error(scope: Scope, receive: Receive, send: Send, status: int, code: int, message: str,
+                 headers: dict[str, str]) -> None:
+    """An HTTP error whose body is a JSON-RPC error without an id, so that MCP clients can tell what went wrong."""
+    body = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}})
+    await Response(body, status, headers=headers, media_type="application/json")(scope, receive, send)
 
 
 class Challenge:
@@ -69,27 +79,25 @@ class BearerAuth:
         self.on_failure = on_failure
         self.failures = 0
 
-    async def _refuse(self, send: SendASGI, status: int, message: str, *, reason: str, error: str | None = None,
-                      scopes: Iterable[str] = ()) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, message: str, *, reason: str,
+                      error: str | None = None, scopes: Iterable[str] = ()) -> None:
         self.failures += 1
         if self.on_failure is not None:
             self.on_failure(reason)
         value = self.challenge(error=error, scopes=scopes)
-        await respond_error(send, status, INVALID_REQUEST, message,
-                            headers=[(b"www-authenticate", value.encode("latin-1"))])
+        await _error(scope, receive, send, status, INVALID_REQUEST, message, {"www-authenticate": value})
 
-    async def _unavailable(self, send: SendASGI, exc: VerifierUnavailable) -> None:
+    async def _unavailable(self, scope: Scope, receive: Receive, send: Send, exc: VerifierUnavailable) -> None:
         """503: the token could not be checked; ``Retry-After`` is when the verifier tries again (>= 1 s)."""
         self.failures += 1
         if self.on_failure is not None:
             self.on_failure("unavailable")
         retry_after = max(1, math.ceil(exc.retry_after))
         log.info("cannot verify bearer tokens right now: %s (Retry-After: %d)", exc, retry_after)
-        await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: the authorization server cannot "
-                            "be reached to check the token; try again shortly",
-                            headers=[(b"retry-after", str(retry_after).encode())])
+        await _error(scope, receive, send, 503, INTERNAL_ERROR, "Service Unavailable: the authorization server "
+                     "cannot be reached to check the token; try again shortly", {"retry-after": str(retry_after)})
 
-    async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -102,12 +110,12 @@ class BearerAuth:
         if any(key == "access_token" for key, _ in parse_qsl(query, keep_blank_values=True)):
             # 401 goes with invalid_token (RFC 6750 §3.1 pairs invalid_request with 400): a token was sent,
             # and one sent in the URL is never acceptable.
-            await self._refuse(send, 401, "Unauthorized: send the token in the Authorization header, never the URL",
+            await self._refuse(scope, receive, send, 401, "Unauthorized: send the token in the Authorization header, never the URL",
                                reason="token_in_url", error="invalid_token", scopes=self.required_scopes)
             return
         authorizations = [value for key, value in scope["headers"] if key == b"authorization"]
         if not authorizations:
-            await self._refuse(send, 401, "Unauthorized: a bearer token is required", reason="missing_token",
+            await self._refuse(scope, receive, send, 401, "Unauthorized: a bearer token is required", reason="missing_token",
                                scopes=self.required_scopes)
             return
         kind, _, token = authorizations[0].decode("latin-1").strip().partition(" ")
@@ -115,24 +123,24 @@ class BearerAuth:
         # Two Authorization headers are as malformed as two tokens in one: never pick one of them. Anything
         # but a b64token (RFC 6750 §2.1) is refused here, before it can cost a verifier any work.
         if kind.lower() != "bearer" or not B64TOKEN.fullmatch(token) or len(authorizations) > 1:
-            await self._refuse(send, 401, "Unauthorized: the Authorization header must be 'Bearer <token>'",
+            await self._refuse(scope, receive, send, 401, "Unauthorized: the Authorization header must be 'Bearer <token>'",
                                reason="malformed", error="invalid_token", scopes=self.required_scopes)
             return
         try:
             principal = await self.verifier.verify(token)
         except InvalidToken as exc:
             log.info("refused a bearer token: %s", exc)  # the reason, never the token
-            await self._refuse(send, 401, "Unauthorized: the token is not valid", reason="invalid_token",
+            await self._refuse(scope, receive, send, 401, "Unauthorized: the token is not valid", reason="invalid_token",
                                error="invalid_token", scopes=self.required_scopes)
             return
         except VerifierUnavailable as exc:
-            await self._unavailable(send, exc)
+            await self._unavailable(scope, receive, send, exc)
             return
         lacking = missing(principal.scopes, self.required_scopes)
         if lacking:
-            await self._refuse(send, 403, "Forbidden: the token lacks the scopes this server needs",
+            await self._refuse(scope, receive, send, 403, "Forbidden: the token lacks the scopes this server needs",
                                reason="insufficient_scope", error="insufficient_scope", scopes=self.required_scopes)
             return
-        scope[PRINCIPAL] = principal
-        scope[CHALLENGE] = self.challenge
+        scope[SCOPE_KEY] = principal
+        scope[CHALLENGE_KEY] = self.challenge
         await self.app(scope, receive, send)

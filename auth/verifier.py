@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 import httpx
 
-from wiremcp.auth.principal import Principal
+from wiremcp.principal import Principal
 
 B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 """RFC 6750 §2.1: the only shape a bearer token may have."""

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from wiremcp.answer import Answer
+from wiremcp.principal import CHALLENGE_KEY, SCOPE_KEY
 from wiremcp.transports.asgi import Scope
 
-PRINCIPAL = "wiremcp.principal"
-"""Where an authentication middleware leaves the verified principal in the ASGI scope."""
-CHALLENGE = "wiremcp.challenge"
-"""Where it leaves the builder of ``WWW-Authenticate`` challenges."""
+PRINCIPAL = SCOPE_KEY
+CHALLENGE = CHALLENGE_KEY
 
 
 def principal_key(scope: Scope) -> str | None:

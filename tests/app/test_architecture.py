@@ -34,6 +34,32 @@ def test_core_module_imports_no_edge(path: Path) -> None:
     assert not edges, f"{path.name} imports {sorted(edges)}; only app/{COMPOSITION_ROOT} may"
 
 
+COMPOSITION = ("wiremcp.deployment", "wiremcp.cli")
+"""The composition root and the command line: they import the edges, so no edge may import them."""
+
+
+@pytest.mark.parametrize("path", sorted((APP.parent / "auth").rglob("*.py")), ids=lambda p: p.name)
+def test_auth_depends_on_the_core_only(path: Path) -> None:
+    """Authentication is ASGI middleware over the core's ``Principal``: it imports no transport."""
+    wrong = {m for m in _imported_modules(path) if m.startswith(("wiremcp.transports", *COMPOSITION))}
+    assert not wrong, f"auth/{path.name} imports {sorted(wrong)}"
+
+
+@pytest.mark.parametrize("path", sorted((APP.parent / "transports").rglob("*.py")), ids=lambda p: p.name)
+def test_transports_depend_on_the_core_and_not_on_auth(path: Path) -> None:
+    """A transport reads who is calling from the core's ``Principal`` in the ASGI scope, whoever put it there."""
+    wrong = {m for m in _imported_modules(path) if m.startswith(("wiremcp.auth", *COMPOSITION))}
+    assert not wrong, f"transports/{path.name} imports {sorted(wrong)}"
+
+
+def test_importing_auth_loads_no_transport() -> None:
+    code = ("import sys, wiremcp.auth.middleware, wiremcp.auth.jwt_verifier, wiremcp.auth.introspection\n"
+            "print(','.join(sorted(m for m in sys.modules if m.startswith('wiremcp.transports'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=APP.parent).stdout.strip()
+    assert out == ""
+
+
 def test_importing_the_core_loads_no_transport() -> None:
     code = (
         "import sys, wiremcp, wiremcp.server, wiremcp.dispatcher, wiremcp.cli\n"

@@ -18,13 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_public_names() -> None:
     assert wiremcp.__all__ == [
         "Audio", "ClientError", "ClientTimeout", "Completion", "Context", "ElicitResult", "EmbeddedResource",
-        "Image", "InputRequired", "MCPError", "MCPServer", "Message", "MissingClientCapability", "ResourceLink",
+        "Image", "InputRequired", "MCPError", "MCPServer", "Message", "MissingClientCapability", "Principal", "ResourceLink",
         "ToolError", "ToolResult", "assistant", "param_header", "text", "user",
     ]
     assert wiremcp.transports.__all__ == ["Client", "HttpOptions", "MCPHttpApp", "serve_stdio"]
     assert wiremcp.auth.__all__ == [
-        "WELL_KNOWN", "BearerAuth", "IntrospectionVerifier", "InvalidToken", "JWKSVerifier", "Principal",
-        "ProtectedResource", "StaticTokenVerifier", "TokenVerifier", "VerifierUnavailable",
+        "WELL_KNOWN", "BearerAuth", "IntrospectionVerifier", "InvalidToken", "JWKSVerifier", "ProtectedResource", "StaticTokenVerifier", "TokenVerifier", "VerifierUnavailable",
     ]
 
 

@@ -19,8 +19,8 @@ from examples.dev_auth_server import DevAuthServer
 from tests.auth.support import alg_none_token, foreign_key_token, forge, hs256_with_public_key_token
 from tests.support_http import FakeClock
 from wiremcp.auth.jwt_verifier import JWKSVerifier, same_resource
-from wiremcp.auth.principal import Principal
 from wiremcp.auth.verifier import InvalidToken, VerifierUnavailable
+from wiremcp.principal import Principal
 from wiremcp.transports.asgi import Receive, Scope, SendASGI
 
 SPEC = "2025-11-25/basic/authorization"

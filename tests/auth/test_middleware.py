@@ -18,9 +18,9 @@ from tests.support_http import asgi_request
 from wiremcp import MCPServer
 from wiremcp.auth.metadata import WELL_KNOWN, ProtectedResource
 from wiremcp.auth.middleware import BearerAuth, Challenge
-from wiremcp.auth.principal import Principal
 from wiremcp.auth.verifier import InvalidToken, StaticTokenVerifier, TokenVerifier, VerifierUnavailable
 from wiremcp.deployment import build_auth, build_http_app
+from wiremcp.principal import Principal
 from wiremcp.settings import Settings
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond
 from wiremcp.transports.http_app import MCPHttpApp

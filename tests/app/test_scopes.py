@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-import wiremcp.auth.scopes
 from wiremcp import Context, MCPServer, jsonrpc
 from wiremcp.answer import Answer, answer
-from wiremcp.auth.principal import Principal
 from wiremcp.errors import INVALID_REQUEST, InsufficientScope
 from wiremcp.jsonrpc import Request
+from wiremcp.principal import Principal
 from wiremcp.protocol import META_CAPABILITIES, META_VERSION
 from wiremcp.scopes import authorize, covers, missing, parse
 from wiremcp.transports.memory import Client
@@ -50,10 +49,6 @@ def test_missing_keeps_the_order_of_what_is_needed() -> None:
     (42, set()), ({"a": 1}, set())])
 def test_parse_reads_scope_strings_and_scp_lists(value: Any, expected: set[str]) -> None:
     assert parse(value) == frozenset(expected)
-
-
-def test_auth_scopes_are_the_cores_rules() -> None:
-    assert (wiremcp.auth.scopes.covers, wiremcp.auth.scopes.missing, wiremcp.auth.scopes.parse) == (covers, missing, parse)
 
 
 def test_authorize_names_every_scope_needed_not_only_the_missing_ones() -> None:
