@@ -47,7 +47,7 @@ COPY examples ./examples
 # pip compiles the bytecode at install time (the final image's file system may be read-only).
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
  && /opt/venv/bin/pip install /wheels/wiremcp-*.whl \
- && /opt/venv/bin/python -c "import wiremcp.demo, wiremcp.deployment, wiremcp.transports.http_app, wiremcp.auth.middleware"
+ && /opt/venv/bin/python -c "import wiremcp.transports.serving.demo, wiremcp.transports.serving.deployment, wiremcp.transports.http_app, wiremcp.auth.middleware"
 
 # -- runtime: the venv, a non-root user, nothing else ----------------------------------------------------
 FROM ${PYTHON_IMAGE}
@@ -66,7 +66,7 @@ COPY --from=builder /src/examples /srv/wiremcp/examples
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    WIREMCP_SERVER=wiremcp.demo:server \
+    WIREMCP_SERVER=wiremcp.transports.serving.demo:server \
     WIREMCP_ALLOWED_HOSTS="127.0.0.1:*,localhost:*,[::1]:*" \
     WIREMCP_DRAIN_SECONDS=10 \
     WIREMCP_LOG_LEVEL=INFO

@@ -55,7 +55,7 @@ def __getattr__(name: str) -> Any:
 
     if wiremcp.__dict__ is not globals():  # the door: the one deployment of the process
         return wiremcp.asgi
-    from wiremcp.deployment import default_asgi
+    from wiremcp.transports.serving.deployment import default_asgi
 
     value = globals()["asgi"] = default_asgi()
     return value

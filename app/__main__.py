@@ -2,6 +2,6 @@
 
 import sys
 
-from wiremcp.cli import main
+from wiremcp.transports.serving.cli import main
 
 sys.exit(main())

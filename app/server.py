@@ -255,23 +255,9 @@ class MCPServer:
         stdin/stdout (as a host launches it, ``python server.py``), or with ``transport="http"``
         Streamable HTTP at ``http://{host}:{port}/mcp``. A bad setting ends the process with one line and
         exit status 2. Logs go to stderr; on stdio, anything printed before ``run()`` went to stdout."""
-        from wiremcp import deployment  # the composition root: the core never imports it before serving
-        from wiremcp.logs import setup_logging
-        from wiremcp.settings import ConfigError, Settings
+        from wiremcp.transports.serving.deployment import run  # the composition root, loaded only to serve
 
-        try:
-            settings = Settings.from_env()
-            if transport == "stdio":
-                deployment.claim_stdio()
-                setup_logging(settings.log_level, settings.log_format)
-                deployment.serve_stdio(self, settings)
-            elif transport == "http":
-                setup_logging(settings.log_level, settings.log_format)
-                deployment.serve_http(self, host=host, port=port, settings=settings)
-            else:
-                raise ConfigError(f"transport must be 'stdio' or 'http', not {transport!r}")
-        except ConfigError as exc:
-            exc.exit()
+        run(self, transport, host=host, port=port)
 
     # -- sessions -----------------------------------------------------------------------------
     def attach(self, session: ServerSession) -> None:

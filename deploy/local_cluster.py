@@ -53,7 +53,7 @@ log = logging.getLogger("wiremcp.local_cluster")
 ROOT = Path(__file__).resolve().parent.parent
 """The repository: the replicas run there, so ``app:asgi`` is the working tree's."""
 
-DEFAULT_SERVER = "wiremcp.demo:server"
+DEFAULT_SERVER = "wiremcp.transports.serving.demo:server"
 START_BOUND = 30.0
 """Failure bound for a process to accept connections (a deadline, not a wait)."""
 STOP_BOUND = 5.0

@@ -178,7 +178,7 @@ def test_the_http_serve_commands_serve_word_count(line: int) -> None:
 
 # -- the command line and hosts ------------------------------------------------------------------------------
 def test_the_commands_are_the_command_lines() -> None:
-    from wiremcp.cli import parser
+    from wiremcp.transports.serving.cli import parser
 
     (commands,) = [action.choices for action in parser()._actions if action.dest == "command"]
     listed = [line.split()[1] for line in block("commands").text.splitlines()]

@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from wiremcp.errors import INVALID_REQUEST
-from wiremcp.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, header, respond_error
+
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+"""The ``Host`` values accepted by default: the loopback names, any port (``WIREMCP_ALLOWED_HOSTS``)."""
+LOOPBACK_ORIGINS = tuple(f"{scheme}://{host}" for scheme in ("http", "https") for host in LOOPBACK_HOSTS)
 
 
 def _split_host(value: str) -> tuple[str, str]:

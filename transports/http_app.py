@@ -10,11 +10,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from wiremcp.server import MCPServer
-from wiremcp.settings import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
 from wiremcp.transports.drain import Drain
 from wiremcp.transports.events import EventStore, InMemoryEventStore
-from wiremcp.transports.guard import HostOriginGuard
+from wiremcp.transports.guard import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, HostOriginGuard
 from wiremcp.transports.legacy_sse import LegacySSEEndpoints
 from wiremcp.transports.sessions import SessionManager, SessionStore
 from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint

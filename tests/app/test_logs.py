@@ -28,7 +28,7 @@ from wiremcp.logs import (
     formatter,
     redact,
 )
-from wiremcp.settings import Settings
+from wiremcp.transports.serving.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

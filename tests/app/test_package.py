@@ -49,8 +49,8 @@ _DOOR = """
 import importlib, sys
 import app
 import wiremcp
-from wiremcp.loader import load_server
-server = load_server("app.demo:server")
+from wiremcp.transports.serving.loader import load_server
+server = load_server("app.transports.serving.demo:server")
 try:
     importlib.import_module("app.server")
 except ModuleNotFoundError:
@@ -64,7 +64,7 @@ print(app.MCPServer is wiremcp.MCPServer, type(server) is wiremcp.MCPServer, app
 
 
 def test_app_from_the_repository_root_is_a_door_to_wiremcp_never_a_second_copy() -> None:
-    """``uvicorn app:asgi`` from the repository root: ``app`` re-exports ``wiremcp``; ``app.demo:server``
+    """``uvicorn app:asgi`` from the repository root: ``app`` re-exports ``wiremcp``; ``app.transports.serving.demo:server``
     resolves to the ``wiremcp`` classes; no module is loaded under both names."""
     out = subprocess.run([sys.executable, "-c", _DOOR], capture_output=True, text=True, check=True, cwd=ROOT,
                          env={"PATH": "/usr/bin:/bin", "WIREMCP_METRICS": "false"}).stdout.split("\n")[0]

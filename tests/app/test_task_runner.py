@@ -237,8 +237,8 @@ async def test_an_owner_over_its_running_task_limit_is_refused_until_one_finishe
 
 
 def test_the_task_settings_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wiremcp.deployment import configure
-    from wiremcp.settings import Settings
+    from wiremcp.transports.serving.deployment import configure
+    from wiremcp.transports.serving.settings import Settings
 
     monkeypatch.setenv("WIREMCP_TASK_TTL_SECONDS", "120")
     monkeypatch.setenv("WIREMCP_TASK_POLL_INTERVAL_MS", "250")

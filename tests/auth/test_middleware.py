@@ -19,12 +19,12 @@ from wiremcp import MCPServer
 from wiremcp.auth.metadata import WELL_KNOWN, ProtectedResource
 from wiremcp.auth.middleware import BearerAuth, Challenge
 from wiremcp.auth.verifier import InvalidToken, StaticTokenVerifier, TokenVerifier, VerifierUnavailable
-from wiremcp.deployment import build_auth, build_http_app
 from wiremcp.principal import Principal
-from wiremcp.settings import Settings
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.identity import CHALLENGE, PRINCIPAL
+from wiremcp.transports.serving.deployment import build_auth, build_http_app
+from wiremcp.transports.serving.settings import Settings
 
 SPEC = "2025-11-25/basic/authorization"
 RESOURCE = "https://mcp.example.test/mcp"

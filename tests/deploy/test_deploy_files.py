@@ -22,7 +22,7 @@ import pytest
 
 from tests.deploy.yaml_subset import YAMLSubsetError, load, load_all
 from tests.support_http import free_port
-from wiremcp.settings import Settings
+from wiremcp.transports.serving.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -221,7 +221,7 @@ def test_the_command_serves_app_asgi_on_all_interfaces_and_outlasts_the_drain() 
     assert final.all("STOPSIGNAL") == ["SIGTERM"]
     env = final.env()
     assert env["PYTHONUNBUFFERED"] == "1"
-    assert env["WIREMCP_SERVER"] == "wiremcp.demo:server"
+    assert env["WIREMCP_SERVER"] == "wiremcp.transports.serving.demo:server"
     assert env["WIREMCP_ALLOWED_HOSTS"]
     assert set(k for k in env if k.startswith("WIREMCP_")) <= SETTINGS
     drain = float(env.get("WIREMCP_DRAIN_SECONDS", Settings().drain_seconds))

@@ -266,7 +266,7 @@ def test_the_wheel_holds_one_package_wiremcp(installed: Installed) -> None:
     expected = {"/".join([*package.split("."), *path.relative_to(source / folder).parts])
                 for package, folder in PACKAGE_DIRS.items() for path in (source / folder).rglob("*")
                 if path.suffix == ".py" or path.name == "py.typed"}
-    assert "wiremcp/cli/__init__.py" in expected
+    assert "wiremcp/transports/serving/cli/__init__.py" in expected
     assert sorted(expected - set(names)) == []
 
 

@@ -16,10 +16,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.support_http import asgi_client, initialize, post_headers, request_body
 from wiremcp import MCPServer, ToolError
-from wiremcp.deployment import enable_tracing
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.memory import Client
 from wiremcp.transports.operations import Operations
+from wiremcp.transports.serving.deployment import enable_tracing
 from wiremcp.transports.tracing import Tracing, tracing_observer
 
 MODERN = "2026-07-28"

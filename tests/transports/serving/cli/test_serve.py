@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.app.cli.support import run_main
 from tests.support_http import free_port, stop_process
-from wiremcp.cli import package_version
+from tests.transports.serving.cli.support import run_main
+from wiremcp.transports.serving.cli import package_version
 
 BOUND = 20.0
 SERVER = '''

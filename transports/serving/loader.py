@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from wiremcp.server import MCPServer
-from wiremcp.settings import ConfigError
+from wiremcp.transports.serving.settings import ConfigError
 
 _FILE_SPEC = re.compile(r"(?P<path>.+\.py)(?::(?P<attr>[A-Za-z_]\w*))?")
 _MODULE_SPEC = re.compile(r"(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?::(?P<attr>[A-Za-z_]\w*))?")

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from wiremcp import protocol as proto
-from wiremcp.cli import package_version
+from wiremcp.transports.serving.cli import package_version
 
 JSON = dict[str, Any]
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -332,7 +332,7 @@ def is_url(target: str) -> bool:
 
 def server_command(spec: str, app_dir: str | None = None) -> list[str]:
     """How a spec is launched: ``python -m wiremcp stdio SPEC``, a relative file spec made absolute."""
-    from wiremcp.loader import resolve_file
+    from wiremcp.transports.serving.loader import resolve_file
 
     return [sys.executable, "-m", "wiremcp", "stdio", resolve_file(spec), *(["--app-dir", app_dir] if app_dir else [])]
 

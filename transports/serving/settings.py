@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from wiremcp.logs import LOG_FORMATS
+from wiremcp.transports.guard import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 
-DEFAULT_SERVER = "wiremcp.demo:server"
+DEFAULT_SERVER = "wiremcp.transports.serving.demo:server"
 
 
 class ConfigError(ValueError):
@@ -80,8 +81,6 @@ def _words(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(raw.replace(",", " ").split()) if raw else default
 
 
-LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-LOOPBACK_ORIGINS = tuple(f"{scheme}://{host}" for scheme in ("http", "https") for host in LOOPBACK_HOSTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +88,7 @@ class Settings:
     """Every setting, named by its environment variable (``WIREMCP_`` + the field name in upper case)."""
 
     server: str = DEFAULT_SERVER
-    """The server to serve: ``MODULE[:ATTR]`` or ``path/to/server.py[:ATTR]`` (``wiremcp.loader``)."""
+    """The server to serve: ``MODULE[:ATTR]`` or ``path/to/server.py[:ATTR]`` (``wiremcp.transports.serving.loader``)."""
     log_level: str = "INFO"
     """The level of the framework's own logs (always on stderr)."""
     log_format: str = "text"

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wiremcp.loader import load_server, resolve_file, spec_file
-from wiremcp.settings import ConfigError
+from wiremcp.transports.serving.loader import load_server, resolve_file, spec_file
+from wiremcp.transports.serving.settings import ConfigError
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

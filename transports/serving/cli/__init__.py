@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 
-from wiremcp.cli import hosts, inspect, serve
-from wiremcp.settings import ConfigError
+from wiremcp.transports.serving.cli import hosts, inspect, serve
+from wiremcp.transports.serving.settings import ConfigError
 
 Command = Callable[[argparse.Namespace], int]
 """What a command runs: the parsed arguments in, the exit status out."""

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from examples.everything import PNG
-from tests.app.cli.support import run_main
 from tests.support_http import UvicornProcess, free_port, run_uvicorn
-from wiremcp.cli import main
-from wiremcp.cli.inspect import coerce
-from wiremcp.settings import ConfigError
+from tests.transports.serving.cli.support import run_main
+from wiremcp.transports.serving.cli import main
+from wiremcp.transports.serving.cli.inspect import coerce
+from wiremcp.transports.serving.settings import ConfigError
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 EVERYTHING = "examples.everything:server"
 WORD_COUNT = "examples.word_count:server"
 TOKEN = "cli-token-5e1d"

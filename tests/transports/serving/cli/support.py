@@ -1,4 +1,4 @@
-"""The command line run in this process, through ``wiremcp.cli.main``, as a process would run it: its own
+"""The command line run in this process, through ``wiremcp.transports.serving.cli.main``, as a process would run it: its own
 environment and working directory, its output captured, its exit status returned; everything it changed
 in this process (environment, working directory, module search path, imported modules) undone after."""
 
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from wiremcp.cli import main
+from wiremcp.transports.serving.cli import main
 
 
 def run_main(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:

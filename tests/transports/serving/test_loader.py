@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from wiremcp import MCPServer
-from wiremcp.loader import FILE_MODULE, load_server, resolve_file, spec_file
-from wiremcp.settings import ConfigError
+from wiremcp.transports.serving.loader import FILE_MODULE, load_server, resolve_file, spec_file
+from wiremcp.transports.serving.settings import ConfigError
 
 
 @pytest.fixture(autouse=True)

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from typing import Any
 
-from wiremcp.loader import load_server, resolve_file, spec_file
 from wiremcp.logs import setup_logging
-from wiremcp.settings import DEFAULT_SERVER, ConfigError, Settings
+from wiremcp.transports.serving.loader import load_server, resolve_file, spec_file
+from wiremcp.transports.serving.settings import DEFAULT_SERVER, ConfigError, Settings
 
 SPEC_HELP = f"MODULE[:ATTR] or path/to/server.py[:ATTR] (default: $WIREMCP_SERVER, else {DEFAULT_SERVER})"
 INSPECTOR = "@modelcontextprotocol/inspector"
@@ -51,7 +51,7 @@ def _spec(args: argparse.Namespace, settings: Settings) -> str:
 
 def run_stdio(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    from wiremcp import deployment  # the composition root, imported only to serve
+    from wiremcp.transports.serving import deployment  # the composition root, imported only to serve
 
     # stdin and stdout are the wire: taken before the server's module is imported, so that neither a
     # print() at import time nor a child process started later can write to or read from them.
@@ -64,7 +64,7 @@ def run_stdio(args: argparse.Namespace) -> int:
 
 def run_http(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    from wiremcp import deployment
+    from wiremcp.transports.serving import deployment
 
     setup_logging(settings.log_level, settings.log_format)
     spec = resolve_file(_spec(args, settings))

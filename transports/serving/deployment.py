@@ -11,14 +11,14 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from wiremcp.loader import load_server
 from wiremcp.logs import setup_logging
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.server import MCPServer
-from wiremcp.settings import ConfigError, Settings
 from wiremcp.transports.asgi import ASGIApp
 from wiremcp.transports.events import EventStore, InMemoryEventStore
 from wiremcp.transports.http_app import MCPHttpApp
+from wiremcp.transports.serving.loader import load_server
+from wiremcp.transports.serving.settings import ConfigError, Settings
 from wiremcp.transports.streamable_http import HttpOptions
 
 if TYPE_CHECKING:
@@ -203,6 +203,23 @@ def serve_stdio(server: MCPServer, settings: Settings) -> None:
     enable_tracing(server)
     asyncio.run(serve(configure(server, settings), max_message_bytes=settings.max_message_bytes,
                       drain_seconds=settings.stdio_drain_seconds))
+
+
+def run(server: MCPServer, transport: str, *, host: str, port: int) -> None:
+    """``MCPServer.run``: serve on stdio or HTTP with the environment's settings; a bad one is one line, exit 2."""
+    try:
+        settings = Settings.from_env()
+        if transport == "stdio":
+            claim_stdio()
+            setup_logging(settings.log_level, settings.log_format)
+            serve_stdio(server, settings)
+        elif transport == "http":
+            setup_logging(settings.log_level, settings.log_format)
+            serve_http(server, host=host, port=port, settings=settings)
+        else:
+            raise ConfigError(f"transport must be 'stdio' or 'http', not {transport!r}")
+    except ConfigError as exc:
+        exc.exit()
 
 
 def serve_http(server: MCPServer, *, host: str, port: int, settings: Settings) -> None:

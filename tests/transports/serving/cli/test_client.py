@@ -1,4 +1,4 @@
-"""The command line's client (``wiremcp.cli.client``) against real peers, in this process.
+"""The command line's client (``wiremcp.transports.serving.cli.client``) against real peers, in this process.
 
 A real ``uvicorn app:asgi`` serves ``examples/everything.py`` (one per module) for both eras; scripted
 peers check what the shipped server never does: a handshake-only stdio server that sends requests of its
@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from tests.support_http import UvicornProcess, run_uvicorn, serve_in_process
-from wiremcp.cli import client
 from wiremcp.transports.asgi import Receive, Scope, SendASGI
+from wiremcp.transports.serving.cli import client
 
 BOUND = 20.0
 """Failure bound for one answer from a peer."""

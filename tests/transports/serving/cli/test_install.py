@@ -1,6 +1,6 @@
 """``wiremcp install``: the entry it writes into a host's file, launched as the host would launch it.
 
-Each test runs the command line (``wiremcp.cli.main``, in process) with HOME, XDG_CONFIG_HOME and
+Each test runs the command line (``wiremcp.transports.serving.cli.main``, in process) with HOME, XDG_CONFIG_HOME and
 APPDATA in a temporary folder, so no real host configuration is touched. Two tests then start exactly
 what was written (command, args, env over this environment) from ``/`` with the official MCP client,
 as a host does from its own working directory: one per entry shape, one per kind of spec.
@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
-from tests.app.cli.support import run_main
+from tests.transports.serving.cli.support import run_main
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -142,8 +142,8 @@ async def test_module_spec_from_the_working_directory_gets_app_dir(sandbox: Sand
 
 
 def test_an_installed_module_needs_no_app_dir(sandbox: Sandbox) -> None:
-    run = sandbox.installed("json", "wiremcp.demo:server", "--name", "demo")
-    assert json.loads(run.stdout)["demo"]["args"] == ["-m", "wiremcp", "stdio", "wiremcp.demo:server"]
+    run = sandbox.installed("json", "wiremcp.transports.serving.demo:server", "--name", "demo")
+    assert json.loads(run.stdout)["demo"]["args"] == ["-m", "wiremcp", "stdio", "wiremcp.transports.serving.demo:server"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux locations (XDG_CONFIG_HOME)")
