@@ -4,7 +4,7 @@ One ``TaskRecord`` holds everything both protocol eras need: the 2025-11-25 expe
 the 2026-07-28 extension's ``DetailedTask`` are two views of it (``to_2025_11_25``, ``to_2026_07_28``).
 A ``TaskStore`` keeps records per owner (a principal sees only its own tasks), changes their status by
 compare-and-set, and forgets them when their TTL (counted from creation) has elapsed.
-``InMemoryTaskStore`` serves a single process; ``wiremcp.transports.redis_tasks`` serves replicas.
+``InMemoryTaskStore`` serves a single process; ``wiremcp.transports.redis.tasks`` serves replicas.
 """
 
 from __future__ import annotations

@@ -327,7 +327,7 @@ def test_the_layout_names_what_is_there() -> None:
 def test_the_metrics_table_and_help_list_every_request_outcome() -> None:
     row = next(line for line in README.read_text().splitlines() if line.startswith("| `wiremcp_requests_total`"))
     assert re.findall(r"`(\w+)`", row.split("`outcome`")[1].split(")")[0]) == list(OUTCOMES)
-    from wiremcp.transports.metrics import Metrics
+    from wiremcp.transports.observability.metrics import Metrics
 
     help_text = Metrics().requests._documentation
     assert all(outcome in help_text for outcome in OUTCOMES), help_text

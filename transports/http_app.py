@@ -19,7 +19,7 @@ from wiremcp.transports.sessions import SessionManager, SessionStore
 from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
 
 if TYPE_CHECKING:
-    from wiremcp.transports.cluster import Cluster
+    from wiremcp.transports.redis.cluster import Cluster
 
 log = logging.getLogger("wiremcp.http")
 

@@ -25,7 +25,7 @@ from wiremcp.transports.unavailable import StoreUnavailable
 from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
-    from wiremcp.transports.cluster import Cluster
+    from wiremcp.transports.redis.cluster import Cluster
 
 log = logging.getLogger("wiremcp.sessions")
 

@@ -30,7 +30,7 @@ from wiremcp.transports.unavailable import StoreUnavailable
 from wiremcp.types import JSONObject, RequestId
 
 if TYPE_CHECKING:
-    from wiremcp.transports.cluster import Cluster
+    from wiremcp.transports.redis.cluster import Cluster
     from wiremcp.transports.sessions import LiveSession, SessionManager
 
 STANDALONE_STREAM = "get"

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support_http import READ_BOUND, UvicornProcess, run_uvicorn
 from tests.support_redis import RedisServer, run_redis
-from wiremcp.transports.redis_connection import Keys
+from wiremcp.transports.redis.connection import Keys
 
 FIXTURE_SERVER = "tests.transports.http_fixture_server:server"
 MAX_MESSAGE_BYTES = 64 * 1024

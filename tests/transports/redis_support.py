@@ -18,8 +18,8 @@ from redis.exceptions import RedisError
 
 from tests.support_http import READ_BOUND
 from tests.support_redis import RedisServer
-from wiremcp.transports.cluster import Cluster
-from wiremcp.transports.redis_connection import Keys, connect
+from wiremcp.transports.redis.cluster import Cluster
+from wiremcp.transports.redis.connection import Keys, connect
 from wiremcp.transports.unavailable import StoreUnavailable
 
 T = TypeVar("T")

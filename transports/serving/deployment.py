@@ -22,9 +22,9 @@ from wiremcp.transports.serving.settings import ConfigError, Settings
 from wiremcp.transports.streamable_http import HttpOptions
 
 if TYPE_CHECKING:
-    from wiremcp.transports.metrics import Metrics
-    from wiremcp.transports.operations import Operations, ReadinessCheck
-    from wiremcp.transports.redis_backend import RedisBackend
+    from wiremcp.transports.observability.metrics import Metrics
+    from wiremcp.transports.observability.operations import Operations, ReadinessCheck
+    from wiremcp.transports.redis.backend import RedisBackend
 
 log = logging.getLogger("wiremcp")
 
@@ -116,7 +116,7 @@ def build_redis(server: MCPServer, settings: Settings) -> RedisBackend | None:
     """The Redis backend when ``WIREMCP_REDIS_URL`` is set: sessions, events, routing and the bus."""
     if not settings.redis_url:
         return None
-    from wiremcp.transports.redis_backend import RedisBackend
+    from wiremcp.transports.redis.backend import RedisBackend
 
     backend = RedisBackend.connect(settings.redis_url, prefix=settings.redis_prefix,
                                    timeout=settings.redis_timeout_seconds, replica=settings.replica_id,
@@ -140,7 +140,7 @@ def build_metrics(settings: Settings) -> Metrics | None:
     """The deployment's Prometheus metrics, unless ``WIREMCP_METRICS`` is off."""
     if not settings.metrics:
         return None
-    from wiremcp.transports.metrics import Metrics
+    from wiremcp.transports.observability.metrics import Metrics
 
     return Metrics()
 
@@ -149,7 +149,7 @@ def build_operations(mcp: MCPHttpApp, metrics: Metrics | None = None,
                      checks: Mapping[str, ReadinessCheck] | None = None) -> Operations:
     """``/healthz``, ``/readyz`` (unready while draining or when one of ``checks`` fails) and ``/metrics``
     in front of ``mcp``; its requests observed by ``metrics`` and, when configured, OpenTelemetry."""
-    from wiremcp.transports.operations import Operations
+    from wiremcp.transports.observability.operations import Operations
 
     if metrics is not None:
         metrics.instrument(mcp)
@@ -160,7 +160,7 @@ def build_operations(mcp: MCPHttpApp, metrics: Metrics | None = None,
 def enable_tracing(server: MCPServer) -> bool:
     """Trace ``server``'s requests if OpenTelemetry is installed and a tracer provider is configured."""
     try:
-        from wiremcp.transports.tracing import Tracing, tracing_observer
+        from wiremcp.transports.observability.tracing import Tracing, tracing_observer
     except ImportError:
         return False
     if any(isinstance(o, Tracing) for o in server.observers):

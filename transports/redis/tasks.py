@@ -28,7 +28,7 @@ from wiremcp.tasks import (
     with_answers,
     with_input_request,
 )
-from wiremcp.transports.redis_connection import Keys, Redis, reachable
+from wiremcp.transports.redis.connection import Keys, Redis, reachable
 from wiremcp.types import JSONObject
 
 DEFAULT_TTL = 24 * 3600.0

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from wiremcp.replicas import life_name
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.server import MCPServer
-from wiremcp.transports.cluster import Cluster
-from wiremcp.transports.redis_bus import RedisSubscriptionBus
-from wiremcp.transports.redis_connection import Keys, connect, reachable
-from wiremcp.transports.redis_events import RedisEventStore
-from wiremcp.transports.redis_sessions import RedisSessionStore
-from wiremcp.transports.redis_tasks import RedisTaskStore
+from wiremcp.transports.redis.bus import RedisSubscriptionBus
+from wiremcp.transports.redis.cluster import Cluster
+from wiremcp.transports.redis.connection import Keys, connect, reachable
+from wiremcp.transports.redis.events import RedisEventStore
+from wiremcp.transports.redis.sessions import RedisSessionStore
+from wiremcp.transports.redis.tasks import RedisTaskStore
 
 
 @dataclass(slots=True)

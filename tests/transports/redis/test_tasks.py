@@ -11,8 +11,8 @@ from tests.support_redis import RedisServer
 from tests.support_tasks import ALICE, CHECKS, INPUT_CHECKS, Check
 from tests.transports.redis_support import TIMEOUT, fail_while_away, until
 from wiremcp.tasks import TaskRecord
-from wiremcp.transports.redis_connection import Keys, Redis, connect
-from wiremcp.transports.redis_tasks import RedisTaskStore
+from wiremcp.transports.redis.connection import Keys, Redis, connect
+from wiremcp.transports.redis.tasks import RedisTaskStore
 
 pytestmark = pytest.mark.timeout(30)
 

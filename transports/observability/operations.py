@@ -23,7 +23,7 @@ from wiremcp.logs import SESSION_ID
 from wiremcp.transports.asgi import ASGIApp, Message, Receive, Scope, SendASGI, respond, respond_json
 
 if TYPE_CHECKING:
-    from wiremcp.transports.metrics import Metrics
+    from wiremcp.transports.observability.metrics import Metrics
 
 log = logging.getLogger("wiremcp.operations")
 

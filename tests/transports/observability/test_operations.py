@@ -16,8 +16,8 @@ from wiremcp import MCPServer
 from wiremcp.logs import SESSION_ID
 from wiremcp.transports.asgi import Message, Receive, Scope, SendASGI, respond
 from wiremcp.transports.http_app import MCPHttpApp
-from wiremcp.transports.metrics import Metrics
-from wiremcp.transports.operations import TRACE_HEADERS, Operations, ReadinessCheck
+from wiremcp.transports.observability.metrics import Metrics
+from wiremcp.transports.observability.operations import TRACE_HEADERS, Operations, ReadinessCheck
 
 POD_HOST = "10.1.2.3:8000"
 """What a Kubernetes probe sends as ``Host``: the pod's IP, on no allow-list."""

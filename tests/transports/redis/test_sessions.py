@@ -14,8 +14,8 @@ from tests.support_redis import RedisServer
 from tests.transports import http_fixture_server as fixture
 from tests.transports.redis_support import TIMEOUT, fail_while_away, until
 from wiremcp.state import SessionState
-from wiremcp.transports.redis_connection import Keys, Redis, connect
-from wiremcp.transports.redis_sessions import RedisSessionStore
+from wiremcp.transports.redis.connection import Keys, Redis, connect
+from wiremcp.transports.redis.sessions import RedisSessionStore
 from wiremcp.transports.sessions import SessionManager
 from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
 from wiremcp.transports.unavailable import StoreUnavailable

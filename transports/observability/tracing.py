@@ -20,7 +20,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from wiremcp.logs import SESSION_ID
 from wiremcp.observer import method_label, outcome
-from wiremcp.transports.operations import TRACE_HEADERS
+from wiremcp.transports.observability.operations import TRACE_HEADERS
 
 if TYPE_CHECKING:
     from wiremcp.answer import Answer

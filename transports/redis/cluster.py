@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 import orjson
 from redis.exceptions import RedisError
 
-from wiremcp.transports.redis_connection import Keys, Redis, reachable
+from wiremcp.transports.redis.connection import Keys, Redis, reachable
 from wiremcp.types import JSONObject, RequestId
 
 log = logging.getLogger("wiremcp.cluster")

@@ -18,9 +18,9 @@ from tests.support_http import asgi_client, initialize, post_headers, request_bo
 from wiremcp import MCPServer, ToolError
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.memory import Client
-from wiremcp.transports.operations import Operations
+from wiremcp.transports.observability.operations import Operations
+from wiremcp.transports.observability.tracing import Tracing, tracing_observer
 from wiremcp.transports.serving.deployment import enable_tracing
-from wiremcp.transports.tracing import Tracing, tracing_observer
 
 MODERN = "2026-07-28"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from wiremcp.state import SessionState
-from wiremcp.transports.redis_connection import Keys, Redis, reachable
+from wiremcp.transports.redis.connection import Keys, Redis, reachable
 from wiremcp.transports.sessions import SessionStore
 from wiremcp.transports.unavailable import StoreUnavailable
 

@@ -4,7 +4,7 @@ listeners (2026-07-28 ``subscriptions/listen`` streams, and handshake-era GET st
 from __future__ import annotations
 
 from wiremcp.subscriptions import InMemorySubscriptionBus
-from wiremcp.transports.cluster import Cluster
+from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.types import JSONObject
 
 

@@ -12,8 +12,8 @@ from tests.support_http import READ_BOUND
 from tests.support_redis import RedisServer
 from tests.transports.redis_support import make_cluster, started
 from wiremcp.subscriptions import Subscription
-from wiremcp.transports.redis_bus import RedisSubscriptionBus
-from wiremcp.transports.redis_connection import Keys
+from wiremcp.transports.redis.bus import RedisSubscriptionBus
+from wiremcp.transports.redis.connection import Keys
 from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)

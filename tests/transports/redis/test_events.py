@@ -12,8 +12,8 @@ import pytest
 from tests.support_redis import RedisServer
 from tests.transports.redis_support import TIMEOUT, until
 from wiremcp.transports.events import StoredEvent
-from wiremcp.transports.redis_connection import Keys, Redis, connect
-from wiremcp.transports.redis_events import RedisEventStore
+from wiremcp.transports.redis.connection import Keys, Redis, connect
+from wiremcp.transports.redis.events import RedisEventStore
 from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)

@@ -15,9 +15,9 @@ import pytest
 
 from tests.support_redis import RedisServer
 from tests.transports.redis_support import make_cluster, next_item, started, until
-from wiremcp.transports.cluster import Cluster
-from wiremcp.transports.redis_connection import Keys
-from wiremcp.transports.redis_events import RedisEventStore
+from wiremcp.transports.redis.cluster import Cluster
+from wiremcp.transports.redis.connection import Keys
+from wiremcp.transports.redis.events import RedisEventStore
 from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)

@@ -12,8 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support_http import asgi_client, initialize, post_headers, request_body
 from wiremcp import MCPServer, ToolError
 from wiremcp.transports.http_app import MCPHttpApp
-from wiremcp.transports.metrics import Metrics
-from wiremcp.transports.operations import Operations
+from wiremcp.transports.observability.metrics import Metrics
+from wiremcp.transports.observability.operations import Operations
 from wiremcp.transports.serving.deployment import build_http_app
 from wiremcp.transports.serving.settings import Settings
 
