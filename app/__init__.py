@@ -17,7 +17,7 @@ from wiremcp.content import Audio, EmbeddedResource, Image, ResourceLink, text
 from wiremcp.context import Context, ElicitResult
 from wiremcp.errors import ClientError, ClientTimeout, MCPError, MissingClientCapability, ToolError
 from wiremcp.header_params import param_header
-from wiremcp.mrtr import InputRequired
+from wiremcp.input_required import InputRequired
 from wiremcp.principal import Principal
 from wiremcp.prompts import Message, assistant, user
 from wiremcp.server import MCPServer

@@ -11,7 +11,7 @@ from wiremcp import jsonrpc
 from wiremcp.context import Context
 from wiremcp.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, BadRequest, InsufficientScope, MCPError
 from wiremcp.logs import REQUEST_ID
-from wiremcp.modern import request_state
+from wiremcp.stateless import request_state
 from wiremcp.types import JSONObject, Send, StreamControl
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class Answer:
     """With 403: the scopes the step-up challenge must name."""
 
 
-async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, modern: bool,
+async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, stateless: bool,
                  state: SessionState | None = None, session: ServerSession | None = None,
                  control: StreamControl | None = None, principal: Any = None) -> Answer:
     """Run one request through the dispatcher. Handshake-era requests run in ``state`` (their session's);
@@ -45,7 +45,7 @@ async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, mod
     done: Answer | None = None  # None at the end: cancelled
     try:
         if state is None:
-            assert modern, "a handshake-era request needs its session's state"
+            assert stateless, "a handshake-era request needs its session's state"
             state = request_state(request.params, principal)
         ctx = Context(server, state, request.id, request.method, request.params, send, session=session,
                       control=control, principal=principal)
@@ -58,13 +58,13 @@ async def answer(server: MCPServer, request: jsonrpc.Request, send: Send, *, mod
         elif isinstance(exc, BadRequest):
             status = 400
         else:
-            status = 404 if modern and exc.code == METHOD_NOT_FOUND else 200
+            status = 404 if stateless and exc.code == METHOD_NOT_FOUND else 200
         done = Answer({"jsonrpc": "2.0", "id": request.id, "error": exc.to_error()}, status,
                       exc.scopes if isinstance(exc, InsufficientScope) else None)
         return done
     except Exception:
         log.exception("internal error handling %s", request.method)
-        done = Answer(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), 500 if modern else 200)
+        done = Answer(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), 500 if stateless else 200)
         return done
     finally:
         REQUEST_ID.reset(logged)

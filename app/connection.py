@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from wiremcp import jsonrpc
-from wiremcp.modern import declares_modern
 from wiremcp.session import ServerSession
+from wiremcp.stateless import declares_stateless
 from wiremcp.types import JSONObject
 
 log = logging.getLogger("wiremcp.connection")
@@ -72,7 +72,7 @@ class Connection:
             else:
                 await self._slot()
             if decoded.method == "initialize" or not (self.session.state.initialized
-                                                      or declares_modern(decoded.params)):
+                                                      or declares_stateless(decoded.params)):
                 # the handshake is serialized with what comes before and after it: a request that
                 # arrives before initialize is judged (refused) on arrival, not when a task gets to it;
                 # stateless requests (served whatever the session) run concurrently from the start

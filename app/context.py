@@ -14,8 +14,8 @@ from wiremcp.errors import (
     MCPError,
     MissingClientCapability,
 )
-from wiremcp.mrtr import INPUT_CAPABLE, InputExchange, InputRequired
-from wiremcp.protocol import LOG_LEVEL_RANK, at_least, is_modern
+from wiremcp.input_required import INPUT_CAPABLE, InputExchange, InputRequired
+from wiremcp.protocol import LOG_LEVEL_RANK, at_least, is_stateless
 from wiremcp.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
@@ -71,8 +71,23 @@ def elicitation_schema(model: type[BaseModel]) -> JSONObject:
 class Context:
     """Handed to a handler that declares a parameter annotated ``Context``."""
 
-    __slots__ = ("_control", "_last_progress", "_principal", "_send", "_starter", "exchange", "meta", "method",
-                 "modern", "params", "request_id", "server", "session", "state", "task")
+    __slots__ = (
+        "_control",
+        "_last_progress",
+        "_principal",
+        "_send",
+        "_starter",
+        "exchange",
+        "meta",
+        "method",
+        "params",
+        "request_id",
+        "server",
+        "session",
+        "state",
+        "stateless",
+        "task",
+    )
 
     def __init__(self, server: MCPServer, state: SessionState, request_id: RequestId, method: str,
                  params: JSONObject, send: Send, *, session: ServerSession | None = None,
@@ -88,7 +103,7 @@ class Context:
         self.params = params
         meta = params.get("_meta")
         self.meta: JSONObject = meta if isinstance(meta, dict) else {}
-        self.modern = is_modern(state.protocol_version)
+        self.stateless = is_stateless(state.protocol_version)
         self.exchange: InputExchange | None = None
         self._send = send
         self._control = control
@@ -189,7 +204,7 @@ class Context:
         if rank is None:
             raise ValueError(f"unknown log level {level!r}")
         threshold = self.state.log_level
-        if threshold is None and self.modern:
+        if threshold is None and self.stateless:
             return  # stateless era: no logLevel in _meta means no log messages for this request
         if threshold is not None and rank < LOG_LEVEL_RANK[threshold]:
             return
@@ -238,7 +253,7 @@ class Context:
 
     async def ask_client(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
         """``request`` outside a task."""
-        if self.modern:
+        if self.stateless:
             if self.method not in INPUT_CAPABLE:
                 raise MCPError(INTERNAL_ERROR, f"{self.method} cannot ask the client for input")
             if self.exchange is None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from wiremcp import access, modern, pagination
+from wiremcp import access, pagination, stateless
 from wiremcp.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -24,7 +24,7 @@ from wiremcp.errors import (
     MissingClientCapability,
     ResourceNotFound,
 )
-from wiremcp.mrtr import INPUT_CAPABLE, INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
+from wiremcp.input_required import INPUT_CAPABLE, INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
 from wiremcp.protocol import (
     LOG_LEVEL_RANK,
     META_SERVER_INFO,
@@ -94,11 +94,11 @@ def _check_input_request(request: Any, ctx: Context) -> None:
         ctx.require_capability("roots")
 
 
-def _wire(item: Any, modern: bool) -> JSONObject:
+def _wire(item: Any, stateless: bool) -> JSONObject:
     """An item as a list shows it; the stateless era has no ``execution.taskSupport`` (its tasks are an
     extension the server decides on per request)."""
     out: JSONObject = item.to_wire()
-    if modern and "execution" in out:
+    if stateless and "execution" in out:
         out = {k: v for k, v in out.items() if k != "execution"}
     return out
 
@@ -142,8 +142,8 @@ class Dispatcher:
             "tasks/list": lambda params, ctx: self.server.task_methods.list(params, ctx),
             "tasks/cancel": lambda params, ctx: self.server.task_methods.cancel(params, ctx),
         }
-        self._modern_handlers: dict[str, Handler] = {
-            **{m: h for m, h in self._handlers.items() if m not in modern.REMOVED and m not in _TASK_METHODS},
+        self._stateless_handlers: dict[str, Handler] = {
+            **{m: h for m, h in self._handlers.items() if m not in stateless.REMOVED and m not in _TASK_METHODS},
             "server/discover": self._discover,
             "subscriptions/listen": self._listen,
             "tasks/get": lambda params, ctx: self.server.task_methods.get_detailed(params, ctx),
@@ -153,12 +153,12 @@ class Dispatcher:
 
     def methods(self) -> tuple[frozenset[str], frozenset[str]]:
         """The methods each era serves: (handshake era, stateless era)."""
-        return frozenset(self._handlers), frozenset(self._modern_handlers)
+        return frozenset(self._handlers), frozenset(self._stateless_handlers)
 
     async def dispatch(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
         """The result of one request, or an MCPError."""
-        if ctx.modern:
-            return await self._dispatch_modern(method, params, ctx)
+        if ctx.stateless:
+            return await self._dispatch_stateless(method, params, ctx)
         handler = self._handlers.get(method)
         if handler is None:
             raise MethodNotFound(method)
@@ -177,8 +177,8 @@ class Dispatcher:
             raise MethodNotFound(method)
 
     # -- the stateless era -------------------------------------------------------------------------
-    async def _dispatch_modern(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
-        handler = None if method in modern.REMOVED else self._modern_handlers.get(method)
+    async def _dispatch_stateless(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
+        handler = None if method in stateless.REMOVED else self._stateless_handlers.get(method)
         if handler is None:
             raise MethodNotFound(method)
         self._gate(method)
@@ -194,7 +194,7 @@ class Dispatcher:
             return self._input_required(exc, method, params, ctx)
         except ResourceNotFound as exc:  # the stateless era's code for it is -32602
             raise InvalidParams(exc.message, exc.data) from None
-        return modern.complete(result, method, self.server)
+        return stateless.complete(result, method, self.server)
 
     def _open_inputs(self, method: str, params: JSONObject, ctx: Context) -> None:
         """Read what a retry brings: the client's ``inputResponses`` and our sealed ``requestState``."""
@@ -238,7 +238,7 @@ class Dispatcher:
         raise MCPError(INTERNAL_ERROR, f"Gave up after {MAX_ROUNDS} rounds of input")
 
     async def _discover(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return modern.discover(self.server)
+        return stateless.discover(self.server)
 
     async def _listen(self, params: JSONObject, ctx: Context) -> JSONObject:
         """``subscriptions/listen``: acknowledge, then forward the opted-in changes until the end. Tasks the
@@ -313,18 +313,18 @@ class Dispatcher:
 
     # -- tools ---------------------------------------------------------------------------------
     def _page(self, items: Sequence[Any], params: JSONObject, key: str, *, everything: bool,
-              modern: bool = False) -> JSONObject:
+              stateless: bool = False) -> JSONObject:
         """One page of a list. A page of an unfiltered list (``everything``) is serialized once and kept
         until the list changes (``forget_lists``): its items go out as pre-encoded JSON."""
         cursor = params.get("cursor")
-        cache_key = (key, cursor, self.server.page_size, modern) if everything and (
+        cache_key = (key, cursor, self.server.page_size, stateless) if everything and (
             cursor is None or isinstance(cursor, str)) else None
         if cache_key is not None:
             cached = self._pages.get(cache_key)
             if cached is not None:
                 return dict(cached)
         chunk, next_cursor = pagination.page(items, cursor, self.server.page_size)
-        result: JSONObject = {key: orjson.Fragment(orjson.dumps([_wire(item, modern) for item in chunk]))}
+        result: JSONObject = {key: orjson.Fragment(orjson.dumps([_wire(item, stateless) for item in chunk]))}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         if cache_key is not None and len(self._pages) < _MAX_CACHED_PAGES:
@@ -339,7 +339,7 @@ class Dispatcher:
         visible = access.visible(items, ctx)
         # ``execution.taskSupport`` is for sessions that negotiated 2025-11-25's tasks (the stateless era's
         # tasks are an extension, decided per request).
-        return self._page(visible, params, key, everything=visible is items, modern=not _has_tasks(ctx))
+        return self._page(visible, params, key, everything=visible is items, stateless=not _has_tasks(ctx))
 
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._listing(list(self.server.tools.values()), params, ctx, "tools")
@@ -353,7 +353,7 @@ class Dispatcher:
         elif not isinstance(arguments, dict):
             raise InvalidParams("tools/call: arguments must be an object")
         if tool.task_support != "forbidden":
-            if ctx.modern:
+            if ctx.stateless:
                 # The tasks extension: the server decides, for clients that declare it; a legacy ``task``
                 # param means nothing here.
                 if declares_extension(ctx):
@@ -367,7 +367,7 @@ class Dispatcher:
                     raise MCPError(METHOD_NOT_FOUND, f"Tool {name} must be called as a task (params.task)")
                 if task is not None:
                     return await self.server.task_runner.call(tool, arguments, ctx, task)
-        elif not ctx.modern and params.get("task") is not None and _has_tasks(ctx):
+        elif not ctx.stateless and params.get("task") is not None and _has_tasks(ctx):
             raise MCPError(METHOD_NOT_FOUND, f"Tool {name} cannot run as a task")
         return await tool.call(arguments, ctx)
 

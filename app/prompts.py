@@ -13,7 +13,7 @@ from pydantic.fields import FieldInfo
 from wiremcp.component import Component
 from wiremcp.content import to_block
 from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError
-from wiremcp.mrtr import InputRequired
+from wiremcp.input_required import InputRequired
 from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 LATEST_HANDSHAKE_VERSION = "2025-11-25"
-LATEST_MODERN_VERSION = "2026-07-28"
+LATEST_STATELESS_VERSION = "2026-07-28"
 
-MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+STATELESS_VERSIONS: tuple[str, ...] = ("2026-07-28",)
 """Stateless revisions: every request carries its version, capabilities and client info in ``_meta``."""
 
 HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 """Revisions negotiated with ``initialize``, newest first."""
 
-SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + HANDSHAKE_VERSIONS
+SUPPORTED_VERSIONS: tuple[str, ...] = STATELESS_VERSIONS + HANDSHAKE_VERSIONS
 
 # Per-request ``_meta`` keys of the stateless era.
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -42,6 +42,6 @@ def at_least(version: str, minimum: str) -> bool:
     return version >= minimum
 
 
-def is_modern(version: object) -> bool:
+def is_stateless(version: object) -> bool:
     """A stateless-era revision (anything from 2026-07-28 on is served as one)."""
-    return isinstance(version, str) and version >= LATEST_MODERN_VERSION
+    return isinstance(version, str) and version >= LATEST_STATELESS_VERSION

@@ -13,7 +13,7 @@ from wiremcp import access
 from wiremcp.component import Component
 from wiremcp.content import resource_contents
 from wiremcp.errors import INTERNAL_ERROR, MCPError, ResourceNotFound
-from wiremcp.mrtr import InputRequired
+from wiremcp.input_required import InputRequired
 from wiremcp.types import JSONObject
 from wiremcp.uritemplate import UriTemplate
 
@@ -142,6 +142,6 @@ class Resources:
         contents = await resource.read(uri, variables, ctx)
         if not contents:
             raise ResourceNotFound(uri)
-        if ctx.modern and resource.cache:
+        if ctx.stateless and resource.cache:
             return {"contents": contents, **resource.cache}
         return {"contents": contents}

@@ -149,7 +149,7 @@ _UNSTRUCTURED = (str, bytes)
 
 def _without_input_required(annotation: Any) -> Any:
     """``X | InputRequired`` describes its result as ``X``: an InputRequired is another kind of answer."""
-    from wiremcp.mrtr import InputRequired
+    from wiremcp.input_required import InputRequired
 
     if annotation is InputRequired:
         return None

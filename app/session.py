@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from wiremcp import jsonrpc
 from wiremcp.answer import Answer, answer
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, ClientError, ClientTimeout
-from wiremcp.modern import declares_modern
 from wiremcp.protocol import BATCH_VERSIONS
 from wiremcp.state import SessionState
+from wiremcp.stateless import declares_stateless
 from wiremcp.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
@@ -78,8 +78,8 @@ class ServerSession:
             self._inflight[rid] = (task, request.method)
         try:
             # A request that describes itself in _meta is served statelessly, whatever the session.
-            modern = declares_modern(request.params)
-            return await answer(self.server, request, send, modern=modern, state=None if modern else self.state,
+            stateless = declares_stateless(request.params)
+            return await answer(self.server, request, send, stateless=stateless, state=None if stateless else self.state,
                                 session=self, control=control,
                                 principal=principal if principal is not None else self.state.principal)
         except asyncio.CancelledError:

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from wiremcp.errors import INTERNAL_ERROR, ClientTimeout, InvalidParams, MCPError, MissingClientCapability
-from wiremcp.mrtr import InputRequired
+from wiremcp.input_required import InputRequired
 from wiremcp.protocol import TASKS_EXTENSION as EXTENSION
 from wiremcp.replicas import replica_of
 from wiremcp.tasks import InMemoryTaskStore, TaskRecord, TaskStore
@@ -116,13 +116,13 @@ class _Outlet:
 class TaskBinding:
     """What a handler's context knows of the task it runs as: asking the client for input goes through it."""
 
-    __slots__ = ("_count", "modern", "principal", "runner", "task_id")
+    __slots__ = ("_count", "principal", "runner", "stateless", "task_id")
 
-    def __init__(self, runner: TaskRunner, task_id: str, principal: str | None, modern: bool, count: int) -> None:
+    def __init__(self, runner: TaskRunner, task_id: str, principal: str | None, stateless: bool, count: int) -> None:
         self.runner = runner
         self.task_id = task_id
         self.principal = principal
-        self.modern = modern
+        self.stateless = stateless
         self._count = count
 
     def next_key(self, method: str) -> str:
@@ -132,7 +132,7 @@ class TaskBinding:
         return f"{method.partition('/')[0]}-{self._count}"
 
     async def ask(self, ctx: Context, method: str, params: JSONObject | None, timeout: float | None) -> JSONObject:
-        if self.modern:
+        if self.stateless:
             return await self.runner.wait_for_input(self, method, params, timeout)
         runner = self.runner
         try:  # the request, as it goes out (``_Outlet.send``), makes the task input_required
@@ -177,7 +177,7 @@ class TaskRunner:
         2026-07-28 extension. The answer is the ``CreateTaskResult`` once the task is durably stored, or
         (``task_start="handler"`` whose handler has not started the task) the call's own outcome."""
         ttl_ms = self.default_ttl_ms
-        if not ctx.modern:
+        if not ctx.stateless:
             if not isinstance(requested, dict):
                 raise InvalidParams("tools/call: task must be an object")
             ttl = requested.get("ttl")
@@ -199,20 +199,20 @@ class TaskRunner:
             await self.store.create(record)
             task_id = record.task_id
             count = ctx.exchange.asked if ctx.exchange is not None else 0
-            binding = self._bindings[task_id] = TaskBinding(self, task_id, record.principal, ctx.modern, count)
+            binding = self._bindings[task_id] = TaskBinding(self, task_id, record.principal, ctx.stateless, count)
             send: Send = _discard
-            if not ctx.modern:
+            if not ctx.stateless:
                 send = (outlet := _Outlet(task_id, self.store, self.changed)).send
                 self._outlets[task_id] = outlet
             ctx.become_task(binding, send)
             current = asyncio.current_task()
             assert current is not None
             self._running[task_id] = current
-            answer.set_result({"resultType": "task", **record.to_2026_07_28_task()} if ctx.modern
+            answer.set_result({"resultType": "task", **record.to_2026_07_28_task()} if ctx.stateless
                               else {"task": record.to_2025_11_25()})
 
         ctx._starter = start
-        immediately = not ctx.modern or tool.task_start == "call"
+        immediately = not ctx.stateless or tool.task_start == "call"
         driver = loop.create_task(self._drive(tool, arguments, ctx, answer, immediately))
         try:
             return await asyncio.shield(answer)
@@ -244,7 +244,7 @@ class TaskRunner:
                 answer.set_result(result)
                 return
             # 2025-11-25: a tool error fails the task; the extension: the task completed with that result.
-            failed = bool(result.get("isError")) and not ctx.modern
+            failed = bool(result.get("isError")) and not ctx.stateless
             await self._end(ctx.task.task_id, "failed" if failed else "completed", result=result,
                             status_message="The tool reported an error" if failed else None)
         finally:

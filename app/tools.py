@@ -15,7 +15,7 @@ from wiremcp.content import to_block
 from wiremcp.context import Context
 from wiremcp.errors import ClientError, ClientTimeout, MCPError, ToolError
 from wiremcp.header_params import header_params
-from wiremcp.mrtr import InputRequired
+from wiremcp.input_required import InputRequired
 from wiremcp.schema import (
     OutputSpec,
     SchemaChecker,

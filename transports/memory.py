@@ -20,7 +20,7 @@ from wiremcp.protocol import (
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_VERSION,
-    is_modern,
+    is_stateless,
 )
 from wiremcp.server import MCPServer
 from wiremcp.session import ServerSession
@@ -44,7 +44,7 @@ class Client:
                  max_rounds: int = 8) -> None:
         self.server = server
         self.protocol_version = protocol_version
-        self.modern = is_modern(protocol_version)
+        self.stateless = is_stateless(protocol_version)
         """Stateless era: no handshake; every request carries ``_meta`` and input requests are answered
         by retrying (MRTR), all done by ``request``."""
         self.log_level = log_level
@@ -62,7 +62,7 @@ class Client:
             caps.setdefault("roots", {"listChanged": True})
             self._handlers["roots/list"] = roots
         self.capabilities = caps
-        self._initialize = initialize and not self.modern
+        self._initialize = initialize and not self.stateless
         self.notifications: list[JSONObject] = []
         self.initialize_result: JSONObject | None = None
         self._ids = itertools.count(1)
@@ -157,7 +157,7 @@ class Client:
     async def request(self, method: str, params: JSONObject | None = None) -> JSONObject:
         """Send a request and return its result; a JSON-RPC error raises ``MCPError``. In the stateless era
         the ``_meta`` is added, and an ``input_required`` result is answered (with the handlers) and retried."""
-        if self.modern:
+        if self.stateless:
             params = self.with_meta(params)
         for _ in range(self.max_rounds):
             response = await self.request_raw(method, params)

@@ -16,10 +16,10 @@ from typing import Any
 from wiremcp import jsonrpc
 from wiremcp.errors import HeaderMismatch, InvalidMeta
 from wiremcp.header_params import MAX_SAFE_INTEGER
-from wiremcp.modern import meta_version, request_state
 from wiremcp.protocol import META_CAPABILITIES
 from wiremcp.server import MCPServer
 from wiremcp.state import SessionState
+from wiremcp.stateless import meta_version, request_state
 from wiremcp.transports.asgi import Scope, header
 
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",

@@ -96,7 +96,7 @@ class StatelessHandler:
                 await room.wait()
 
         task = loop.create_task(
-            answer(self.server, request, related, modern=True, state=state, principal=state.principal))
+            answer(self.server, request, related, stateless=True, state=state, principal=state.principal))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         task.add_done_callback(woken)

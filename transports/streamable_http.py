@@ -20,8 +20,8 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from wiremcp import jsonrpc
 from wiremcp.answer import Answer
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
-from wiremcp.modern import declares_modern
 from wiremcp.protocol import HANDSHAKE_VERSIONS, at_least
+from wiremcp.stateless import declares_stateless
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error, respond_json
 from wiremcp.transports.channels import EventChannel, Item
 from wiremcp.transports.events import parse_event_id
@@ -209,7 +209,7 @@ class StreamableHTTPEndpoint:
     def _stateless(message: jsonrpc.Message | list[jsonrpc.Message], scope: Scope) -> bool:
         """Which era a POST speaks: the stateless one if its request says so in ``_meta``, or if it names a
         version header that is no handshake-era version and belongs to no session."""
-        if isinstance(message, jsonrpc.Request | jsonrpc.Notification) and declares_modern(message.params):
+        if isinstance(message, jsonrpc.Request | jsonrpc.Notification) and declares_stateless(message.params):
             return True
         version = header(scope, VERSION_HEADER)
         return (version is not None and version not in HANDSHAKE_VERSIONS

@@ -14,7 +14,7 @@ from wiremcp.logs import REQUEST_ID
 from wiremcp.observer import METHODS, Observers, method_label, outcome
 from wiremcp.transports.memory import Client
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 class Recorder:
@@ -77,7 +77,7 @@ async def test_stateless_requests_are_seen_too() -> None:
     server = _server()
     recorder = Recorder()
     server.observe(recorder)
-    async with Client(server, protocol_version=MODERN) as client:
+    async with Client(server, protocol_version=STATELESS) as client:
         await client.call_tool("echo", {"text": "hi"})
     assert recorder.finished_ == [("tools/call", "ok", None)]
 
@@ -145,6 +145,6 @@ def test_outcomes() -> None:
 
 def test_method_labels_are_the_methods_a_server_answers() -> None:
     dispatcher = MCPServer("all").dispatcher
-    assert set(dispatcher._handlers) | set(dispatcher._modern_handlers) == METHODS
+    assert set(dispatcher._handlers) | set(dispatcher._stateless_handlers) == METHODS
     assert method_label("tools/call") == "tools/call"
     assert method_label("made/up") == "other"

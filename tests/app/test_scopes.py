@@ -19,7 +19,7 @@ from wiremcp.transports.memory import Client
 from wiremcp.types import JSONObject
 
 SPEC = "2025-11-25/basic/authorization"
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 # -- the rules ---------------------------------------------------------------------------------------------------
@@ -114,12 +114,12 @@ def guarded_server(calls: list[str], *, filter_lists_by_scope: bool = True) -> M
 
 async def _ask(server: MCPServer, method: str, params: JSONObject | None, principal: Any) -> Answer:
     """One stateless-era request, as the HTTP transport runs it for an authenticated caller."""
-    body: JSONObject = {**(params or {}), "_meta": {META_VERSION: MODERN, META_CAPABILITIES: {}}}
+    body: JSONObject = {**(params or {}), "_meta": {META_VERSION: STATELESS, META_CAPABILITIES: {}}}
 
     async def send(message: JSONObject) -> None:
         raise AssertionError(f"nothing related is sent here: {message}")
 
-    return await answer(server, Request(1, method, body), send, modern=True, principal=principal)
+    return await answer(server, Request(1, method, body), send, stateless=True, principal=principal)
 
 
 def _names(done: Answer, key: str, field: str = "name") -> list[str]:

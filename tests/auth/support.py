@@ -26,7 +26,7 @@ from wiremcp import Context, MCPServer
 from wiremcp.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 LEGACY = "2025-11-25"
 SCOPES = ("mcp:tools", "mcp:read", "mcp:write")
 ADMIN_SCOPES = ["mcp:write", "admin:delete"]
@@ -173,23 +173,23 @@ class Late:
 
 
 # -- raw requests ----------------------------------------------------------------------------------------------
-def modern_call(rid: int, name: str, arguments: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+def stateless_call(rid: int, name: str, arguments: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     """A stateless-era ``tools/call`` body."""
     params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {}),
-                              "_meta": {META_VERSION: MODERN, META_CAPABILITIES: {"elicitation": {}},
+                              "_meta": {META_VERSION: STATELESS, META_CAPABILITIES: {"elicitation": {}},
                                         META_CLIENT_INFO: {"name": "auth-tests", "version": "0"}}, **extra}
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
-def modern_request(rid: int, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def stateless_request(rid: int, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {**(params or {}),
-                            "_meta": {META_VERSION: MODERN, META_CAPABILITIES: {},
+                            "_meta": {META_VERSION: STATELESS, META_CAPABILITIES: {},
                                       META_CLIENT_INFO: {"name": "auth-tests", "version": "0"}}}
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": body}
 
 
-def modern_headers(body: Mapping[str, Any], token: str | None = None, **extra: str) -> dict[str, str]:
-    headers = {"accept": ACCEPT_BOTH, "content-type": "application/json", "mcp-protocol-version": MODERN,
+def stateless_headers(body: Mapping[str, Any], token: str | None = None, **extra: str) -> dict[str, str]:
+    headers = {"accept": ACCEPT_BOTH, "content-type": "application/json", "mcp-protocol-version": STATELESS,
                "mcp-method": str(body["method"])}
     name = body.get("params", {}).get("name")
     if name is not None:

@@ -20,7 +20,7 @@ from joserfc import jwk, jwt
 from starlette.responses import JSONResponse
 
 from examples.dev_auth_server import DevAuthServer
-from tests.auth.support import Recorder, modern_call, modern_headers, recording_server
+from tests.auth.support import Recorder, recording_server, stateless_call, stateless_headers
 from tests.support_http import ASGIAnswer, asgi_request, free_port, serve_in_process
 from wiremcp.auth.metadata import ProtectedResource
 from wiremcp.auth.middleware import BearerAuth
@@ -128,8 +128,8 @@ class Guarded:
 
     async def call(self, token: str, rid: int = 1) -> ASGIAnswer:
         """A stateless-era ``tools/call whoami`` carrying ``token``, straight into the app (no socket)."""
-        body = modern_call(rid, "whoami")
-        return await asgi_request(self.app, "POST", json.dumps(body).encode(), modern_headers(body, token))
+        body = stateless_call(rid, "whoami")
+        return await asgi_request(self.app, "POST", json.dumps(body).encode(), stateless_headers(body, token))
 
 
 @contextlib.asynccontextmanager

@@ -57,10 +57,10 @@ from tests.auth.support import (
     dev_auth_server,
     foreign_key_token,
     hs256_with_public_key_token,
-    modern_call,
-    modern_headers,
-    modern_request,
     recording_server,
+    stateless_call,
+    stateless_headers,
+    stateless_request,
 )
 from tests.support_http import (
     READ_BOUND,
@@ -127,12 +127,12 @@ class Stack:
 
     async def call(self, token: str | None, name: str = "whoami", rid: int = 1,
                    arguments: dict[str, Any] | None = None, **extra: Any) -> httpx.Response:
-        body = modern_call(rid, name, arguments, **extra)
-        return await self.http.post(self.url, content=json.dumps(body), headers=modern_headers(body, token))
+        body = stateless_call(rid, name, arguments, **extra)
+        return await self.http.post(self.url, content=json.dumps(body), headers=stateless_headers(body, token))
 
     async def list(self, token: str, method: str = "tools/list") -> list[str]:
-        body = modern_request(7, method)
-        response = await self.http.post(self.url, content=json.dumps(body), headers=modern_headers(body, token))
+        body = stateless_request(7, method)
+        response = await self.http.post(self.url, content=json.dumps(body), headers=stateless_headers(body, token))
         assert response.status_code == 200, response.text
         key = method.split("/")[0]
         return [item["name"] for item in response.json()["result"][key]]
@@ -360,8 +360,8 @@ async def test_a_server_configured_from_the_environment_behind_a_proxy() -> None
                 async with official(process.url, mode, headers=bearer(token)) as client:
                     assert text_of(await client.call_tool("whoami", {})) == f"{das.issuer}|carol"
             async with httpx.AsyncClient(timeout=READ_BOUND) as http:
-                refused = await http.post(process.url, content=json.dumps(modern_call(1, "whoami")),
-                                          headers=modern_headers(modern_call(1, "whoami")))
+                refused = await http.post(process.url, content=json.dumps(stateless_call(1, "whoami")),
+                                          headers=stateless_headers(stateless_call(1, "whoami")))
                 assert refused.status_code == 401
                 params = challenge_params(refused.headers["www-authenticate"])
                 assert params == {"scope": "mcp:tools",
@@ -371,8 +371,8 @@ async def test_a_server_configured_from_the_environment_behind_a_proxy() -> None
                 assert document["authorization_servers"] == [das.issuer]
                 assert document["scopes_supported"] == ["mcp:tools", "mcp:read"]
                 other = das.issue(subject="carol", client_id="c", scope="mcp:tools", audience=process.url)
-                wrong = await http.post(process.url, content=json.dumps(modern_call(2, "whoami")),
-                                        headers=modern_headers(modern_call(2, "whoami"), other))
+                wrong = await http.post(process.url, content=json.dumps(stateless_call(2, "whoami")),
+                                        headers=stateless_headers(stateless_call(2, "whoami"), other))
                 assert wrong.status_code == 401  # the listening address is not the resource
             output = process.output()
     assert "Traceback" not in output, output
@@ -431,9 +431,9 @@ async def test_an_attack_gets_401_with_a_challenge_and_reaches_no_handler(
     calls, sessions = len(stack.recorder.calls), await stack.mcp.manager.store.count()
     url, auth = attack(stack)
     # In the stateless era and in the handshake era (initialize), and on the legacy SSE endpoint.
-    body = modern_call(1, "whoami")
+    body = stateless_call(1, "whoami")
     responses = [
-        await stack.http.post(url, content=json.dumps(body), headers={**modern_headers(body), **auth}),
+        await stack.http.post(url, content=json.dumps(body), headers={**stateless_headers(body), **auth}),
         await stack.http.post(url, content=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}}),
             headers={**post_headers(), **auth}),
@@ -458,8 +458,8 @@ async def test_an_attack_gets_401_with_a_challenge_and_reaches_no_handler(
 
 @spec("token-handling")
 async def test_two_authorization_headers_are_refused(stack: Stack) -> None:
-    body = modern_call(1, "whoami")
-    headers = [(k, v) for k, v in modern_headers(body).items()]
+    body = stateless_call(1, "whoami")
+    headers = [(k, v) for k, v in stateless_headers(body).items()]
     headers += [("authorization", f"Bearer {stack.token('alice')}"), ("authorization", f"Bearer {stack.token('bob')}")]
     response = await stack.http.post(stack.url, content=json.dumps(body), headers=headers)
     assert response.status_code == 401
@@ -650,8 +650,8 @@ BURST = 1000
 async def burst(stack: Stack, token: str) -> None:
     """1,000 concurrent ``tools/call`` straight into the guarded app (no socket: the burst is the point, not
     the client's HTTP stack); the verifier reaches the AS over its real socket."""
-    body = modern_call(1, "whoami")
-    payload, headers = json.dumps(body).encode(), modern_headers(body, token)
+    body = stateless_call(1, "whoami")
+    payload, headers = json.dumps(body).encode(), stateless_headers(body, token)
     answers = await asyncio.gather(*(asgi_request(stack.mcp, "POST", payload, headers, path="/mcp")
                                      for _ in range(BURST)))
     assert [a.status for a in answers] == [200] * BURST

@@ -55,9 +55,9 @@ from tests.support_http import UvicornProcess, parse_sse, post_headers, request_
 EVERYTHING = "examples.everything:server"
 WORD_COUNT = "examples.word_count:server"
 WAIT = 10.0  # an upper bound for awaited things, never a sleep
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 LEGACY = "2025-11-25"
-VERSION = {"auto": MODERN, "legacy": LEGACY}
+VERSION = {"auto": STATELESS, "legacy": LEGACY}
 LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 METHOD_NOT_FOUND = -32601
 MISSING_CAPABILITY = -32021
@@ -70,14 +70,14 @@ pytestmark = [
 ]
 
 
-def eras(modern: str | tuple[str, ...], legacy: str | tuple[str, ...]) -> list[Any]:
+def eras(stateless: str | tuple[str, ...], legacy: str | tuple[str, ...]) -> list[Any]:
     """Both connect modes, each tagged with the spec sections (``page#section``) it checks in its era."""
 
     def marks(revision: str, sections: str | tuple[str, ...]) -> list[pytest.MarkDecorator]:
         return [pytest.mark.spec(f"{revision}/{section}")
                 for section in ((sections,) if isinstance(sections, str) else sections)]
 
-    return [pytest.param("auto", marks=marks(MODERN, modern), id="auto-2026-07-28"),
+    return [pytest.param("auto", marks=marks(STATELESS, stateless), id="auto-2026-07-28"),
             pytest.param("legacy", marks=marks(LEGACY, legacy), id="legacy-2025-11-25")]
 
 
@@ -222,8 +222,8 @@ async def connect(server: UvicornProcess, mode: str = "auto", wire: Wire | None 
                    for e in wire.exchanges)  # no session is ever minted
         assert wire.requests("initialize") == []
         for e in wire.posts:  # every request describes itself, in its body and in its headers
-            assert e.body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN
-            assert e.headers["mcp-protocol-version"] == MODERN
+            assert e.body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == STATELESS
+            assert e.headers["mcp-protocol-version"] == STATELESS
             assert e.headers["mcp-method"] == e.body["method"]
         return
     sid = wire.session_id
@@ -288,7 +288,7 @@ async def test_negotiates_the_era_on_the_same_endpoint(mode: str, everything: Uv
         assert client.server_capabilities.tools is not None
         if mode == "auto":
             assert client.session.discover_result is not None
-            assert {MODERN, LEGACY} <= set(client.session.discover_result.supported_versions)
+            assert {STATELESS, LEGACY} <= set(client.session.discover_result.supported_versions)
             assert client.session.initialize_result is None
         else:
             assert client.session.initialize_result is not None
@@ -331,9 +331,9 @@ async def test_word_count_returns_structured_content(mode: str, word_count: Uvic
     assert only_text(result.content) == '{"words":3,"chars":13}'
 
 
-@pytest.mark.spec(f"{MODERN}/server/tools#x-mcp-header")
-@pytest.mark.spec(f"{MODERN}/basic/transports/streamable-http#custom-headers-from-tool-parameters")
-@pytest.mark.spec(f"{MODERN}/basic/transports/streamable-http#server-behavior-for-custom-headers")
+@pytest.mark.spec(f"{STATELESS}/server/tools#x-mcp-header")
+@pytest.mark.spec(f"{STATELESS}/basic/transports/streamable-http#custom-headers-from-tool-parameters")
+@pytest.mark.spec(f"{STATELESS}/basic/transports/streamable-http#server-behavior-for-custom-headers")
 async def test_a_header_parameter_travels_as_a_header_too(everything: UvicornProcess) -> None:
     wire = Wire()
     async with connect(everything, wire=wire) as client:
@@ -353,8 +353,8 @@ async def test_a_header_parameter_travels_as_a_header_too(everything: UvicornPro
         assert call.status == 200
 
 
-@pytest.mark.spec(f"{MODERN}/basic/index#_meta")
-@pytest.mark.spec(f"{MODERN}/basic/index#error-codes")
+@pytest.mark.spec(f"{STATELESS}/basic/index#_meta")
+@pytest.mark.spec(f"{STATELESS}/basic/index#error-codes")
 async def test_a_missing_client_capability_is_400_and_error_32021(everything: UvicornProcess) -> None:
     wire = Wire()
     async with connect(everything, wire=wire) as client:
@@ -523,7 +523,7 @@ async def test_the_logging_callback_receives_the_tools_log_messages(mode: str, e
         ("info", "Tool execution started"), ("info", "Tool processing data"), ("info", "Tool execution completed")]
 
 
-@pytest.mark.spec(f"{MODERN}/server/utilities/logging#per-request-log-level")
+@pytest.mark.spec(f"{STATELESS}/server/utilities/logging#per-request-log-level")
 async def test_stateless_logging_only_for_requests_with_a_log_level(everything: UvicornProcess) -> None:
     messages: list[LoggingMessageNotificationParams] = []
     two = anyio.Event()
@@ -566,9 +566,9 @@ async def test_the_progress_callback_receives_increasing_progress(mode: str, eve
     assert updates == [(0, 100), (50, 100), (100, 100)]
 
 
-@pytest.mark.spec(f"{MODERN}/basic/patterns/subscriptions#opening-a-stream")
-@pytest.mark.spec(f"{MODERN}/basic/patterns/subscriptions#receiving-notifications")
-@pytest.mark.spec(f"{MODERN}/server/tools#list-changed-notification")
+@pytest.mark.spec(f"{STATELESS}/basic/patterns/subscriptions#opening-a-stream")
+@pytest.mark.spec(f"{STATELESS}/basic/patterns/subscriptions#receiving-notifications")
+@pytest.mark.spec(f"{STATELESS}/server/tools#list-changed-notification")
 async def test_listen_receives_a_tools_list_change(everything: UvicornProcess) -> None:
     wire = Wire()
     async with connect(everything, wire=wire) as client:

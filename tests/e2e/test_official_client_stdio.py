@@ -59,9 +59,9 @@ ROOT = Path(__file__).resolve().parents[2]
 EVERYTHING = "examples.everything:server"
 WORD_COUNT = "examples.word_count:server"
 WAIT = 10.0  # an upper bound for awaited events, never a sleep
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 LEGACY = "2025-11-25"
-VERSION = {"auto": MODERN, "legacy": LEGACY}
+VERSION = {"auto": STATELESS, "legacy": LEGACY}
 LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 METHOD_NOT_FOUND = -32601
 MISSING_CAPABILITY = -32021
@@ -73,14 +73,14 @@ pytestmark = [
 ]
 
 
-def eras(modern: str | tuple[str, ...], legacy: str | tuple[str, ...]) -> list[Any]:
+def eras(stateless: str | tuple[str, ...], legacy: str | tuple[str, ...]) -> list[Any]:
     """Both connect modes, each tagged with the spec sections (``page#section``) it checks in its era."""
 
     def marks(revision: str, sections: str | tuple[str, ...]) -> list[pytest.MarkDecorator]:
         return [pytest.mark.spec(f"{revision}/{section}")
                 for section in ((sections,) if isinstance(sections, str) else sections)]
 
-    return [pytest.param("auto", marks=marks(MODERN, modern), id="auto-2026-07-28"),
+    return [pytest.param("auto", marks=marks(STATELESS, stateless), id="auto-2026-07-28"),
             pytest.param("legacy", marks=marks(LEGACY, legacy), id="legacy-2025-11-25")]
 
 
@@ -202,7 +202,7 @@ async def connect(target: str = EVERYTHING, mode: str = "auto", wire: Wire | Non
     if mode == "auto":
         assert "initialize" not in methods
         assert "notifications/initialized" not in methods
-        assert all(m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN
+        assert all(m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == STATELESS
                    for m in wire.sent_requests())  # every request describes itself
     else:
         assert "server/discover" not in methods
@@ -264,7 +264,7 @@ async def test_negotiates_the_era(mode: str) -> None:
         assert client.server_capabilities.tools is not None
         if mode == "auto":
             assert client.session.discover_result is not None
-            assert MODERN in client.session.discover_result.supported_versions
+            assert STATELESS in client.session.discover_result.supported_versions
             assert client.session.initialize_result is None
         else:
             assert client.session.initialize_result is not None
@@ -365,7 +365,7 @@ async def test_logging_callback_receives_the_tool_log_messages(mode: str) -> Non
         ("info", "Tool execution started"), ("info", "Tool processing data"), ("info", "Tool execution completed")]
 
 
-@pytest.mark.spec(f"{MODERN}/server/utilities/logging#per-request-log-level")
+@pytest.mark.spec(f"{STATELESS}/server/utilities/logging#per-request-log-level")
 async def test_stateless_logging_only_for_requests_with_a_log_level() -> None:
     messages: list[LoggingMessageNotificationParams] = []
     two = anyio.Event()
@@ -549,8 +549,8 @@ async def test_multi_round_tool_completes_with_the_elicitation_callback(mode: st
 
 
 # -- change notifications ------------------------------------------------------------------------------------
-@pytest.mark.spec(f"{MODERN}/basic/patterns/subscriptions#receiving-notifications")
-@pytest.mark.spec(f"{MODERN}/server/tools#list-changed-notification")
+@pytest.mark.spec(f"{STATELESS}/basic/patterns/subscriptions#receiving-notifications")
+@pytest.mark.spec(f"{STATELESS}/server/tools#list-changed-notification")
 async def test_listen_receives_list_changes_in_the_stateless_era() -> None:
     wire = Wire()
     async with connect(EVERYTHING, "auto", wire) as client, client.listen(

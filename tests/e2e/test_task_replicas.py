@@ -87,15 +87,15 @@ def stateless(method: str, params: dict[str, Any], capabilities: dict[str, Any] 
                 headers)
 
 
-async def modern(http: httpx.AsyncClient, replica: UvicornProcess, method: str, params: dict[str, Any],
+async def stateless_result(http: httpx.AsyncClient, replica: UvicornProcess, method: str, params: dict[str, Any],
                  capabilities: dict[str, Any] | None = None) -> Any:
     """The result of a stateless request answered with application/json."""
     call = stateless(method, params, capabilities)
     return result_of(await post(http, replica.url, call), call.rid)
 
 
-async def modern_text(http: httpx.AsyncClient, replica: UvicornProcess, tool: str, **arguments: Any) -> str:
-    result = await modern(http, replica, "tools/call", {"name": tool, "arguments": arguments})
+async def stateless_text(http: httpx.AsyncClient, replica: UvicornProcess, tool: str, **arguments: Any) -> str:
+    result = await stateless_result(http, replica, "tools/call", {"name": tool, "arguments": arguments})
     assert result["resultType"] == "complete", result
     assert not result.get("isError"), result
     return str(result["content"][0]["text"])
@@ -104,7 +104,7 @@ async def modern_text(http: httpx.AsyncClient, replica: UvicornProcess, tool: st
 async def create(http: httpx.AsyncClient, replica: UvicornProcess, tool: str,
                  capabilities: dict[str, Any] | None = None, **arguments: Any) -> str:
     """Call ``tool`` declaring the tasks extension: the server answers a flat ``CreateTaskResult``."""
-    created = await modern(http, replica, "tools/call", {"name": tool, "arguments": arguments}, capabilities)
+    created = await stateless_result(http, replica, "tools/call", {"name": tool, "arguments": arguments}, capabilities)
     assert created["resultType"] == "task", created
     assert created["status"] == "working", created
     assert isinstance(created["ttlMs"], int), created
@@ -113,7 +113,7 @@ async def create(http: httpx.AsyncClient, replica: UvicornProcess, tool: str,
 
 
 async def get(http: httpx.AsyncClient, replica: UvicornProcess, task_id: str) -> Any:
-    state = await modern(http, replica, "tasks/get", {"taskId": task_id})
+    state = await stateless_result(http, replica, "tasks/get", {"taskId": task_id})
     assert state["resultType"] == "complete", state
     assert state["taskId"] == task_id, state
     return state
@@ -143,21 +143,21 @@ async def test_a_task_created_on_one_replica_is_polled_and_cancelled_on_the_othe
     working = await get(http, b, task_id)
     assert working["status"] == "working", working
     assert not {"result", "error", "inputRequests"} & set(working), working
-    ack(await modern(http, b, "tasks/cancel", {"taskId": task_id}))
-    assert await modern_text(http, a, "outcome", name=name) == "cancelled"  # the handler on A was stopped
+    ack(await stateless_result(http, b, "tasks/cancel", {"taskId": task_id}))
+    assert await stateless_text(http, a, "outcome", name=name) == "cancelled"  # the handler on A was stopped
     cancelled = await get(http, a, task_id)
     assert cancelled["status"] == "cancelled", cancelled
     assert not {"result", "error", "inputRequests"} & set(cancelled), cancelled
-    ack(await modern(http, a, "tasks/cancel", {"taskId": task_id}))  # a task that has ended: still an ack
+    ack(await stateless_result(http, a, "tasks/cancel", {"taskId": task_id}))  # a task that has ended: still an ack
 
     name = unique("s-done")
     done_id = await create(http, a, "job", name=name)
-    assert await modern_text(http, a, "finish", name=name) == "ok"
+    assert await stateless_text(http, a, "finish", name=name) == "ok"
     completed = await until(http, b, done_id, ACTIVE)
     assert completed["status"] == "completed", completed
     assert completed["result"]["content"] == [{"type": "text", "text": f"{name} done"}], completed
     assert not completed["result"].get("isError"), completed
-    assert await modern_text(http, a, "outcome", name=name) == "finished"
+    assert await stateless_text(http, a, "outcome", name=name) == "finished"
 
 
 @pytest.mark.spec("2026-07-28/extensions/tasks#task-status")
@@ -212,13 +212,13 @@ async def test_input_asked_on_one_replica_is_answered_on_the_other(
                        "params": {"mode": "form", "message": f"Go on with {name}?",
                                   "requestedSchema": CONFIRM_SCHEMA}}, asking
     answer = {"action": "accept", "content": {"ok": True}}
-    ack(await modern(http, b, "tasks/update", {"taskId": task_id, "inputResponses": {key: answer}}))
+    ack(await stateless_result(http, b, "tasks/update", {"taskId": task_id, "inputResponses": {key: answer}}))
     done = await until(http, a, task_id, ACTIVE)
     assert done["status"] == "completed", done
     assert done["result"]["content"][0]["text"] == f"{name}: accept ok=True", done
     assert "inputRequests" not in done, done
     # The key is spent: answering it again changes nothing.
-    ack(await modern(http, b, "tasks/update", {"taskId": task_id, "inputResponses": {key: answer}}))
+    ack(await stateless_result(http, b, "tasks/update", {"taskId": task_id, "inputResponses": {key: answer}}))
     assert (await get(http, b, task_id))["result"] == done["result"]
 
 

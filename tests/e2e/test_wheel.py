@@ -52,7 +52,7 @@ PACKAGE_DIRS: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]
 """``{"wiremcp": "app", "wiremcp.transports": "transports", ...}``: what the wheel is built from."""
 REPO_FOLDERS = ("app", "auth", "transports", "examples")
 """The repository's folder names, which a user's project may use for packages of its own."""
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 WAIT = 10.0  # an upper bound for awaited things, never a sleep
 RUN_BOUND = 60.0
 """Failure bound for one short command (a build, an install, a ``-c`` script)."""
@@ -237,7 +237,7 @@ async def stdio_connect(params: StdioServerParameters) -> AsyncIterator[Client]:
             problems.append(message)
 
     async with Client(stdio_client(params), read_timeout_seconds=WAIT, message_handler=on_message) as client:
-        assert client.protocol_version == MODERN
+        assert client.protocol_version == STATELESS
         yield client
     assert problems == []
 

@@ -52,7 +52,7 @@ TEMPLATES = {"test://template/{id}/data"}
 PROMPTS = {"test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
            "test_prompt_with_image", "test_input_required_result_prompt"}
 WAIT = 5.0  # an upper bound for awaited events, never a sleep
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 @asynccontextmanager
@@ -556,7 +556,7 @@ async def stateless(recorder: Recorder | None = None, *, elicitation: bool = Tru
                     roots: bool = True, log_level: str | None = None) -> AsyncIterator[Client]:
     """A 2026-07-28 client: no handshake, ``_meta`` on every request, input requests answered by ``recorder``."""
     answers = recorder or Recorder()
-    async with Client(server, protocol_version=MODERN, log_level=log_level,
+    async with Client(server, protocol_version=STATELESS, log_level=log_level,
                       elicitation=answers.elicit if elicitation else None,
                       sampling=answers.sample if sampling else None,
                       roots=answers.roots if roots else None) as client:
@@ -604,7 +604,7 @@ async def test_discover_names_both_eras_and_every_feature() -> None:
     async with stateless() as client:
         result = await client.request("server/discover")
     assert result["resultType"] == "complete"
-    assert {MODERN, "2025-11-25"} <= set(result["supportedVersions"])
+    assert {STATELESS, "2025-11-25"} <= set(result["supportedVersions"])
     caps = result["capabilities"]
     assert caps["tools"] == {"listChanged": True}
     assert caps["prompts"]["listChanged"] is True

@@ -14,7 +14,7 @@ from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 async def confirm(params: JSONObject) -> JSONObject:
@@ -35,7 +35,7 @@ async def finished(client: Client, task_id: str) -> JSONObject:
 
 
 async def test_a_client_without_task_support_just_waits_for_the_report() -> None:
-    async with Client(server, protocol_version=MODERN, capabilities={}) as client:
+    async with Client(server, protocol_version=STATELESS, capabilities={}) as client:
         result = await client.request("tools/call", {"name": "build_report",
                                                      "arguments": {"topic": "tides", "pages": 2}})
     assert result["resultType"] == "complete"
@@ -43,7 +43,7 @@ async def test_a_client_without_task_support_just_waits_for_the_report() -> None
 
 
 async def test_with_the_tasks_extension_the_report_is_a_task_that_completes() -> None:
-    async with Client(server, protocol_version=MODERN,
+    async with Client(server, protocol_version=STATELESS,
                       capabilities={"extensions": {TASKS_EXTENSION: {}}}) as client:
         created = await client.request("tools/call", {"name": "build_report",
                                                       "arguments": {"topic": "tides", "pages": 2}})
@@ -56,7 +56,7 @@ async def test_with_the_tasks_extension_the_report_is_a_task_that_completes() ->
 async def test_publishing_asks_first_then_becomes_a_task() -> None:
     """The client answers the confirmation round (the in-memory client retries with the answer by
     itself), and the retry is answered with the task."""
-    async with Client(server, protocol_version=MODERN, elicitation=confirm,
+    async with Client(server, protocol_version=STATELESS, elicitation=confirm,
                       capabilities={"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}) as client:
         created = await client.request("tools/call", {"name": "publish_report", "arguments": {"topic": "tides"}})
         assert created["resultType"] == "task"

@@ -17,8 +17,8 @@ from wiremcp.transports.observability.operations import Operations
 from wiremcp.transports.serving.deployment import build_http_app
 from wiremcp.transports.serving.settings import Settings
 
-MODERN = "2026-07-28"
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+STATELESS = "2026-07-28"
+STATELESS_META = {"io.modelcontextprotocol/protocolVersion": STATELESS,
                "io.modelcontextprotocol/clientCapabilities": {}}
 
 
@@ -68,8 +68,8 @@ async def test_requests_are_counted_by_method_outcome_and_tool(
     await session.request("tools/call", {"name": "nope"})
     await session.request("made/up")
     stateless = await http.post("/mcp", json=request_body(1, "tools/call", {
-        "name": "word_count", "arguments": {"text": "x"}, "_meta": MODERN_META}),
-        headers=post_headers(**{"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "word_count"}))
+        "name": "word_count", "arguments": {"text": "x"}, "_meta": STATELESS_META}),
+        headers=post_headers(**{"mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "word_count"}))
     assert stateless.status_code == 200, stateless.text
     assert value(metrics, "wiremcp_requests_total", method="initialize", outcome="ok", code="") == 1
     assert value(metrics, "wiremcp_requests_total", method="tools/call", outcome="ok", code="") == 2  # both eras

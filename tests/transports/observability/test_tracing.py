@@ -22,7 +22,7 @@ from wiremcp.transports.observability.operations import Operations
 from wiremcp.transports.observability.tracing import Tracing, tracing_observer
 from wiremcp.transports.serving.deployment import enable_tracing
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
@@ -114,7 +114,7 @@ async def test_failures_carry_their_error_code(provider: TracerProvider, exporte
 @pytest.mark.usefixtures("handler_tracer")
 async def test_the_parent_comes_from_meta_and_handler_spans_are_children(
         provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
-    async with Client(_traced(provider), protocol_version=MODERN) as client:
+    async with Client(_traced(provider), protocol_version=STATELESS) as client:
         await client.request("tools/call", {"name": "word_count", "arguments": {"text": "x"},
                                             "_meta": {"traceparent": TRACEPARENT, "tracestate": "vendor=1"}})
     inside, call = exporter.get_finished_spans()
@@ -145,9 +145,9 @@ async def test_the_http_headers_are_the_parent_when_meta_has_none(
         await session.request("tools/call", {"name": "word_count", "arguments": {"text": "x"},
                                              "_meta": {"traceparent": TRACEPARENT}}, traceparent=HEADER_TRACEPARENT)
         stateless = await http.post("/mcp", headers=post_headers(**{
-            "mcp-protocol-version": MODERN, "mcp-method": "tools/list", "traceparent": HEADER_TRACEPARENT}),
+            "mcp-protocol-version": STATELESS, "mcp-method": "tools/list", "traceparent": HEADER_TRACEPARENT}),
             json=request_body(9, "tools/list", {"_meta": {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/protocolVersion": STATELESS,
                 "io.modelcontextprotocol/clientCapabilities": {}}}))
         assert stateless.status_code == 200, stateless.text
     initialized, by_header, by_meta, listed = _request_spans(exporter)

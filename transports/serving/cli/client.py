@@ -254,22 +254,22 @@ class Client:
 
     async def start(self, protocol: str = "auto") -> None:
         """``auto``: probe with ``server/discover``, else the handshake with the latest handshake version."""
-        if protocol in ("auto", proto.LATEST_MODERN_VERSION) and await self._discover(probing=protocol == "auto"):
+        if protocol in ("auto", proto.LATEST_STATELESS_VERSION) and await self._discover(probing=protocol == "auto"):
             return
         await self._handshake(proto.LATEST_HANDSHAKE_VERSION if protocol == "auto" else protocol)
 
     async def _discover(self, *, probing: bool) -> bool:
-        self.stateless, self.version = True, proto.LATEST_MODERN_VERSION
+        self.stateless, self.version = True, proto.LATEST_STATELESS_VERSION
         try:
             result = await self.request("server/discover", timeout=min(self.timeout, PROBE_BOUND) if probing else None)
         except (RPCError, NotAnswered):
             if not probing:
                 raise
             result = {}
-        if proto.LATEST_MODERN_VERSION not in (result.get("supportedVersions") or ()):
+        if proto.LATEST_STATELESS_VERSION not in (result.get("supportedVersions") or ()):
             self.stateless, self.version = False, ""
             if not probing:
-                raise Failed(f"the server does not speak protocol {proto.LATEST_MODERN_VERSION}")
+                raise Failed(f"the server does not speak protocol {proto.LATEST_STATELESS_VERSION}")
             return False
         self.capabilities = result.get("capabilities") or {}
         self.server_info = (result.get("_meta") or {}).get(proto.META_SERVER_INFO) or {}

@@ -32,7 +32,7 @@ CACHING = "2026-07-28/server/utilities/caching"
 SUBSCRIPTIONS = "2026-07-28/basic/patterns/subscriptions"
 
 NAME_SCHEMA: JSONObject = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-SERVER_INFO = {"name": "modern", "version": "3.1", "title": "Modern"}
+SERVER_INFO = {"name": "stateless", "version": "3.1", "title": "Stateless"}
 
 # Low-level input requests, by kind.
 INPUTS: dict[str, JSONObject] = {
@@ -61,7 +61,7 @@ ANSWERS: dict[str, JSONObject] = {
 
 def _server(**kwargs: Any) -> tuple[MCPServer, list[str]]:
     """A server whose handlers ask the client for input in every way; ``runs`` records handler progress."""
-    server = MCPServer("modern", "3.1", title="Modern", **kwargs)
+    server = MCPServer("stateless", "3.1", title="Stateless", **kwargs)
     runs: list[str] = []
 
     @server.tool()
@@ -206,7 +206,7 @@ class FrameClient(Client):
         return [f for f in self.frames if "method" in f and "id" in f]
 
 
-def _modern(server: MCPServer, **kwargs: Any) -> FrameClient:
+def _stateless(server: MCPServer, **kwargs: Any) -> FrameClient:
     return FrameClient(server, protocol_version=VERSION, **kwargs)
 
 
@@ -266,7 +266,7 @@ async def test_high_level_inputs_replay_and_each_is_asked_once() -> None:
 @pytest.mark.spec(f"{MRTR}#client-requirements-basic-workflow")
 async def test_high_level_input_keys_are_stable_and_earlier_answers_come_from_the_state() -> None:
     server, runs = _server()
-    async with _modern(server, capabilities={"elicitation": {}, "sampling": {}, "roots": {}}) as client:
+    async with _stateless(server, capabilities={"elicitation": {}, "sampling": {}, "roots": {}}) as client:
         params = client.with_meta({"name": "interview", "arguments": {}})
 
         async def round_trip(answers: JSONObject | None, state: str | None) -> JSONObject:
@@ -306,7 +306,7 @@ async def test_high_level_input_keys_are_stable_and_earlier_answers_come_from_th
 @pytest.mark.spec(f"{MRTR}#error-handling")
 async def test_high_level_answers_with_extra_keys_are_ignored() -> None:
     server, _runs = _server()
-    async with _modern(server, capabilities={"elicitation": {}}) as client:
+    async with _stateless(server, capabilities={"elicitation": {}}) as client:
         first = _input_required(await client.request_raw("tools/call", client.with_meta({"name": "ask"})))
         done = await client.request_raw("tools/call", client.with_meta({
             "name": "ask", "requestState": first["requestState"],
@@ -335,7 +335,7 @@ LOW_LEVEL = [
 @pytest.mark.parametrize(("method", "params", "expected"), LOW_LEVEL)
 async def test_low_level_input_required_round_trip(method: str, params: JSONObject, expected: str) -> None:
     server, _runs = _server()
-    async with _modern(server, capabilities={"elicitation": {}}) as client:
+    async with _stateless(server, capabilities={"elicitation": {}}) as client:
         first = _input_required(await client.request_raw(method, client.with_meta(params)))
         assert first["inputRequests"] == {"k": INPUTS["form"]}
         assert "tool-state" not in first["requestState"]  # the handler's state travels sealed too
@@ -374,7 +374,7 @@ async def test_low_level_state_carries_progress_across_rounds() -> None:
 @pytest.mark.spec(f"{MRTR}#error-handling")
 async def test_low_level_answers_with_extra_keys_are_ignored() -> None:
     server, _runs = _server()
-    async with _modern(server, capabilities={"elicitation": {}}) as client:
+    async with _stateless(server, capabilities={"elicitation": {}}) as client:
         done = await client.request_raw("tools/call", client.with_meta({"name": "raised", "inputResponses": {
             "k": ANSWERS["elicitation/create"], "extra": {"anything": True}, "elicitation-1": {}}}))
     assert _text(done["result"]) == "tool got Ada, state=None"
@@ -392,7 +392,7 @@ async def test_completion_raising_input_required_is_an_internal_error(version: s
         params: JSONObject = {"ref": {"type": "ref/prompt", "name": "topic"},
                               "argument": {"name": "subject", "value": "x"}}
         response = await client.request_raw("completion/complete",
-                                            client.with_meta(params) if client.modern else params)
+                                            client.with_meta(params) if client.stateless else params)
         assert client.server_requests() == []
     assert _error(response)["code"] == INTERNAL_ERROR
     assert recorder.calls == []
@@ -416,8 +416,8 @@ async def test_input_from_a_method_that_may_not_return_it_is_an_internal_error(
             raise InputRequired({"k": INPUTS["form"]}, request_state="s")
         return {"completion": {"values": []}}
 
-    monkeypatch.setitem(server.dispatcher._modern_handlers, "completion/complete", complete)
-    async with _modern(server, capabilities={"elicitation": {}, "sampling": {}, "roots": {}}) as client:
+    monkeypatch.setitem(server.dispatcher._stateless_handlers, "completion/complete", complete)
+    async with _stateless(server, capabilities={"elicitation": {}, "sampling": {}, "roots": {}}) as client:
         response = await client.request_raw("completion/complete", client.with_meta({
             "ref": {"type": "ref/prompt", "name": "topic"}, "argument": {"name": "subject", "value": "x"}}))
         assert client.server_requests() == []
@@ -463,7 +463,7 @@ async def test_input_from_a_method_that_may_not_return_it_is_an_internal_error(
 async def test_input_requests_for_undeclared_capabilities_are_refused(
         arguments: JSONObject, capabilities: JSONObject, required: JSONObject) -> None:
     server, _runs = _server()
-    async with _modern(server, capabilities=capabilities) as client:
+    async with _stateless(server, capabilities=capabilities) as client:
         response = await client.request_raw("tools/call", client.with_meta({"arguments": {}, **arguments}))
         assert client.server_requests() == []
     error = _error(response)
@@ -485,7 +485,7 @@ async def test_input_requests_for_undeclared_capabilities_are_refused(
 )
 async def test_input_requests_for_declared_capabilities_are_sent(kind: str, capabilities: JSONObject) -> None:
     server, _runs = _server()
-    async with _modern(server, capabilities=capabilities) as client:
+    async with _stateless(server, capabilities=capabilities) as client:
         result = _input_required(await client.request_raw("tools/call", client.with_meta(
             {"name": "low", "arguments": {"kind": kind}})))
     assert result["inputRequests"] == {"k": INPUTS[kind]}
@@ -538,7 +538,7 @@ async def test_handshake_session_serves_several_low_level_rounds() -> None:
                                        {"k": ANSWERS["elicitation/create"], "other": None}])
 async def test_malformed_input_responses_are_invalid_params(method: str, params: JSONObject, responses: Any) -> None:
     server, _runs = _server()
-    async with _modern(server, capabilities={"elicitation": {}}) as client:
+    async with _stateless(server, capabilities={"elicitation": {}}) as client:
         response = await client.request_raw(method, client.with_meta({**params, "inputResponses": responses}))
     error = _error(response)
     assert error["code"] == INVALID_PARAMS, error
@@ -573,7 +573,7 @@ NOT_CACHEABLE: list[tuple[str, JSONObject]] = [
 async def test_every_result_has_result_type_server_info_and_hints_where_cacheable(
         method: str, params: JSONObject, hints: tuple[int, str] | None) -> None:
     server, _runs = _server(**({} if hints is None else {"cache_ttl_ms": hints[0], "cache_scope": hints[1]}))
-    async with _modern(server, capabilities={"roots": {}, "elicitation": {}}) as client:
+    async with _stateless(server, capabilities={"roots": {}, "elicitation": {}}) as client:
         response = await client.request_raw(method, client.with_meta(params))
     assert "result" in response, response
     result = response["result"]
@@ -589,7 +589,7 @@ async def test_every_result_has_result_type_server_info_and_hints_where_cacheabl
 @pytest.mark.spec(f"{CACHING}#cacheable-model")
 async def test_a_resource_sets_its_own_caching_hints() -> None:
     server, _runs = _server(cache_ttl_ms=1, cache_scope="private")
-    async with _modern(server) as client:
+    async with _stateless(server) as client:
         result = await client.read_resource("test://cached")
     assert (result["ttlMs"], result["cacheScope"]) == (5000, "public")
 
@@ -597,7 +597,7 @@ async def test_a_resource_sets_its_own_caching_hints() -> None:
 @pytest.mark.spec(f"{CACHING}#interaction-with-pagination")
 async def test_every_page_carries_the_same_caching_hints() -> None:
     server, _runs = _server(page_size=2, cache_ttl_ms=1000, cache_scope="public")
-    async with _modern(server) as client:
+    async with _stateless(server) as client:
         pages: list[JSONObject] = []
         cursor: str | None = None
         while True:
@@ -623,11 +623,11 @@ async def _notification(client: Client, method: str, count: int = 1) -> list[JSO
 @pytest.mark.spec(f"{SUBSCRIPTIONS}#receiving-notifications")
 @pytest.mark.spec(f"{SUBSCRIPTIONS}#graceful-closure")
 async def test_listen_acknowledges_filters_and_ends_tagged() -> None:
-    server = MCPServer("modern", "3.1", title="Modern")
+    server = MCPServer("stateless", "3.1", title="Stateless")
     server.add_tool(Tool(lambda: "x", name="first"))
     server.resource("test://a")(lambda: "a")
     server.resource("test://b")(lambda: "b")  # no prompts: prompt changes cannot be honoured
-    async with _modern(server) as client:
+    async with _stateless(server) as client:
         listen = asyncio.create_task(client.request_raw("subscriptions/listen", client.with_meta({"notifications": {
             "toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": False,
             "resourceSubscriptions": ["test://a"]}}), id="sub"))
@@ -663,7 +663,7 @@ async def test_listen_acknowledges_filters_and_ends_tagged() -> None:
 @pytest.mark.spec(f"{SUBSCRIPTIONS}#receiving-notifications")
 async def test_concurrent_listens_are_told_apart_by_their_ids() -> None:
     server, _runs = _server()
-    async with _modern(server) as client:
+    async with _stateless(server) as client:
         tools = asyncio.create_task(client.request_raw("subscriptions/listen", client.with_meta(
             {"notifications": {"toolsListChanged": True}}), id=1))
         prompts = asyncio.create_task(client.request_raw("subscriptions/listen", client.with_meta(
@@ -685,7 +685,7 @@ async def test_concurrent_listens_are_told_apart_by_their_ids() -> None:
 @pytest.mark.spec("2026-07-28/basic/index#_meta")
 async def test_listen_needs_the_per_request_meta() -> None:
     server, _runs = _server()
-    async with _modern(server) as client:
+    async with _stateless(server) as client:
         response = await client.request_raw("subscriptions/listen", {
             "_meta": {"io.modelcontextprotocol/protocolVersion": VERSION}, "notifications": {}})
     assert _error(response)["code"] == INVALID_PARAMS

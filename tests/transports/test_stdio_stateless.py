@@ -40,14 +40,14 @@ STDIO = "2026-07-28/basic/transports/stdio"
 def _meta(capabilities: JSONObject | None = None) -> JSONObject:
     """The per-request fields of the stateless era."""
     return {META_VERSION: VERSION, META_CAPABILITIES: capabilities or {},
-            META_CLIENT_INFO: {"name": "test_stdio_modern", "version": "0"}}
+            META_CLIENT_INFO: {"name": "test_stdio_stateless", "version": "0"}}
 
 
 def _is_request(message: JSONObject) -> bool:
     return "method" in message and "id" in message
 
 
-class Modern:
+class Stateless:
     """A stateless-era client on one stdio process. It records every message the server writes and
     fails on the first JSON-RPC request: the server must never send one in this era."""
 
@@ -100,10 +100,10 @@ class Modern:
         return rest
 
 
-async def _start(spawn: Spawn, server: str = EVERYTHING, *, debug: bool = False) -> Modern:
+async def _start(spawn: Spawn, server: str = EVERYTHING, *, debug: bool = False) -> Stateless:
     """``debug``: asyncio debug mode, where touching the event loop from another thread raises (the
     trigger tools are sync: they run on worker threads and publish their changes from there)."""
-    return Modern(await spawn(server, env={"PYTHONASYNCIODEBUG": "1"} if debug else None))
+    return Stateless(await spawn(server, env={"PYTHONASYNCIODEBUG": "1"} if debug else None))
 
 
 def _result(response: JSONObject) -> JSONObject:
@@ -251,7 +251,7 @@ async def test_each_era_asks_for_input_its_own_way_on_one_process(spawn: Spawn) 
     await proc.request(0, "initialize", {**INIT_PARAMS, "capabilities": {"elicitation": {}}})
     assert _result(await proc.response(0))["protocolVersion"] == "2025-11-25"
     await proc.notify("notifications/initialized")
-    server = Modern(proc)
+    server = Stateless(proc)
 
     missing = await server.call(1, "test_input_required_result_multi_round")  # _meta declares nothing
     assert missing["error"]["code"] == -32021, missing

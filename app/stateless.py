@@ -19,7 +19,7 @@ from wiremcp.protocol import (
     META_VERSION,
     SUPPORTED_VERSIONS,
     TASKS_EXTENSION,
-    is_modern,
+    is_stateless,
 )
 from wiremcp.state import SessionState
 from wiremcp.types import JSONObject
@@ -35,7 +35,7 @@ REMOVED = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscr
 """Handshake-era methods that do not exist in the stateless era."""
 
 
-def declares_modern(params: JSONObject) -> bool:
+def declares_stateless(params: JSONObject) -> bool:
     """Whether a request describes itself with the stateless era's ``_meta``."""
     meta = params.get("_meta")
     return isinstance(meta, dict) and META_VERSION in meta
@@ -59,7 +59,7 @@ def request_state(params: JSONObject, principal: Any = None) -> SessionState:
         raise InvalidMeta(f"Invalid params: _meta[{META_VERSION!r}] is required")
     if not isinstance(capabilities, dict):
         raise InvalidMeta(f"Invalid params: _meta[{META_CAPABILITIES!r}] is required (an object; {{}} for none)")
-    if version not in SUPPORTED_VERSIONS or not is_modern(version):
+    if version not in SUPPORTED_VERSIONS or not is_stateless(version):
         raise UnsupportedProtocolVersion(version, SUPPORTED_VERSIONS)
     info = meta.get(META_CLIENT_INFO)
     level = meta.get(META_LOG_LEVEL)
