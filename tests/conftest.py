@@ -1,1 +1,1 @@
-"""Shared test configuration (helpers live in tests/support_http.py and next to the tests that use them)."""
+"""Shared test configuration (helpers live in tests/support/http.py and next to the tests that use them)."""

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support_http import (
+from tests.support.http import (
     ACCEPT_BOTH,
     CLIENT_INFO,
     START_BOUND,

@@ -42,3 +42,27 @@ async def respond_error(send: SendASGI, status: int, code: int, message: str, *,
     """An HTTP error whose body is a JSON-RPC error (so MCP clients can tell what went wrong)."""
     await respond_json(send, status, {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}},
                        headers)
+
+
+class BodyTooLarge(Exception):
+    """The request body is larger than the limit ``read_body`` was given."""
+
+
+class ClientDisconnected(Exception):
+    """The client went away before its request body had arrived."""
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)

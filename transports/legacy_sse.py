@@ -17,10 +17,20 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from wiremcp import jsonrpc
 from wiremcp.connection import Connection
 from wiremcp.errors import INVALID_REQUEST
-from wiremcp.transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error
+from wiremcp.transports.asgi import (
+    BodyTooLarge,
+    ClientDisconnected,
+    Receive,
+    Scope,
+    SendASGI,
+    header,
+    read_body,
+    respond,
+    respond_error,
+)
 from wiremcp.transports.identity import PRINCIPAL, principal_key
 from wiremcp.transports.sessions import SessionLimitReached, SessionManager
-from wiremcp.transports.streamable_http import HttpOptions, _Disconnected, _TooLarge, read_body
+from wiremcp.transports.streamable_http import HttpOptions
 from wiremcp.types import JSONObject
 
 log = logging.getLogger("wiremcp.legacy_sse")
@@ -94,10 +104,10 @@ class LegacySSEEndpoints:
             return
         try:
             body = await read_body(receive, self.options.max_body_bytes)
-        except _TooLarge:
+        except BodyTooLarge:
             await respond_error(send, 413, INVALID_REQUEST, "Payload Too Large")
             return
-        except _Disconnected:
+        except ClientDisconnected:
             return
         connection, _ = entry
         live = await self.manager.get(sid)

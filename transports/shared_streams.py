@@ -30,8 +30,9 @@ from wiremcp.transports.unavailable import StoreUnavailable
 from wiremcp.types import JSONObject, RequestId
 
 if TYPE_CHECKING:
+    from wiremcp.transports.live_session import LiveSession
     from wiremcp.transports.redis.cluster import Cluster
-    from wiremcp.transports.sessions import LiveSession, SessionManager
+    from wiremcp.transports.sessions import SessionManager
 
 STANDALONE_STREAM = "get"
 PRIMING_SINCE = "2025-11-25"

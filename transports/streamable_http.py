@@ -18,15 +18,27 @@ from typing import Any
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from wiremcp import jsonrpc
-from wiremcp.answer import Answer
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from wiremcp.protocol import HANDSHAKE_VERSIONS, at_least
 from wiremcp.stateless import declares_stateless
-from wiremcp.transports.asgi import Receive, Scope, SendASGI, header, respond, respond_error, respond_json
+from wiremcp.transports.asgi import (
+    BodyTooLarge,
+    ClientDisconnected,
+    Receive,
+    Scope,
+    SendASGI,
+    header,
+    read_body,
+    respond,
+    respond_error,
+    respond_json,
+)
 from wiremcp.transports.channels import EventChannel, Item
 from wiremcp.transports.events import parse_event_id
 from wiremcp.transports.identity import PRINCIPAL, challenge_headers, principal_key
-from wiremcp.transports.sessions import LiveSession, SessionLimitReached, SessionManager, new_stream_id
+from wiremcp.transports.live_session import LiveSession, new_stream_id
+from wiremcp.transports.request_run import RequestRun
+from wiremcp.transports.sessions import SessionLimitReached, SessionManager
 from wiremcp.transports.shared_streams import (
     PRIMING_SINCE,
     STANDALONE_STREAM,
@@ -59,140 +71,10 @@ class HttpOptions:
     """The ``retry`` a 2025-11-25 client gets in the priming event."""
 
 
-class _TooLarge(Exception):
-    pass
-
-
-class _Disconnected(Exception):
-    pass
-
-
-async def read_body(receive: Receive, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
 def _accepts(scope: Scope, *types: str) -> bool:
     accept = header(scope, b"accept") or ""
     offered = {part.split(";")[0].strip().lower() for part in accept.split(",")}
     return "*/*" in offered or all(t in offered for t in types)
-
-
-class _Wake:
-    """A one-shot signal a request's endpoint waits on, with a deadline (cheaper than an Event and
-    ``wait_for``: no task, one timer)."""
-
-    __slots__ = ("_waiter", "is_set")
-
-    def __init__(self) -> None:
-        self.is_set = False
-        self._waiter: asyncio.Future[None] | None = None
-
-    def set(self) -> None:
-        self.is_set = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self, timeout: float) -> None:
-        """Until ``set`` or ``timeout`` seconds, whichever comes first."""
-        if self.is_set:
-            return
-        loop = asyncio.get_running_loop()
-        waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(timeout, _resolve, waiter)
-        try:
-            await waiter
-        finally:
-            timer.cancel()
-
-
-def _resolve(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-class _Run:
-    """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
-
-    __slots__ = ("answer", "buffer", "changed", "channel", "close_requested", "done", "live", "principal", "request",
-                 "response", "to_standalone")
-
-    def __init__(self, live: LiveSession, request: jsonrpc.Request, to_standalone: bool,
-                 principal: Any = None) -> None:
-        self.live = live
-        self.request = request
-        self.principal = principal
-        self.answer: Answer | None = None
-        self.buffer: list[JSONObject] = []
-        self.changed = _Wake()
-        self.channel: EventChannel | None = None
-        self.response: JSONObject | None = None
-        self.done = False
-        self.to_standalone = to_standalone
-        self.close_requested = False
-
-    def close_stream(self) -> bool:
-        """``StreamControl``: end the SSE connection now; the client resumes with ``Last-Event-ID``."""
-        if self.to_standalone or self.done:
-            return False
-        self.close_requested = True
-        if self.channel is not None:
-            self.channel.close()
-        else:
-            self.changed.set()  # wake the endpoint: it switches to SSE (priming event), then closes
-        return True
-
-    async def send(self, message: JSONObject) -> None:
-        if self.to_standalone:
-            await self.live.standalone.emit(message)
-        elif self.channel is not None:
-            await self.channel.emit(message)
-        else:
-            self.buffer.append(message)
-            self.changed.set()
-
-    async def execute(self) -> None:
-        try:
-            self.answer = await self.live.session.handle(self.request, self.send, self, self.principal)
-            self.response = self.answer.message if self.answer is not None else None
-        finally:
-            self.done = True
-            self.changed.set()
-            if self.channel is not None:
-                await self._finish(self.channel)
-
-    async def _finish(self, channel: EventChannel) -> None:
-        if channel.finished:
-            return
-        if self.response is not None:
-            await channel.emit(self.response, final=True)
-        else:  # cancelled: the stream ends without an answer
-            channel.close(final=True)
-        self.live.channels.pop(channel.stream, None)
-
-    async def to_sse(self, channel: EventChannel, prime: bool) -> None:
-        """Switch to streaming: number and store everything from here on."""
-        if prime:
-            await channel.emit(None)
-        while self.buffer:
-            buffered, self.buffer = self.buffer, []
-            for message in buffered:
-                await channel.emit(message)
-        self.channel = channel
-        if self.done:
-            await self._finish(channel)
 
 
 class StreamableHTTPEndpoint:
@@ -223,7 +105,7 @@ class StreamableHTTPEndpoint:
             return
         try:
             await self._route(scope, receive, send)
-        except _Disconnected:
+        except ClientDisconnected:
             return
 
     async def _route(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
@@ -249,7 +131,7 @@ class StreamableHTTPEndpoint:
 
         try:
             await self._route(scope, receive, tracked)
-        except _Disconnected:
+        except ClientDisconnected:
             return
         except StoreUnavailable as exc:
             log.warning("%s", exc)
@@ -304,7 +186,7 @@ class StreamableHTTPEndpoint:
             return
         try:
             body = await read_body(receive, limit)
-        except _TooLarge:
+        except BodyTooLarge:
             await respond_error(send, 413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
             return
         decoded = jsonrpc.decode(body)
@@ -379,7 +261,7 @@ class StreamableHTTPEndpoint:
 
     async def _request(self, live: LiveSession, request: jsonrpc.Request, scope: Scope, receive: Receive,
                        send: SendASGI) -> None:
-        run = _Run(live, request, to_standalone=self.options.json_response, principal=scope.get(PRINCIPAL))
+        run = RequestRun(live, request, to_standalone=self.options.json_response, principal=scope.get(PRINCIPAL))
         task = asyncio.get_running_loop().create_task(run.execute())
         live.spawn(task)
         if self.options.json_response:

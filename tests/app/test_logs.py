@@ -17,7 +17,7 @@ import httpx
 import pytest
 from uvicorn.logging import AccessFormatter, DefaultFormatter
 
-from tests.support_http import READ_BOUND, START_BOUND, _wait_until_accepting, free_port, stop_process
+from tests.support.http import READ_BOUND, START_BOUND, _wait_until_accepting, free_port, stop_process
 from wiremcp.logs import (
     REDACTED,
     REQUEST_ID,

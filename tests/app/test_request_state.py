@@ -18,7 +18,7 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from tests.support_http import FakeClock
+from tests.support.http import FakeClock
 from wiremcp import Context, MCPServer
 from wiremcp.errors import INVALID_PARAMS, InvalidParams
 from wiremcp.request_state import (

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.support_tasks import Gate
-from tests.support_tasks import task_server as shared_task_server
+from tests.support.tasks import Gate
+from tests.support.tasks import task_server as shared_task_server
 from wiremcp import Context, MCPServer
 from wiremcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, MCPError
 from wiremcp.protocol import META_SERVER_INFO, META_SUBSCRIPTION, TASKS_EXTENSION

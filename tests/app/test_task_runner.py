@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.support_tasks import Gate, task_server
+from tests.support.tasks import Gate, task_server
 from wiremcp import Context, MCPServer
 from wiremcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, MCPError
 from wiremcp.state import SessionState

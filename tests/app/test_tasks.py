@@ -1,5 +1,5 @@
 """``wiremcp.tasks``: the task record, its wire shapes in both protocol eras, and ``InMemoryTaskStore`` (the
-behaviours every store shares are in ``tests/support_tasks.py``)."""
+behaviours every store shares are in ``tests/support/tasks.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.support_tasks import ALICE, CHECKS, INPUT_CHECKS, Check
+from tests.support.tasks import ALICE, CHECKS, INPUT_CHECKS, Check
 from wiremcp.tasks import InMemoryTaskStore, TaskRecord, iso_timestamp, new_task_id
 
 

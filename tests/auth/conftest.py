@@ -1,5 +1,5 @@
 """Fixtures of the auth tests: ``up``, the development authorization server behind an upstream whose
-failures a test chooses (``tests.auth.upstream``)."""
+failures a test chooses (``tests.support.upstream``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.auth.upstream import Upstream, upstream
+from tests.support.upstream import Upstream, upstream
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 import wiremcp.auth.introspection
 from examples.dev_auth_server import Client, DevAuthServer
-from tests.auth.support import Clock
+from tests.support.tokens import Clock
 from wiremcp.auth.introspection import IntrospectionVerifier
 from wiremcp.auth.verifier import InvalidToken, VerifierUnavailable
 from wiremcp.transports.asgi import Receive, Scope, SendASGI

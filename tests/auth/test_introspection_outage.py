@@ -1,6 +1,6 @@
 """``IntrospectionVerifier`` when the introspection endpoint fails, refuses connections or stalls.
 
-The endpoint is the development AS's, on a loopback socket (``tests.auth.upstream``), counting the
+The endpoint is the development AS's, on a loopback socket (``tests.support.upstream``), counting the
 calls it sees; the verifier's clock is a ``FakeClock`` started at the real time (the AS stamps tokens
 with it), so back-off intervals pass when the test says so. Every wait has a failure bound.
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.auth.upstream import RESOURCE, Upstream, guarded, refusing_url, rpc_error
-from tests.support_http import FakeClock
+from tests.support.http import FakeClock
+from tests.support.upstream import RESOURCE, Upstream, guarded, refusing_url, rpc_error
 from wiremcp.auth.introspection import IntrospectionVerifier
 from wiremcp.auth.verifier import InvalidToken, VerifierUnavailable
 

@@ -1,6 +1,6 @@
 """``JWKSVerifier`` when the authorization server's JWKS endpoint fails, refuses connections or stalls.
 
-The endpoint is real (a loopback socket, ``tests.auth.upstream``) and counts the fetches it sees; the
+The endpoint is real (a loopback socket, ``tests.support.upstream``) and counts the fetches it sees; the
 verifier's clock is a ``FakeClock``, so back-off intervals pass when the test says so and nothing
 sleeps. A stalled endpoint holds requests until released; the verifier's fetch timeout is then small
 and every wait has a bound of ``BOUND`` (three timeouts), a failure bound, never a measurement.
@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from joserfc import jwk
 
-from tests.auth.support import forge
-from tests.auth.upstream import RESOURCE, Upstream, guarded, mint, refusing_url, rotate, rpc_error
-from tests.support_http import FakeClock
+from tests.support.http import FakeClock
+from tests.support.tokens import forge
+from tests.support.upstream import RESOURCE, Upstream, guarded, mint, refusing_url, rotate, rpc_error
 from wiremcp.auth.jwt_verifier import JWKSVerifier
 from wiremcp.auth.verifier import InvalidToken, VerifierUnavailable
 

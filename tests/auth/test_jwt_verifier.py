@@ -16,8 +16,8 @@ from joserfc import jwk, jwt
 from starlette.responses import JSONResponse
 
 from examples.dev_auth_server import DevAuthServer
-from tests.auth.support import alg_none_token, foreign_key_token, forge, hs256_with_public_key_token
-from tests.support_http import FakeClock
+from tests.support.http import FakeClock
+from tests.support.tokens import alg_none_token, foreign_key_token, forge, hs256_with_public_key_token
 from wiremcp.auth.jwt_verifier import JWKSVerifier, same_resource
 from wiremcp.auth.verifier import InvalidToken, VerifierUnavailable
 from wiremcp.principal import Principal

@@ -11,7 +11,7 @@ from mcp.shared.auth import ProtectedResourceMetadata
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 
-from tests.support_http import asgi_request
+from tests.support.http import asgi_request
 from wiremcp.auth.metadata import WELL_KNOWN, ProtectedResource
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.auth.support import challenge_params
-from tests.support_http import asgi_request
+from tests.support.http import asgi_request
+from tests.support.tokens import challenge_params
 from wiremcp import MCPServer
 from wiremcp.auth.metadata import WELL_KNOWN, ProtectedResource
 from wiremcp.auth.middleware import BearerAuth, Challenge

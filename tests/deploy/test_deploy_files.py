@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.yaml_subset import YAMLSubsetError, load, load_all
-from tests.support_http import free_port
+from tests.support.http import free_port
+from tests.support.yaml_subset import YAMLSubsetError, load, load_all
 from wiremcp.transports.serving.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

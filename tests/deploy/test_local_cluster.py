@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from deploy.local_cluster import LocalCluster
 from deploy.round_robin_proxy import RoundRobinProxy, Routed
-from tests.support_http import READ_BOUND, SSEReader, free_port, serve_in_process
+from tests.support.http import READ_BOUND, SSEReader, free_port, serve_in_process
 from wiremcp.transports.asgi import Receive, Scope, SendASGI
 
 pytestmark = pytest.mark.timeout(60)

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from tests.support_http import READ_BOUND
-from tests.support_redis import RedisServer, run_redis
+from tests.support.http import READ_BOUND
+from tests.support.redis import RedisServer, run_redis
 
 
 @pytest.fixture(scope="module")

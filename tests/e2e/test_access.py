@@ -1,6 +1,6 @@
 """Every method that names a tool, prompt, resource, template or task passes one gate (``app/access.py``).
 
-A real ``uvicorn app:asgi`` serves ``tests/e2e/access_server.py`` with bearer auth (static tokens for one
+A real ``uvicorn app:asgi`` serves ``tests/support/access_server.py`` with bearer auth (static tokens for one
 subject): ``wide`` holds the scope ``secret:use``, ``narrow`` does not. Each method is sent in each era, by
 raw HTTP, against the scoped component of each kind: with ``narrow`` it is 403 ``insufficient_scope`` (JSON-RPC
 -32600 with ``data.requiredScopes``), with ``wide`` the same request is answered. What names components
@@ -19,8 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.auth.support import challenge_params
-from tests.support_http import (
+from tests.support.http import (
     ACCEPT_BOTH,
     RawSession,
     SSEReader,
@@ -28,6 +27,7 @@ from tests.support_http import (
     initialize,
     run_uvicorn,
 )
+from tests.support.tokens import challenge_params
 from wiremcp import MCPServer
 from wiremcp.dispatcher import Dispatcher
 from wiremcp.errors import INVALID_REQUEST, RESOURCE_NOT_FOUND
@@ -54,7 +54,7 @@ pytestmark = pytest.mark.spec("2025-11-25/basic/authorization#runtime-insufficie
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[UvicornProcess]:
-    with run_uvicorn("tests.e2e.access_server:server", ENV) as process:
+    with run_uvicorn("tests.support.access_server:server", ENV) as process:
         yield process
         assert "Traceback" not in process.output(), process.output()
 

@@ -43,7 +43,17 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 
 from examples.dev_auth_server import DevAuthServer
-from tests.auth.support import (
+from tests.support.http import (
+    READ_BOUND,
+    RawSession,
+    SSEReader,
+    asgi_request,
+    initialize,
+    post_headers,
+    run_uvicorn,
+    serve_in_process,
+)
+from tests.support.tokens import (
     ADMIN_SCOPES,
     LEGACY,
     SCOPES,
@@ -61,16 +71,6 @@ from tests.auth.support import (
     stateless_call,
     stateless_headers,
     stateless_request,
-)
-from tests.support_http import (
-    READ_BOUND,
-    RawSession,
-    SSEReader,
-    asgi_request,
-    initialize,
-    post_headers,
-    run_uvicorn,
-    serve_in_process,
 )
 from wiremcp.auth.introspection import IntrospectionVerifier
 from wiremcp.auth.jwt_verifier import JWKSVerifier
@@ -353,7 +353,7 @@ async def test_a_server_configured_from_the_environment_behind_a_proxy() -> None
         env = {"WIREMCP_AUTH_RESOURCE": public, "WIREMCP_AUTH_ISSUER": das.issuer,
                "WIREMCP_AUTH_JWKS_URL": das.issuer + "/jwks", "WIREMCP_AUTH_SCOPES": "mcp:tools",
                "WIREMCP_AUTH_SCOPES_SUPPORTED": "mcp:tools mcp:read offline_access"}
-        with run_uvicorn("tests.auth.support:env_server", env) as process:
+        with run_uvicorn("tests.support.tokens:env_server", env) as process:
             # An uppercase scheme and host in the audience is the same resource (compared case-insensitively).
             token = das.issue(subject="carol", client_id="c", scope="mcp:tools", audience="HTTPS://MCP.Example.test/mcp")
             for mode in ("auto", "legacy"):

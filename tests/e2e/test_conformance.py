@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support_http import UvicornProcess, run_uvicorn
+from tests.support.http import UvicornProcess, run_uvicorn
 
 CACHE = Path(os.environ.get("WIREMCP_NODE_CACHE", Path.home() / ".cache" / "wiremcp" / "node22"))
 MIN_NODE = (22, 19)

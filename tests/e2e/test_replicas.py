@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support_http import (
+from tests.support.http import (
     READ_BOUND,
     RawSession,
     SSEReader,
@@ -30,25 +30,19 @@ from tests.support_http import (
     run_replicas,
     run_uvicorn,
 )
-from tests.support_redis import RedisServer
+from tests.support.redis import RedisServer
+from tests.support.replicas import RESTART_LEASE, TASKS, replica_env
 
-SERVER = "tests.transports.http_fixture_server:server"
-LEASE = 1.0
+SERVER = "tests.support.http_fixture_server:server"
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.spec("2025-11-25/basic/transports#session-management")]
 
 _names = itertools.count(1)
 
 
-def _env(redis: RedisServer, replica: str) -> dict[str, str]:
-    return {"WIREMCP_REDIS_URL": redis.url, "WIREMCP_REPLICA_ID": replica,
-            "WIREMCP_REPLICA_LEASE_SECONDS": str(LEASE), "WIREMCP_REDIS_TIMEOUT_SECONDS": "1",
-            "WIREMCP_SSE_AFTER_SECONDS": "0.05"}
-
-
 @pytest.fixture(scope="module")
 def replicas(redis: RedisServer) -> Iterator[tuple[UvicornProcess, UvicornProcess]]:
-    with run_replicas(SERVER, {name: _env(redis, name) for name in ("A", "B")}) as running:
+    with run_replicas(SERVER, {name: replica_env(redis, name) for name in ("A", "B")}) as running:
         yield running["A"], running["B"]
 
 
@@ -118,7 +112,7 @@ async def test_cancelling_on_one_replica_stops_the_call_running_on_the_other(
 
 async def test_a_killed_replicas_stream_resumes_on_the_other_one_exactly_once(
         redis: RedisServer, http: httpx.AsyncClient) -> None:
-    with run_uvicorn(SERVER, _env(redis, "K")) as doomed, run_uvicorn(SERVER, _env(redis, "S")) as survivor:
+    with run_uvicorn(SERVER, replica_env(redis, "K")) as doomed, run_uvicorn(SERVER, replica_env(redis, "S")) as survivor:
         session = await initialize(http, doomed.url)
         name = f"steps{next(_names)}"
         call = request_body(session.next_id(), "tools/call",
@@ -151,15 +145,11 @@ async def test_a_killed_replicas_stream_resumes_on_the_other_one_exactly_once(
     assert len(ids) == len(set(ids)), ids
 
 
-RESTART_LEASE = 4.0
-"""Long enough for a killed replica to be restarted under its id while its lease still runs."""
-
-
 async def test_a_replica_restarted_under_its_id_does_not_revive_the_calls_of_its_earlier_life(
         redis: RedisServer, http: httpx.AsyncClient) -> None:
     """Kubernetes keeps a pod's name (WIREMCP_REPLICA_ID) across container restarts: the lease names the
     process life, so a call of the killed life ends with the documented error, never hangs."""
-    env = {**_env(redis, "RK"), "WIREMCP_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
+    env = {**replica_env(redis, "RK"), "WIREMCP_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
     with run_uvicorn(SERVER, {**env, "WIREMCP_REPLICA_ID": "RS"}) as survivor:
         with run_uvicorn(SERVER, env) as doomed:
             session = await initialize(http, doomed.url)
@@ -191,7 +181,7 @@ async def test_a_replica_restarted_under_its_id_does_not_revive_the_calls_of_its
 @pytest.mark.parametrize("store", ["memory", "redis"])
 async def test_an_out_of_range_last_event_id_is_400_with_either_backend(
         store: str, redis: RedisServer, http: httpx.AsyncClient) -> None:
-    env = _env(redis, "LE") if store == "redis" else {}
+    env = replica_env(redis, "LE") if store == "redis" else {}
     with run_uvicorn(SERVER, env) as replica:
         session = await initialize(http, replica.url)
         for bad in ("get_18446744073709551616", "p0a1b2c3d4e5f_99999999999999999999", "get_-1"):
@@ -237,7 +227,7 @@ async def test_sigterm_drains_a_replica_without_losing_the_call_in_flight(
         redis: RedisServer, http: httpx.AsyncClient) -> None:
     """Graceful drain: the GET stream closes at once with a ``retry`` (the client reconnects elsewhere),
     the call in flight finishes (its elicitation answered through the other replica), then the process exits."""
-    with run_uvicorn(SERVER, _env(redis, "D")) as draining, run_uvicorn(SERVER, _env(redis, "E")) as other:
+    with run_uvicorn(SERVER, replica_env(redis, "D")) as draining, run_uvicorn(SERVER, replica_env(redis, "E")) as other:
         at_d = await initialize(http, draining.url, capabilities={"elicitation": {}})
         async with at_d.stream_get() as get:
             standalone = SSEReader(get)
@@ -267,7 +257,7 @@ async def test_sigterm_drains_a_replica_without_losing_the_call_in_flight(
 async def test_a_listen_stream_on_one_replica_hears_a_change_made_on_the_other(
         replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
     """2026-07-28 ``subscriptions/listen`` on A; a tool list changed on B (by a handshake-era call there)."""
-    from tests.transports.test_stateless_http import ACK, listen_call, listening, tagged
+    from tests.support.stateless_http import ACK, listen_call, listening, tagged
 
     a, b = replicas
     call = listen_call({"toolsListChanged": True}, 77)
@@ -288,7 +278,7 @@ async def test_with_a_session_cache_a_replica_serves_from_its_copy_and_still_hea
     import redis as redis_py
 
     env = {"WIREMCP_SESSION_CACHE_SECONDS": "30"}
-    with run_uvicorn(SERVER, {**_env(redis, "CA"), **env}) as a, run_uvicorn(SERVER, {**_env(redis, "CB"), **env}) as b:
+    with run_uvicorn(SERVER, {**replica_env(redis, "CA"), **env}) as a, run_uvicorn(SERVER, {**replica_env(redis, "CB"), **env}) as b:
         at_a = await initialize(http, a.url)
         at_b = on(at_a, b)
         assert await at_b.tool("echo", text="b") == "b"
@@ -306,9 +296,6 @@ async def test_with_a_session_cache_a_replica_serves_from_its_copy_and_still_hea
         stats.close()
 
 
-TASKS = "tests.e2e.task_server:server"
-
-
 async def _task(session: RawSession, name: str) -> str:
     created = await session.call("tools/call", {"name": "job", "arguments": {"name": name}, "task": {"ttl": 60_000}})
     assert created["task"]["status"] == "working", created
@@ -320,7 +307,7 @@ async def test_a_task_created_on_one_replica_is_polled_and_cancelled_from_the_ot
         redis: RedisServer, http: httpx.AsyncClient) -> None:
     """2025-11-25 tasks on the Redis task store: any replica answers for any task; the cancel reaches the
     handler on the replica running it; another session cannot see the task."""
-    with run_uvicorn(TASKS, _env(redis, "TA")) as a, run_uvicorn(TASKS, _env(redis, "TB")) as b:
+    with run_uvicorn(TASKS, replica_env(redis, "TA")) as a, run_uvicorn(TASKS, replica_env(redis, "TB")) as b:
         at_a = await initialize(http, a.url)
         at_b = on(at_a, b)
         task_id = await _task(at_a, "j1")
@@ -344,7 +331,7 @@ async def test_a_task_whose_replica_is_killed_ends_failed_not_working(
         redis: RedisServer, http: httpx.AsyncClient) -> None:
     import time
 
-    with run_uvicorn(TASKS, _env(redis, "TK")) as doomed, run_uvicorn(TASKS, _env(redis, "TS")) as survivor:
+    with run_uvicorn(TASKS, replica_env(redis, "TK")) as doomed, run_uvicorn(TASKS, replica_env(redis, "TS")) as survivor:
         session = await initialize(http, doomed.url)
         task_id = await _task(session, "j3")
         doomed.process.send_signal(signal.SIGKILL)

@@ -16,11 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support_http import ACCEPT_BOTH, UvicornProcess, run_replicas, run_uvicorn
+from tests.support.http import ACCEPT_BOTH, UvicornProcess, run_replicas, run_uvicorn
 from wiremcp.errors import INVALID_PARAMS
 from wiremcp.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
 
-SERVER = "tests.e2e.replica_server:server"
+SERVER = "tests.support.replica_server:server"
 VERSION = "2026-07-28"
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.spec(f"{VERSION}/basic/patterns/mrtr#basic-workflow")]
@@ -112,7 +112,7 @@ async def test_a_replica_with_another_key_refuses_the_state(issuer: str, receive
 
 async def test_replicas_on_one_redis_share_a_key_without_configuring_one(http: httpx.AsyncClient) -> None:
     """With ``WIREMCP_REDIS_URL`` and no ``WIREMCP_REQUEST_STATE_KEYS``, the replicas agree on a key kept in Redis."""
-    from tests.support_redis import run_redis
+    from tests.support.redis import run_redis
 
     with run_redis() as redis:
         env = {"WIREMCP_REDIS_URL": redis.url, "WIREMCP_REQUEST_STATE_KEYS": ""}

@@ -1,4 +1,4 @@
-"""Tasks across replicas: two real ``uvicorn app:asgi`` processes serving ``tests.e2e.task_server`` and
+"""Tasks across replicas: two real ``uvicorn app:asgi`` processes serving ``tests.support.task_server`` and
 sharing one real ``redis-server``; the client picks the replica for every request.
 
 - the 2026-07-28 extension (``io.modelcontextprotocol/tasks``): a task created on A is polled and
@@ -31,9 +31,7 @@ from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, Request, RequestParams, Result
 
-from tests.e2e.task_server import CONFIRM_SCHEMA
-from tests.e2e.test_replicas import LEASE, RESTART_LEASE, TASKS, _env
-from tests.support_http import (
+from tests.support.http import (
     READ_BOUND,
     RawSession,
     SSEReader,
@@ -44,8 +42,10 @@ from tests.support_http import (
     run_replicas,
     run_uvicorn,
 )
-from tests.support_redis import RedisServer
-from tests.transports.test_stateless_http import Call, post, result_of, with_meta
+from tests.support.redis import RedisServer
+from tests.support.replicas import LEASE, RESTART_LEASE, TASKS, replica_env
+from tests.support.stateless_http import Call, post, result_of, with_meta
+from tests.support.task_server import CONFIRM_SCHEMA
 from wiremcp.protocol import TASKS_EXTENSION
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -67,7 +67,7 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def replicas(redis: RedisServer) -> Iterator[tuple[UvicornProcess, UvicornProcess]]:
-    with run_replicas(TASKS, {name: _env(redis, name) for name in ("XA", "XB")}) as running:
+    with run_replicas(TASKS, {name: replica_env(redis, name) for name in ("XA", "XB")}) as running:
         yield running["XA"], running["XB"]
 
 
@@ -164,7 +164,7 @@ async def test_a_task_created_on_one_replica_is_polled_and_cancelled_on_the_othe
 async def test_a_task_whose_replica_is_killed_ends_failed_on_the_survivor(
         redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
     _, survivor = replicas
-    with run_uvicorn(TASKS, _env(redis, "XK")) as doomed:
+    with run_uvicorn(TASKS, replica_env(redis, "XK")) as doomed:
         task_id = await create(http, doomed, "job", name=unique("s-orphan"))
         assert (await get(http, survivor, task_id))["status"] == "working"  # the lease is still held
         before = doomed.output()
@@ -188,7 +188,7 @@ async def test_a_task_of_a_replica_restarted_under_its_id_ends_failed_not_workin
         redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
     """The restarted process is a new life with a lease of its own: the old life's task is orphaned."""
     _, survivor = replicas
-    env = {**_env(redis, "XR"), "WIREMCP_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
+    env = {**replica_env(redis, "XR"), "WIREMCP_REPLICA_LEASE_SECONDS": str(RESTART_LEASE)}
     with run_uvicorn(TASKS, env) as doomed:
         task_id = await create(http, doomed, "job", name=unique("s-reborn"))
         doomed.process.send_signal(signal.SIGKILL)

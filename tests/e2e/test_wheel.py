@@ -41,9 +41,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from packaging.requirements import Requirement
 
-from tests.e2e.test_official_client_http import connect as http_connect
-from tests.e2e.test_official_client_http import only_text
-from tests.support_http import START_BOUND, UvicornProcess, _wait_until_accepting, free_port, stop_process
+from tests.support.http import START_BOUND, UvicornProcess, _wait_until_accepting, free_port, stop_process
+from tests.support.official_client import connect as http_connect
+from tests.support.official_client import only_text
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

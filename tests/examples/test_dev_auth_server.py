@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from tests.support_http import READ_BOUND, START_BOUND, _wait_until_accepting, free_port, stop_process
+from tests.support.http import READ_BOUND, START_BOUND, _wait_until_accepting, free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 RESOURCE = "http://127.0.0.1:8000/mcp"

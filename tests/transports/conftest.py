@@ -9,13 +9,11 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from tests.support_http import READ_BOUND, UvicornProcess, run_uvicorn
-from tests.support_redis import RedisServer, run_redis
+from tests.support.http import READ_BOUND, UvicornProcess, run_uvicorn
+from tests.support.http_fixture_server import FIXTURE_SERVER, MAX_MESSAGE_BYTES
+from tests.support.redis import RedisServer, run_redis
+from tests.support.stdio import spawn  # noqa: F401 - the fixture of the stdio tests
 from wiremcp.transports.redis.connection import Keys
-
-FIXTURE_SERVER = "tests.transports.http_fixture_server:server"
-MAX_MESSAGE_BYTES = 64 * 1024
-"""The fixture server's ``WIREMCP_MAX_MESSAGE_BYTES``, small so that 413 is cheap to reach."""
 
 
 @pytest.fixture(scope="session")

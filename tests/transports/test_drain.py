@@ -13,7 +13,8 @@ import httpx
 import pytest
 from sse_starlette.sse import AppStatus
 
-from tests.support_http import (
+from tests.support.cluster import until
+from tests.support.http import (
     CLIENT_INFO,
     LATEST,
     READ_BOUND,
@@ -25,7 +26,6 @@ from tests.support_http import (
     request_body,
     serve_in_process,
 )
-from tests.transports.redis_support import until
 from wiremcp import MCPServer
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.streamable_http import HttpOptions

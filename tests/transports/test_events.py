@@ -11,7 +11,7 @@ import types
 import orjson
 import pytest
 
-from tests.support_http import FakeClock
+from tests.support.http import FakeClock
 from wiremcp.transports import events as events_module
 from wiremcp.transports.events import InMemoryEventStore, StoredEvent, format_event_id, parse_event_id
 from wiremcp.types import JSONObject

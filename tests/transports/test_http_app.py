@@ -10,7 +10,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
 from examples.word_count import server
-from tests.support_http import initialize, serve_in_process
+from tests.support.http import initialize, serve_in_process
 from wiremcp.transports.http_app import MCPHttpApp
 
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from sse_starlette.sse import AppStatus
 
-from tests.support_http import READ_BOUND, RawSession, error_of, initialize, serve_in_process
+from tests.support.http import READ_BOUND, RawSession, error_of, initialize, serve_in_process
 from wiremcp import MCPServer
 from wiremcp.task_runner import SHUT_DOWN
 from wiremcp.transports.http_app import MCPHttpApp

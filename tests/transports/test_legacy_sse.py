@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support_http import (
+from tests.support import http_fixture_server as fixture
+from tests.support.http import (
     CLIENT_INFO,
     READ_BOUND,
     SSEReader,
@@ -23,8 +24,7 @@ from tests.support_http import (
     request_body,
     serve_in_process,
 )
-from tests.transports import http_fixture_server as fixture
-from tests.transports.conftest import MAX_MESSAGE_BYTES
+from tests.support.http_fixture_server import MAX_MESSAGE_BYTES
 from wiremcp.errors import INVALID_REQUEST
 from wiremcp.transports.http_app import MCPHttpApp
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support_http import CLIENT_INFO, FakeClock, asgi_request, post_headers, request_body
+from tests.support.http import CLIENT_INFO, FakeClock, asgi_request, post_headers, request_body
 from wiremcp import MCPServer
 from wiremcp.session import ServerSession
 from wiremcp.transports import allocator

@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.support_http import (
+from tests.support import http_fixture_server as fixture
+from tests.support.http import (
     CLIENT_INFO,
     FakeClock,
     SSEReader,
@@ -28,7 +29,6 @@ from tests.support_http import (
     request_body,
     serve_in_process,
 )
-from tests.transports import http_fixture_server as fixture
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from wiremcp.state import SessionState
 from wiremcp.transports.events import InMemoryEventStore

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST_SERVER = "tests.transports.stdio_server:server"
+TEST_SERVER = "tests.support.stdio_server:server"
 WORD_COUNT = "examples.word_count:server"
 STDIO = "2025-11-25/basic/transports#stdio"
 BOUND = 20.0

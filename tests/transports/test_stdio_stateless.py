@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.transports import test_stdio
-from tests.transports.test_stdio import EXIT_BOUND, INIT_PARAMS, Spawn, StdioProcess, parse_wire_line
+from tests.support.stdio import EXIT_BOUND, INIT_PARAMS, Spawn, StdioProcess, parse_wire_line
 from wiremcp.protocol import (
     META_CAPABILITIES,
     META_CLIENT_INFO,
@@ -23,9 +22,6 @@ from wiremcp.protocol import (
     META_VERSION,
 )
 from wiremcp.types import JSONObject
-
-spawn = test_stdio.spawn
-"""The ``spawn`` fixture of the stdio tests: ``wiremcp stdio SERVER`` processes, reaped afterwards."""
 
 EVERYTHING = "examples.everything:server"
 VERSION = "2026-07-28"

@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support_http import (
+from tests.support import http_fixture_server as fixture
+from tests.support.http import (
     RawSession,
     SSEEvent,
     SSEReader,
@@ -28,8 +29,7 @@ from tests.support_http import (
     request_body,
     serve_in_process,
 )
-from tests.transports import http_fixture_server as fixture
-from tests.transports.conftest import MAX_MESSAGE_BYTES
+from tests.support.http_fixture_server import MAX_MESSAGE_BYTES
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, PARSE_ERROR
 from wiremcp.transports.channels import READER_QUEUE
 from wiremcp.transports.events import InMemoryEventStore

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support_http import asgi_client, initialize, post_headers, request_body
+from tests.support.http import asgi_client, initialize, post_headers, request_body
 from wiremcp import MCPServer, ToolError
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.observability.metrics import Metrics

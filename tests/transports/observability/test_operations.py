@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.support_http import READ_BOUND, asgi_client, initialize, run_uvicorn
+from tests.support.http import READ_BOUND, asgi_client, initialize, run_uvicorn
 from wiremcp import MCPServer
 from wiremcp.logs import SESSION_ID
 from wiremcp.transports.asgi import Message, Receive, Scope, SendASGI, respond

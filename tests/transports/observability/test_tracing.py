@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tests.support_http import asgi_client, initialize, post_headers, request_body
+from tests.support.http import asgi_client, initialize, post_headers, request_body
 from wiremcp import MCPServer, ToolError
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.memory import Client

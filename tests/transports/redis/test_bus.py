@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support_http import READ_BOUND
-from tests.support_redis import RedisServer
-from tests.transports.redis_support import make_cluster, started
+from tests.support.cluster import make_cluster, started
+from tests.support.http import READ_BOUND
+from tests.support.redis import RedisServer
 from wiremcp.subscriptions import Subscription
 from wiremcp.transports.redis.bus import RedisSubscriptionBus
 from wiremcp.transports.redis.connection import Keys

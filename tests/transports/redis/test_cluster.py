@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support_redis import RedisServer
-from tests.transports.redis_support import make_cluster, next_item, started, until
+from tests.support.cluster import make_cluster, next_item, started, until
+from tests.support.redis import RedisServer
 from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Keys
 from wiremcp.transports.redis.events import RedisEventStore

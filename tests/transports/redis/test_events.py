@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support_redis import RedisServer
-from tests.transports.redis_support import TIMEOUT, until
+from tests.support.cluster import TIMEOUT, until
+from tests.support.redis import RedisServer
 from wiremcp.transports.events import StoredEvent
 from wiremcp.transports.redis.connection import Keys, Redis, connect
 from wiremcp.transports.redis.events import RedisEventStore

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx
 import pytest
 
-from tests.support_http import FakeClock, initialize, serve_in_process
-from tests.support_redis import RedisServer
-from tests.transports import http_fixture_server as fixture
-from tests.transports.redis_support import TIMEOUT, fail_while_away, until
+from tests.support import http_fixture_server as fixture
+from tests.support.cluster import TIMEOUT, fail_while_away, until
+from tests.support.http import FakeClock, initialize, serve_in_process
+from tests.support.redis import RedisServer
 from wiremcp.state import SessionState
 from wiremcp.transports.redis.connection import Keys, Redis, connect
 from wiremcp.transports.redis.sessions import RedisSessionStore

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from tests.support_redis import RedisServer
-from tests.support_tasks import ALICE, CHECKS, INPUT_CHECKS, Check
-from tests.transports.redis_support import TIMEOUT, fail_while_away, until
+from tests.support.cluster import TIMEOUT, fail_while_away, until
+from tests.support.redis import RedisServer
+from tests.support.tasks import ALICE, CHECKS, INPUT_CHECKS, Check
 from wiremcp.tasks import TaskRecord
 from wiremcp.transports.redis.connection import Keys, Redis, connect
 from wiremcp.transports.redis.tasks import RedisTaskStore

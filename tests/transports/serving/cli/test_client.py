@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support_http import UvicornProcess, run_uvicorn, serve_in_process
+from tests.support.http import UvicornProcess, run_uvicorn, serve_in_process
 from wiremcp.transports.asgi import Receive, Scope, SendASGI
 from wiremcp.transports.serving.cli import client
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from examples.everything import PNG
-from tests.support_http import UvicornProcess, free_port, run_uvicorn
-from tests.transports.serving.cli.support import run_main
+from tests.support.command_line import run_main
+from tests.support.http import UvicornProcess, free_port, run_uvicorn
 from wiremcp.transports.serving.cli import main
 from wiremcp.transports.serving.cli.inspect import coerce
 from wiremcp.transports.serving.settings import ConfigError

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
 
-from tests.transports.serving.cli.support import run_main
+from tests.support.command_line import run_main
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support_http import free_port, stop_process
-from tests.transports.serving.cli.support import run_main
+from tests.support.command_line import run_main
+from tests.support.http import free_port, stop_process
 from wiremcp.transports.serving.cli import package_version
 
 BOUND = 20.0

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support_http import START_BOUND, free_port, stop_process
+from tests.support.http import START_BOUND, free_port, stop_process
 
 
 def redis_server_binary() -> str:

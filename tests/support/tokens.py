@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 from joserfc import jwk, jwt
 
 from examples.dev_auth_server import DevAuthServer
-from tests.support_http import ACCEPT_BOTH, serve_in_process
+from tests.support.http import ACCEPT_BOTH, serve_in_process
 from wiremcp import Context, MCPServer
 from wiremcp.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
@@ -158,7 +158,7 @@ def recording_server(recorder: Recorder, *, filter_lists_by_scope: bool = True) 
 
 
 env_server = recording_server(Recorder())
-"""What ``WIREMCP_SERVER=tests.auth.support:env_server`` serves (a uvicorn process configured by environment)."""
+"""What ``WIREMCP_SERVER=tests.support.tokens:env_server`` serves (a uvicorn process configured by environment)."""
 
 
 class Late:

@@ -1,4 +1,4 @@
-"""A server for the stdio transport tests: ``wiremcp stdio tests.transports.stdio_server:server``.
+"""A server for the stdio transport tests: ``wiremcp stdio tests.support.stdio_server:server``.
 
 Every tool that runs for a while announces itself on stderr (``<tool>: started``) so a
 test can wait for it without sleeping; the async ones also announce themselves on the wire

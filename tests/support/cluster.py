@@ -16,8 +16,8 @@ from typing import TypeVar
 import pytest
 from redis.exceptions import RedisError
 
-from tests.support_http import READ_BOUND
-from tests.support_redis import RedisServer
+from tests.support.http import READ_BOUND
+from tests.support.redis import RedisServer
 from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Keys, connect
 from wiremcp.transports.unavailable import StoreUnavailable

@@ -1,4 +1,4 @@
-"""A server for the HTTP transport tests: ``WIREMCP_SERVER=tests.transports.http_fixture_server:server``.
+"""A server for the HTTP transport tests: ``WIREMCP_SERVER=tests.support.http_fixture_server:server``.
 
 Long-running tools never sleep: ``stepper`` advances one step per ``release`` call, and
 ``release`` answers only once the step it opened has been sent, so a test knows exactly
@@ -12,6 +12,11 @@ from typing import Annotated, Any
 
 from wiremcp import Context, MCPServer, param_header
 from wiremcp.tools import Tool
+
+FIXTURE_SERVER = f"{__name__}:server"
+"""This server as a spec, for ``uvicorn app:asgi``."""
+MAX_MESSAGE_BYTES = 64 * 1024
+"""Its ``WIREMCP_MAX_MESSAGE_BYTES`` where it is served, small so that 413 is cheap to reach."""
 
 server = MCPServer("http-fixture", "1.0.0", title="HTTP transport fixtures")
 

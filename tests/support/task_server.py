@@ -1,4 +1,4 @@
-"""The server of the tasks-across-replicas tests (``WIREMCP_SERVER=tests.e2e.task_server:server``):
+"""The server of the tasks-across-replicas tests (``WIREMCP_SERVER=tests.support.task_server:server``):
 ``job`` runs as a task until ``finish(name)`` or a cancellation; ``outcome(name)`` says how it ended;
 ``confirm`` asks the client a question (an elicitation), at once or after ``finish(name)``, and answers
 with what the client said."""

@@ -1,4 +1,4 @@
-"""The server of ``test_request_state_replicas.py`` (``WIREMCP_SERVER=tests.e2e.replica_server:server``).
+"""The server of ``test_request_state_replicas.py`` (``WIREMCP_SERVER=tests.support.replica_server:server``).
 
 Its tool needs two rounds of input (MRTR): the answers of the first round travel in the sealed
 ``requestState``, so any process holding the keys can finish the exchange. Each answer names the

@@ -20,8 +20,8 @@ from joserfc import jwk, jwt
 from starlette.responses import JSONResponse
 
 from examples.dev_auth_server import DevAuthServer
-from tests.auth.support import Recorder, recording_server, stateless_call, stateless_headers
-from tests.support_http import ASGIAnswer, asgi_request, free_port, serve_in_process
+from tests.support.http import ASGIAnswer, asgi_request, free_port, serve_in_process
+from tests.support.tokens import Recorder, recording_server, stateless_call, stateless_headers
 from wiremcp.auth.metadata import ProtectedResource
 from wiremcp.auth.middleware import BearerAuth
 from wiremcp.auth.verifier import TokenVerifier

@@ -35,7 +35,7 @@ import uvicorn
 
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 READ_BOUND = 10.0
 """Failure bound for one expected HTTP answer or SSE event."""

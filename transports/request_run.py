@@ -1,0 +1,121 @@
+"""One handshake-era request being answered over Streamable HTTP (``RequestRun``): it runs the handler and
+buffers what the handler sends until the endpoint picks a JSON answer or an SSE stream, then writes the
+rest to that stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from wiremcp import jsonrpc
+from wiremcp.answer import Answer
+from wiremcp.transports.channels import EventChannel
+from wiremcp.transports.live_session import LiveSession
+from wiremcp.types import JSONObject
+
+
+class _Wake:
+    """A one-shot signal a request's endpoint waits on, with a deadline (cheaper than an Event and
+    ``wait_for``: no task, one timer)."""
+
+    __slots__ = ("_waiter", "is_set")
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self.is_set = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, timeout: float) -> None:
+        """Until ``set`` or ``timeout`` seconds, whichever comes first."""
+        if self.is_set:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(timeout, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class RequestRun:
+    """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
+
+    __slots__ = ("answer", "buffer", "changed", "channel", "close_requested", "done", "live", "principal", "request",
+                 "response", "to_standalone")
+
+    def __init__(self, live: LiveSession, request: jsonrpc.Request, to_standalone: bool,
+                 principal: Any = None) -> None:
+        self.live = live
+        self.request = request
+        self.principal = principal
+        self.answer: Answer | None = None
+        self.buffer: list[JSONObject] = []
+        self.changed = _Wake()
+        self.channel: EventChannel | None = None
+        self.response: JSONObject | None = None
+        self.done = False
+        self.to_standalone = to_standalone
+        self.close_requested = False
+
+    def close_stream(self) -> bool:
+        """``StreamControl``: end the SSE connection now; the client resumes with ``Last-Event-ID``."""
+        if self.to_standalone or self.done:
+            return False
+        self.close_requested = True
+        if self.channel is not None:
+            self.channel.close()
+        else:
+            self.changed.set()  # wake the endpoint: it switches to SSE (priming event), then closes
+        return True
+
+    async def send(self, message: JSONObject) -> None:
+        if self.to_standalone:
+            await self.live.standalone.emit(message)
+        elif self.channel is not None:
+            await self.channel.emit(message)
+        else:
+            self.buffer.append(message)
+            self.changed.set()
+
+    async def execute(self) -> None:
+        try:
+            self.answer = await self.live.session.handle(self.request, self.send, self, self.principal)
+            self.response = self.answer.message if self.answer is not None else None
+        finally:
+            self.done = True
+            self.changed.set()
+            if self.channel is not None:
+                await self._finish(self.channel)
+
+    async def _finish(self, channel: EventChannel) -> None:
+        if channel.finished:
+            return
+        if self.response is not None:
+            await channel.emit(self.response, final=True)
+        else:  # cancelled: the stream ends without an answer
+            channel.close(final=True)
+        self.live.channels.pop(channel.stream, None)
+
+    async def to_sse(self, channel: EventChannel, prime: bool) -> None:
+        """Switch to streaming: number and store everything from here on."""
+        if prime:
+            await channel.emit(None)
+        while self.buffer:
+            buffered, self.buffer = self.buffer, []
+            for message in buffered:
+                await channel.emit(message)
+        self.channel = channel
+        if self.done:
+            await self._finish(channel)
