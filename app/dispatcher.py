@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from wiremcp import access, pagination, stateless
+from wiremcp import access, input_rounds, pagination, stateless
 from wiremcp.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -24,10 +24,9 @@ from wiremcp.errors import (
     MissingClientCapability,
     ResourceNotFound,
 )
-from wiremcp.input_required import INPUT_CAPABLE, INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
+from wiremcp.input_required import INPUT_CAPABLE, InputRequired
 from wiremcp.protocol import (
     LOG_LEVEL_RANK,
-    META_SERVER_INFO,
     META_SUBSCRIPTION,
     TASKS_EXTENSION,
     at_least,
@@ -66,32 +65,6 @@ _NEEDS = {
 _TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 """2025-11-25's experimental tasks; the stateless era's tasks are an extension of another shape (no
 ``tasks/result`` or ``tasks/list``; ``tasks/update``)."""
-
-
-def _principal(ctx: Context) -> str:
-    """Who ``requestState`` is bound to."""
-    principal = ctx.principal
-    if principal is None:
-        return ""
-    subject = getattr(principal, "key", None)
-    return str(subject if subject is not None else principal)
-
-
-def _check_input_request(request: Any, ctx: Context) -> None:
-    """An input request must be one of the three kinds, and only for what the client declared."""
-    method = request.get("method") if isinstance(request, dict) else None
-    if method not in INPUT_METHODS:
-        raise MCPError(INTERNAL_ERROR, f"Invalid input request method: {method!r}")
-    params = request.get("params")
-    params = params if isinstance(params, dict) else {}
-    if method == "elicitation/create":
-        caps = ctx.require_capability("elicitation", "url" if params.get("mode") == "url" else None)
-        if params.get("mode") != "url" and "form" not in caps and "url" in caps:  # a url-only client
-            ctx.require_capability("elicitation", "form")
-    elif method == "sampling/createMessage":
-        ctx.require_capability("sampling", "tools" if "tools" in params or "toolChoice" in params else None)
-    else:
-        ctx.require_capability("roots")
 
 
 def _wire(item: Any, stateless: bool) -> JSONObject:
@@ -168,7 +141,7 @@ class Dispatcher:
         if method in _TASK_METHODS and not _has_tasks(ctx):
             raise MethodNotFound(method)  # tasks came with 2025-11-25
         if method in INPUT_CAPABLE:
-            return await self._with_client_requests(handler, params, ctx)
+            return await input_rounds.with_client_requests(handler, params, ctx)
         return await handler(params, ctx)
 
     def _gate(self, method: str) -> None:
@@ -183,7 +156,7 @@ class Dispatcher:
             raise MethodNotFound(method)
         self._gate(method)
         if method in INPUT_CAPABLE:
-            self._open_inputs(method, params, ctx)
+            input_rounds.open_inputs(method, params, ctx, self.server)
         try:
             result = await handler(params, ctx)
         except InputRequired as exc:
@@ -191,51 +164,10 @@ class Dispatcher:
                 log.error("%s asked the client for input, which only tools/call, prompts/get and "
                           "resources/read may do", method)
                 raise MCPError(INTERNAL_ERROR, "Internal error") from None
-            return self._input_required(exc, method, params, ctx)
+            return input_rounds.input_required_result(exc, method, params, ctx, self.server)
         except ResourceNotFound as exc:  # the stateless era's code for it is -32602
             raise InvalidParams(exc.message, exc.data) from None
         return stateless.complete(result, method, self.server)
-
-    def _open_inputs(self, method: str, params: JSONObject, ctx: Context) -> None:
-        """Read what a retry brings: the client's ``inputResponses`` and our sealed ``requestState``."""
-        responses = params.get("inputResponses")
-        if responses is not None:
-            if not isinstance(responses, dict):
-                raise InvalidParams("Invalid params: inputResponses must be an object")
-            for key, value in responses.items():
-                if not isinstance(value, dict):
-                    raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
-        token = params.get("requestState")
-        answers: JSONObject = {}
-        app_state = None
-        if token is not None:
-            opened = self.server.request_states.open(token, principal=_principal(ctx), method=method, params=params)
-            answers, app_state = opened.answers, opened.app_state
-        ctx.exchange = InputExchange(answers, responses, app_state)
-
-    def _input_required(self, exc: InputRequired, method: str, params: JSONObject, ctx: Context) -> JSONObject:
-        for request in exc.input_requests.values():
-            _check_input_request(request, ctx)
-        answers = ctx.exchange.answers if ctx.exchange is not None else {}
-        result: JSONObject = {"resultType": "input_required", "_meta": {META_SERVER_INFO: self.server.identity()}}
-        if exc.input_requests:
-            result["inputRequests"] = exc.input_requests
-        result["requestState"] = self.server.request_states.seal(
-            principal=_principal(ctx), method=method, params=params, answers=answers, app_state=exc.request_state)
-        return result
-
-    async def _with_client_requests(self, handler: Handler, params: JSONObject, ctx: Context) -> JSONObject:
-        """Handshake era: a handler's ``InputRequired`` is served with real requests to the client."""
-        for _ in range(MAX_ROUNDS):
-            try:
-                return await handler(params, ctx)
-            except InputRequired as exc:
-                answers: JSONObject = {}
-                for key, request in exc.input_requests.items():
-                    _check_input_request(request, ctx)
-                    answers[key] = await ctx.request(request["method"], request.get("params"))
-                ctx.exchange = InputExchange(None, answers, exc.request_state)
-        raise MCPError(INTERNAL_ERROR, f"Gave up after {MAX_ROUNDS} rounds of input")
 
     async def _discover(self, params: JSONObject, ctx: Context) -> JSONObject:
         return stateless.discover(self.server)

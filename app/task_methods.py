@@ -144,7 +144,7 @@ class TaskMethods:
             raise InvalidParams("Failed to update task: Task not found")
         record, taken = outcome
         if taken:
-            await self.runner.answers_arrived(record)
+            await self.runner.inputs.answers_arrived(record)
         return {}
 
     async def cancel_ack(self, params: JSONObject, ctx: Context) -> JSONObject:

@@ -16,8 +16,9 @@ A task belongs to whoever created it: the authenticated principal, or else the s
 without authentication: anyone holding the id, which is 256 random bits). Another owner's task answers
 like an unknown one (-32602). Tasks run in the process that created them; their records live in the
 server's ``TaskStore`` (Redis: every replica answers for every task). While the handler waits for an
-answer the task is ``input_required``. This module runs the tasks; ``wiremcp.task_methods`` answers the
-``tasks/*`` requests.
+answer the task is ``input_required``. This module runs the tasks; ``wiremcp.task_inputs`` carries a
+2026-07-28 task's requests for input and their answers; ``wiremcp.task_methods`` answers the ``tasks/*``
+requests.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from wiremcp.errors import INTERNAL_ERROR, ClientTimeout, InvalidParams, MCPError, MissingClientCapability
+from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError, MissingClientCapability
 from wiremcp.input_required import InputRequired
 from wiremcp.protocol import TASKS_EXTENSION as EXTENSION
 from wiremcp.replicas import replica_of
+from wiremcp.task_inputs import TaskInputs
 from wiremcp.tasks import InMemoryTaskStore, TaskRecord, TaskStore
 from wiremcp.types import JSONObject, Send
 
@@ -54,8 +56,6 @@ LEFTOVER_TASKS = 256
 """Ended 2025-11-25 tasks whose last messages are kept for a ``tasks/result`` that has not come yet."""
 OUTLET_LIMIT = 1000
 """A 2025-11-25 task's notifications (logs, progress) kept for a ``tasks/result`` at most; more are dropped."""
-RECHECK_SECONDS = 5.0
-"""How often a task waiting for input re-reads its record, should a wake-up from another replica be lost."""
 
 
 def declares_extension(ctx: Context) -> bool:
@@ -133,7 +133,7 @@ class TaskBinding:
 
     async def ask(self, ctx: Context, method: str, params: JSONObject | None, timeout: float | None) -> JSONObject:
         if self.stateless:
-            return await self.runner.wait_for_input(self, method, params, timeout)
+            return await self.runner.inputs.wait_for_input(self, method, params, timeout)
         runner = self.runner
         try:  # the request, as it goes out (``_Outlet.send``), makes the task input_required
             return await ctx.ask_client(method, params, timeout)
@@ -160,14 +160,12 @@ class TaskRunner:
         self._leftovers: dict[str, deque[JSONObject]] = {}
         self.ended: Counter[str] = Counter()
         """How the tasks run here ended, by status (metrics)."""
-        self._waiting: dict[str, dict[str, asyncio.Future[JSONObject]]] = {}
-        self._wakes: set[asyncio.Task[None]] = set()
+        self.inputs = TaskInputs(self)
+        """The requests for input of the 2026-07-28 tasks running here, and the handlers awaiting answers."""
         self.replica: str | None = None
         """This process life's name among replicas sharing the store (set with a shared store; ``wiremcp.replicas``)."""
         self.cancel_elsewhere: Callable[[str], Awaitable[None]] | None = None
         """Tells the replica running a task to stop it (set with a shared store)."""
-        self.wake_elsewhere: Callable[[str], Awaitable[None]] | None = None
-        """Tells the replica running a task that the client answered its input requests (shared store)."""
         self.alive: Callable[[str], Awaitable[bool]] | None = None
         """Whether a replica still runs (its lease); a task whose replica died is failed."""
 
@@ -285,8 +283,7 @@ class TaskRunner:
     def _forget(self, task_id: str) -> None:
         self._running.pop(task_id, None)
         self._bindings.pop(task_id, None)
-        for waiting in self._waiting.pop(task_id, {}).values():
-            waiting.cancel()
+        self.inputs.forget(task_id)
         outlet = self._outlets.pop(task_id, None)
         if outlet is not None:
             outlet.ready.set()
@@ -333,70 +330,6 @@ class TaskRunner:
         if running is not None:
             running.cancel()
 
-    # -- input during a task (2026-07-28) -----------------------------------------------------------
-    async def wait_for_input(self, binding: TaskBinding, method: str, params: JSONObject | None,
-                             timeout: float | None) -> JSONObject:
-        """Add an input request to the task (``input_required``) and wait for the ``tasks/update`` that
-        answers it, on whichever replica it arrives."""
-        task_id = binding.task_id
-        key = binding.next_key(method)
-        request: JSONObject = {"method": method}
-        if params is not None:
-            request["params"] = params
-        loop = asyncio.get_running_loop()
-        waiting = self._waiting.setdefault(task_id, {})
-        arrived = waiting[key] = loop.create_future()
-        deadline = None if timeout is None else loop.time() + timeout
-        try:
-            record = await self.store.add_input_request(task_id, key, request)
-            self.changed(record)
-            while record is not None:
-                answer = record.input_responses.get(key)
-                if isinstance(answer, dict):
-                    return answer
-                wait = RECHECK_SECONDS if deadline is None else min(RECHECK_SECONDS, deadline - loop.time())
-                if wait <= 0:  # withdraw the request, so that the task no longer shows it as outstanding
-                    self.changed((await self.store.answer_inputs(task_id, binding.principal,
-                                                                 {key: {"action": "cancel"}}) or (None,))[0])
-                    raise ClientTimeout(f"the client did not answer {method} in time")
-                try:
-                    return await asyncio.wait_for(asyncio.shield(arrived), wait)
-                except TimeoutError:
-                    try:
-                        record = await self.store.get(task_id, binding.principal)
-                    except Exception:  # away for a moment: the answer will still be there
-                        log.warning("task %s: could not re-read its record while waiting for input", task_id,
-                                    exc_info=True)
-            raise MCPError(INTERNAL_ERROR, "The task is gone")
-        finally:
-            waiting.pop(key, None)
-
-    def deliver(self, record: TaskRecord) -> None:
-        """Hand the answers in ``record`` to this process's handlers waiting for them."""
-        for key, arrived in self._waiting.get(record.task_id, {}).items():
-            answer = record.input_responses.get(key)
-            if isinstance(answer, dict) and not arrived.done():
-                arrived.set_result(answer)
-
-    def wake_soon(self, task_id: str) -> None:
-        """``wake``, from a callback that cannot wait."""
-        woken = asyncio.get_running_loop().create_task(self.wake(task_id))
-        self._wakes.add(woken)
-        woken.add_done_callback(self._wakes.discard)
-
-    async def wake(self, task_id: str) -> None:
-        """Another replica took answers for a task running here: read them."""
-        binding = self._bindings.get(task_id)
-        if binding is None:
-            return
-        try:
-            record = await self.store.get(task_id, binding.principal)
-        except Exception:  # the handler re-reads its record on its own before long (RECHECK_SECONDS)
-            log.warning("could not read task %s after the client answered its input", task_id, exc_info=True)
-            return
-        if record is not None:
-            self.deliver(record)
-
     # -- what the tasks/* methods ask of the runner ----------------------------------------------------
     async def settle_orphan(self, record: TaskRecord) -> TaskRecord:
         """A task still active whose replica has stopped will never end: fail it, saying why."""
@@ -426,13 +359,9 @@ class TaskRunner:
             await self.cancel_elsewhere(record.task_id)
         return cancelled or await self.store.get(record.task_id, record.principal) or record
 
-    async def answers_arrived(self, record: TaskRecord) -> None:
-        """The client answered some of the task's input requests: wake its handler, here or elsewhere."""
-        self.changed(record)
-        if record.task_id in self._bindings:
-            self.deliver(record)
-        elif self.wake_elsewhere is not None:
-            await self.wake_elsewhere(record.task_id)
+    def binding(self, task_id: str) -> TaskBinding | None:
+        """The binding of a task running here (None: it does not run here, or has ended)."""
+        return self._bindings.get(task_id)
 
     def outlet(self, task_id: str) -> _Outlet | None:
         """The messages of a 2025-11-25 task running here (None: it does not run here, or has ended)."""

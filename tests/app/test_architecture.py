@@ -119,3 +119,13 @@ def test_every_access_decision_is_made_in_app_access() -> None:
             if calls or imports:
                 offenders.append(f"{path.parent.name}/{path.name}:{getattr(node, 'lineno', 0)}")
     assert not offenders, offenders
+
+
+MAX_LINES = 400
+"""Past this, a module is asking to be split: one concept per module."""
+
+
+def test_no_module_is_over_the_limit() -> None:
+    sources = [p for folder in ("app", "transports", "auth") for p in (APP.parent / folder).rglob("*.py")]
+    long = {str(p.relative_to(APP.parent)): n for p in sources if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, long

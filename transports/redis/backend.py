@@ -51,9 +51,9 @@ class RedisBackend:
         runner.replica = self.cluster.replica
         runner.cancel_elsewhere = self.cluster.broadcast_task_cancel
         runner.alive = self.cluster.alive
-        runner.wake_elsewhere = self.cluster.broadcast_task_input
+        runner.inputs.wake_elsewhere = self.cluster.broadcast_task_input
         self.cluster.on_task_cancel = runner.cancel_local
-        self.cluster.on_task_input = runner.wake_soon
+        self.cluster.on_task_input = runner.inputs.wake_soon
 
     async def share_request_state_key(self, server: MCPServer, ttl: float) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one

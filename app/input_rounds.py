@@ -1,0 +1,97 @@
+"""Rounds of input: how a request whose handler raises ``InputRequired`` is served, in each era.
+
+- Stateless era: a retry's ``inputResponses`` and sealed ``requestState`` are opened into the request's
+  ``InputExchange``; a handler's ``InputRequired`` becomes the ``input_required`` result, whose new
+  ``requestState`` seals the answers so far, bound to the caller and the request.
+- Handshake era: each input request goes to the client as a real request, and the handler runs again
+  with the answers (at most ``MAX_ROUNDS`` times).
+
+Either way an input request must be one of the three kinds, and only for what the client declared. The
+handler's side of the exchange is ``wiremcp.input_required``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError
+from wiremcp.input_required import INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
+from wiremcp.protocol import META_SERVER_INFO
+from wiremcp.types import JSONObject
+
+if TYPE_CHECKING:
+    from wiremcp.context import Context
+    from wiremcp.dispatcher import Handler
+    from wiremcp.server import MCPServer
+
+
+def _principal(ctx: Context) -> str:
+    """Who ``requestState`` is bound to."""
+    principal = ctx.principal
+    if principal is None:
+        return ""
+    subject = getattr(principal, "key", None)
+    return str(subject if subject is not None else principal)
+
+
+def _check_input_request(request: Any, ctx: Context) -> None:
+    """An input request must be one of the three kinds, and only for what the client declared."""
+    method = request.get("method") if isinstance(request, dict) else None
+    if method not in INPUT_METHODS:
+        raise MCPError(INTERNAL_ERROR, f"Invalid input request method: {method!r}")
+    params = request.get("params")
+    params = params if isinstance(params, dict) else {}
+    if method == "elicitation/create":
+        caps = ctx.require_capability("elicitation", "url" if params.get("mode") == "url" else None)
+        if params.get("mode") != "url" and "form" not in caps and "url" in caps:  # a url-only client
+            ctx.require_capability("elicitation", "form")
+    elif method == "sampling/createMessage":
+        ctx.require_capability("sampling", "tools" if "tools" in params or "toolChoice" in params else None)
+    else:
+        ctx.require_capability("roots")
+
+
+def open_inputs(method: str, params: JSONObject, ctx: Context, server: MCPServer) -> None:
+    """Read what a retry brings: the client's ``inputResponses`` and our sealed ``requestState``."""
+    responses = params.get("inputResponses")
+    if responses is not None:
+        if not isinstance(responses, dict):
+            raise InvalidParams("Invalid params: inputResponses must be an object")
+        for key, value in responses.items():
+            if not isinstance(value, dict):
+                raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
+    token = params.get("requestState")
+    answers: JSONObject = {}
+    app_state = None
+    if token is not None:
+        opened = server.request_states.open(token, principal=_principal(ctx), method=method, params=params)
+        answers, app_state = opened.answers, opened.app_state
+    ctx.exchange = InputExchange(answers, responses, app_state)
+
+
+def input_required_result(exc: InputRequired, method: str, params: JSONObject, ctx: Context,
+                          server: MCPServer) -> JSONObject:
+    """Stateless era: the ``input_required`` result a handler's ``InputRequired`` answers the request with."""
+    for request in exc.input_requests.values():
+        _check_input_request(request, ctx)
+    answers = ctx.exchange.answers if ctx.exchange is not None else {}
+    result: JSONObject = {"resultType": "input_required", "_meta": {META_SERVER_INFO: server.identity()}}
+    if exc.input_requests:
+        result["inputRequests"] = exc.input_requests
+    result["requestState"] = server.request_states.seal(
+        principal=_principal(ctx), method=method, params=params, answers=answers, app_state=exc.request_state)
+    return result
+
+
+async def with_client_requests(handler: Handler, params: JSONObject, ctx: Context) -> JSONObject:
+    """Handshake era: a handler's ``InputRequired`` is served with real requests to the client."""
+    for _ in range(MAX_ROUNDS):
+        try:
+            return await handler(params, ctx)
+        except InputRequired as exc:
+            answers: JSONObject = {}
+            for key, request in exc.input_requests.items():
+                _check_input_request(request, ctx)
+                answers[key] = await ctx.request(request["method"], request.get("params"))
+            ctx.exchange = InputExchange(None, answers, exc.request_state)
+    raise MCPError(INTERNAL_ERROR, f"Gave up after {MAX_ROUNDS} rounds of input")
