@@ -6,20 +6,17 @@ from wiremcp.answer import Answer
 from wiremcp.principal import CHALLENGE_KEY, SCOPE_KEY
 from wiremcp.transports.asgi import Scope
 
-PRINCIPAL = SCOPE_KEY
-CHALLENGE = CHALLENGE_KEY
-
 
 def principal_key(scope: Scope) -> str | None:
     """The identity a session is bound to (issuer and subject), or None without authentication."""
-    principal = scope.get(PRINCIPAL)
+    principal = scope.get(SCOPE_KEY)
     key = getattr(principal, "key", None)
     return str(key) if key is not None else None
 
 
 def challenge_headers(scope: Scope, answer: Answer | None) -> list[tuple[bytes, bytes]]:
     """A 403 for missing scopes carries the step-up challenge (all the scopes needed, at once)."""
-    build = scope.get(CHALLENGE)
+    build = scope.get(CHALLENGE_KEY)
     if answer is None or answer.status != 403 or build is None:
         return []
     value = build(error="insufficient_scope", scopes=answer.scopes or (),

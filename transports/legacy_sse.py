@@ -17,6 +17,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from wiremcp import jsonrpc
 from wiremcp.connection import Connection
 from wiremcp.errors import INVALID_REQUEST
+from wiremcp.principal import SCOPE_KEY
 from wiremcp.transports.asgi import (
     BodyTooLarge,
     ClientDisconnected,
@@ -28,7 +29,7 @@ from wiremcp.transports.asgi import (
     respond,
     respond_error,
 )
-from wiremcp.transports.identity import PRINCIPAL, principal_key
+from wiremcp.transports.identity import principal_key
 from wiremcp.transports.sessions import SessionLimitReached, SessionManager
 from wiremcp.transports.streamable_http import HttpOptions
 from wiremcp.types import JSONObject
@@ -114,5 +115,5 @@ class LegacySSEEndpoints:
         if live is None:
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
             return
-        await connection.feed(body, principal=scope.get(PRINCIPAL))
+        await connection.feed(body, principal=scope.get(SCOPE_KEY))
         await respond(send, 202, b"Accepted", content_type=b"text/plain")

@@ -19,11 +19,12 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from wiremcp import jsonrpc
 from wiremcp.answer import Answer, answer
 from wiremcp.errors import INVALID_REQUEST, BadRequest, MCPError
+from wiremcp.principal import SCOPE_KEY
 from wiremcp.server import MCPServer
 from wiremcp.state import SessionState
 from wiremcp.transports import request_headers
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond, respond_error, respond_json
-from wiremcp.transports.identity import PRINCIPAL, challenge_headers
+from wiremcp.transports.identity import challenge_headers
 from wiremcp.types import JSONObject
 
 log = logging.getLogger("wiremcp.http")
@@ -65,7 +66,7 @@ class StatelessHandler:
                                 "Invalid Request: the stateless era takes one request or notification per POST")
             return
         try:
-            principal = scope.get(PRINCIPAL)
+            principal = scope.get(SCOPE_KEY)
             state = request_headers.check(scope, message, self.server, principal)
         except MCPError as exc:
             status = 400 if isinstance(exc, BadRequest) else 200

@@ -19,6 +19,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from wiremcp import jsonrpc
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
+from wiremcp.principal import SCOPE_KEY
 from wiremcp.protocol import HANDSHAKE_VERSIONS, at_least
 from wiremcp.stateless import declares_stateless
 from wiremcp.transports.asgi import (
@@ -35,7 +36,7 @@ from wiremcp.transports.asgi import (
 )
 from wiremcp.transports.channels import EventChannel, Item
 from wiremcp.transports.events import parse_event_id
-from wiremcp.transports.identity import PRINCIPAL, challenge_headers, principal_key
+from wiremcp.transports.identity import challenge_headers, principal_key
 from wiremcp.transports.live_session import LiveSession, new_stream_id
 from wiremcp.transports.request_run import RequestRun
 from wiremcp.transports.sessions import SessionLimitReached, SessionManager
@@ -251,7 +252,7 @@ class StreamableHTTPEndpoint:
             return
         requests, replies = sorted_batch
         # Related messages of batched requests go to the GET stream; the answers come back together.
-        replies = await live.session.run_batch(requests, replies, live.standalone.send, scope.get(PRINCIPAL))
+        replies = await live.session.run_batch(requests, replies, live.standalone.send, scope.get(SCOPE_KEY))
         if any(r.method in MUTATING for r in requests):
             await self.manager.save(live)
         if replies:
@@ -261,7 +262,7 @@ class StreamableHTTPEndpoint:
 
     async def _request(self, live: LiveSession, request: jsonrpc.Request, scope: Scope, receive: Receive,
                        send: SendASGI) -> None:
-        run = RequestRun(live, request, to_standalone=self.options.json_response, principal=scope.get(PRINCIPAL))
+        run = RequestRun(live, request, to_standalone=self.options.json_response, principal=scope.get(SCOPE_KEY))
         task = asyncio.get_running_loop().create_task(run.execute())
         live.spawn(task)
         if self.options.json_response:

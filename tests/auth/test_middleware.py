@@ -19,10 +19,9 @@ from wiremcp import MCPServer
 from wiremcp.auth.metadata import WELL_KNOWN, ProtectedResource
 from wiremcp.auth.middleware import BearerAuth, Challenge
 from wiremcp.auth.verifier import InvalidToken, StaticTokenVerifier, TokenVerifier, VerifierUnavailable
-from wiremcp.principal import Principal
+from wiremcp.principal import CHALLENGE_KEY, SCOPE_KEY, Principal
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond
 from wiremcp.transports.http_app import MCPHttpApp
-from wiremcp.transports.identity import CHALLENGE, PRINCIPAL
 from wiremcp.transports.serving.deployment import build_auth, build_http_app
 from wiremcp.transports.serving.settings import Settings
 
@@ -248,8 +247,8 @@ async def test_a_valid_token_reaches_the_app_with_its_principal(value: str) -> N
     status, _, body = await call(guarded(inner), {"authorization": value})
     assert (status, body) == (200, b"inner")
     (scope,) = inner.scopes
-    assert scope[PRINCIPAL] is ALICE
-    assert isinstance(scope[CHALLENGE], Challenge)
+    assert scope[SCOPE_KEY] is ALICE
+    assert isinstance(scope[CHALLENGE_KEY], Challenge)
 
 
 @pytest.mark.spec(f"{SPEC}#scope-challenge-handling")
@@ -257,7 +256,7 @@ async def test_a_broader_scope_covers_the_required_ones() -> None:
     inner = Inner()
     status, _, _ = await call(guarded(inner, required=("mcp:tools", "mcp:read")), {"authorization": "Bearer root-token"})
     assert status == 200
-    assert inner.scopes[0][PRINCIPAL] is ROOT
+    assert inner.scopes[0][SCOPE_KEY] is ROOT
 
 
 async def test_lifespan_and_other_scopes_pass_through() -> None:

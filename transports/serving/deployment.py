@@ -205,19 +205,27 @@ def serve_stdio(server: MCPServer, settings: Settings) -> None:
                       drain_seconds=settings.stdio_drain_seconds))
 
 
+def serve(load: Callable[[Settings], MCPServer], transport: str, *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve the server ``load`` gives, with the environment's settings, on stdio or Streamable HTTP. On stdio,
+    stdin and stdout are taken for the wire before ``load`` runs, so that neither a print() at the import of
+    the server's module nor a child process started later can write to or read from them; logs go to stderr."""
+    settings = Settings.from_env()
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"transport must be 'stdio' or 'http', not {transport!r}")
+    if transport == "stdio":
+        claim_stdio()
+    setup_logging(settings.log_level, settings.log_format)
+    server = load(settings)
+    if transport == "stdio":
+        serve_stdio(server, settings)  # on the wire claimed above
+    else:
+        serve_http(server, host=host, port=port, settings=settings)
+
+
 def run(server: MCPServer, transport: str, *, host: str, port: int) -> None:
-    """``MCPServer.run``: serve on stdio or HTTP with the environment's settings; a bad one is one line, exit 2."""
+    """``MCPServer.run``: ``serve`` it; a bad setting is one line on stderr and exit status 2."""
     try:
-        settings = Settings.from_env()
-        if transport == "stdio":
-            claim_stdio()
-            setup_logging(settings.log_level, settings.log_format)
-            serve_stdio(server, settings)
-        elif transport == "http":
-            setup_logging(settings.log_level, settings.log_format)
-            serve_http(server, host=host, port=port, settings=settings)
-        else:
-            raise ConfigError(f"transport must be 'stdio' or 'http', not {transport!r}")
+        serve(lambda _: server, transport, host=host, port=port)
     except ConfigError as exc:
         exc.exit()
 

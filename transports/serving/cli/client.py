@@ -12,7 +12,6 @@ import base64
 import contextlib
 import itertools
 import json
-import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ import httpx
 
 from wiremcp import protocol as proto
 from wiremcp.transports.serving.cli import package_version
+from wiremcp.transports.serving.cli.serve import stdio_command
 
 JSON = dict[str, Any]
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -330,13 +330,6 @@ def is_url(target: str) -> bool:
     return target.lower().startswith(("http://", "https://"))
 
 
-def server_command(spec: str, app_dir: str | None = None) -> list[str]:
-    """How a spec is launched: ``python -m wiremcp stdio SPEC``, a relative file spec made absolute."""
-    from wiremcp.transports.serving.loader import resolve_file
-
-    return [sys.executable, "-m", "wiremcp", "stdio", resolve_file(spec), *(["--app-dir", app_dir] if app_dir else [])]
-
-
 async def launch(command: list[str]) -> Stdio:
     """A server process spoken to on its stdin and stdout; its stderr stays ours."""
     process = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.PIPE,
@@ -348,7 +341,7 @@ async def launch(command: list[str]) -> Stdio:
 async def connect(target: str, *, protocol: str = "auto", headers: Mapping[str, str] | None = None,
                   app_dir: str | None = None, timeout: float = 30.0) -> AsyncIterator[Client]:
     """A started ``Client`` for a URL (Streamable HTTP) or a server spec (launched on stdio)."""
-    channel = HTTP(target, headers or {}) if is_url(target) else await launch(server_command(target, app_dir))
+    channel = HTTP(target, headers or {}) if is_url(target) else await launch(stdio_command(target, app_dir))
     try:
         client = Client(channel, timeout)
         await client.start(protocol)

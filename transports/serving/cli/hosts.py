@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wiremcp.transports.serving.cli.serve import stdio_command
 from wiremcp.transports.serving.loader import load_server, resolve_file, spec_file
 from wiremcp.transports.serving.settings import ConfigError
 
@@ -93,13 +94,13 @@ def run_install(args: argparse.Namespace) -> int:
     name: str = args.name if args.name is not None else server.name
     if not name.strip():
         raise ConfigError("--name must not be empty")
-    server_args = ["-m", "wiremcp", "stdio", spec, *_app_dir_args(spec, args.app_dir)]
+    command, *server_args = stdio_command(spec, _app_dir(spec, args.app_dir))
     if args.host == PRINT_ONLY:
-        sys.stdout.write(json.dumps({name: entry(sys.executable, server_args, env)}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({name: entry(command, server_args, env)}, indent=2) + "\n")
         return 0
     host = HOSTS[args.host]
     path = Path(args.config).expanduser() if args.config else host.file()
-    replaced = write_entry(path, host.key, name, entry(sys.executable, server_args, env, typed=host.typed))
+    replaced = write_entry(path, host.key, name, entry(command, server_args, env, typed=host.typed))
     sys.stderr.write(f"wiremcp: {'replaced' if replaced else 'added'} server {name!r} in {path} "
                      f"({host.label}): {host.reload} to pick it up\n")
     return 0
@@ -114,15 +115,16 @@ def entry(command: str, args: list[str], env: dict[str, str], *, typed: bool = F
     return out
 
 
-def _app_dir_args(spec: str, app_dir: str | None) -> list[str]:
-    """``--app-dir DIR`` when a module spec's module is found only thanks to the working directory or DIR."""
+def _app_dir(spec: str, app_dir: str | None) -> str | None:
+    """The folder to pass as ``--app-dir``: the working directory (or DIR) when a module spec's module is
+    found only thanks to it, else the DIR given; None for a file, loaded from its own folder."""
     if spec_file(spec) is not None:
-        return []  # a file is loaded from its own folder
+        return None
     where = _import_root(spec.partition(":")[0].partition(".")[0])
     for directory in (os.getcwd(), app_dir):
         if directory and where is not None and os.path.realpath(where) == os.path.realpath(directory):
-            return ["--app-dir", os.path.abspath(directory)]
-    return ["--app-dir", os.path.abspath(app_dir)] if app_dir else []
+            return directory
+    return app_dir
 
 
 def _import_root(top: str) -> str | None:

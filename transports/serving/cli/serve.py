@@ -7,9 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from wiremcp.logs import setup_logging
+from wiremcp.server import MCPServer
 from wiremcp.transports.serving.loader import load_server, resolve_file, spec_file
 from wiremcp.transports.serving.settings import DEFAULT_SERVER, ConfigError, Settings
 
@@ -38,6 +40,13 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     dev.set_defaults(run=run_dev)
 
 
+def stdio_command(spec: str, app_dir: str | None = None) -> list[str]:
+    """This interpreter serving ``spec`` on stdio (``python -m wiremcp stdio``) from any working directory:
+    a file spec made absolute, and ``app_dir`` too."""
+    return [sys.executable, "-m", "wiremcp", "stdio", resolve_file(spec),
+            *(["--app-dir", os.path.abspath(app_dir)] if app_dir else [])]
+
+
 def _spec_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("server", nargs="?", metavar="SPEC", help=SPEC_HELP)
     command.add_argument("--app-dir", metavar="DIR",
@@ -49,29 +58,28 @@ def _spec(args: argparse.Namespace, settings: Settings) -> str:
     return spec
 
 
+def _server(args: argparse.Namespace) -> Callable[[Settings], MCPServer]:
+    """What loads the server the command names (loaded once the wire is taken: ``deployment.serve``)."""
+    return lambda settings: load_server(_spec(args, settings), args.app_dir)
+
+
 def run_stdio(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
     from wiremcp.transports.serving import deployment  # the composition root, imported only to serve
 
-    # stdin and stdout are the wire: taken before the server's module is imported, so that neither a
-    # print() at import time nor a child process started later can write to or read from them.
-    deployment.claim_stdio()
-    setup_logging(settings.log_level, settings.log_format)  # stderr only
-    server = load_server(_spec(args, settings), args.app_dir)
-    deployment.serve_stdio(server, settings)  # on the wire claimed above
+    deployment.serve(_server(args), "stdio")
     return 0
 
 
 def run_http(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
     from wiremcp.transports.serving import deployment
 
+    if not args.reload:
+        deployment.serve(_server(args), "http", host=args.host, port=args.port)
+        return 0
+    settings = Settings.from_env()
     setup_logging(settings.log_level, settings.log_format)
     spec = resolve_file(_spec(args, settings))
-    server = load_server(spec, args.app_dir)  # a bad spec fails here, with one line, even with --reload
-    if not args.reload:
-        deployment.serve_http(server, host=args.host, port=args.port, settings=settings)
-        return 0
+    load_server(spec, args.app_dir)  # a bad spec fails here, with one line, not in uvicorn's child process
     # uvicorn reloads by importing an app by name in a fresh process: wiremcp:asgi, told the spec by its
     # environment (the module search path, app_dir included, goes to the child with it).
     os.environ["WIREMCP_SERVER"] = spec
@@ -90,10 +98,7 @@ def run_dev(args: argparse.Namespace) -> int:
                           "or newer (https://nodejs.org), or serve with `wiremcp http` and connect another client")
     spec = resolve_file(_spec(args, settings))
     load_server(spec, args.app_dir)  # a bad spec fails here, not inside the Inspector
-    server_command = [sys.executable, "-m", "wiremcp", "stdio", spec]
-    if args.app_dir:
-        server_command += ["--app-dir", os.path.abspath(args.app_dir)]
     # The Inspector starts the server with a minimal environment: the settings are passed on explicitly.
     env_flags = [flag for key, value in sorted(os.environ.items()) if key.startswith("WIREMCP_")
                  for flag in ("-e", f"{key}={value}")]
-    return subprocess.call([npx, "-y", INSPECTOR, *env_flags, "--", *server_command])
+    return subprocess.call([npx, "-y", INSPECTOR, *env_flags, "--", *stdio_command(spec, args.app_dir)])
