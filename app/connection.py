@@ -1,6 +1,7 @@
 """The per-connection runner for message streams (stdio, in-memory): frames in, messages out.
 
-It decodes each frame, answers what is malformed, runs every request in its own
+It decodes and classifies each frame (``wiremcp.inbound``), answers what is malformed, runs every request
+(through ``wiremcp.entry``) in its own
 task (so a slow tool never blocks ``ping``), routes the client's responses to the
 handlers waiting on them, and writes every outgoing message through one callback.
 """
@@ -14,8 +15,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from wiremcp import jsonrpc
+from wiremcp.entry import Batch, serve, serve_batch
+from wiremcp.inbound import Inbound, classify
+from wiremcp.outcome import Outcome
+from wiremcp.principal import Principal
 from wiremcp.session import ServerSession
-from wiremcp.stateless import declares_stateless
 from wiremcp.types import JSONObject
 
 log = logging.getLogger("wiremcp.connection")
@@ -56,12 +60,22 @@ class Connection:
     async def _send(self, message: JSONObject) -> None:
         await self._write(message)
 
-    async def feed(self, frame: bytes | str, principal: Any = None) -> None:
+    async def feed(self, frame: bytes | str, principal: Principal | None = None) -> None:
         """Handle one frame (a line on stdio). Requests are started, not awaited. ``principal``: who sent
         it, where the transport authenticates each message (HTTP+SSE)."""
         decoded = jsonrpc.decode(frame)
         if isinstance(decoded, list):
-            await self._batch(decoded, principal)
+            batch = serve_batch(self.session.server, decoded, self._send, session=self.session, principal=principal)
+            if isinstance(batch, dict):  # batches are not allowed here
+                await self._write(batch)
+            elif batch.running:
+                self._spawn(self._answer_batch(batch))
+            elif batch.replies:
+                await self._write(batch.replies)
+            return
+        inbound = classify(decoded, self.session.server)
+        if isinstance(inbound, Outcome):
+            await self._write(inbound.message)
             return
         if isinstance(decoded, jsonrpc.Request):
             if self._pace is not None and self._max - self._free >= self._pace and not self._stalled:
@@ -71,14 +85,13 @@ class Connection:
                 self._free -= 1
             else:
                 await self._slot()
-            if decoded.method == "initialize" or not (self.session.state.initialized
-                                                      or declares_stateless(decoded.params)):
+            if decoded.method == "initialize" or not (self.session.state.initialized or inbound.stateless):
                 # the handshake is serialized with what comes before and after it: a request that
                 # arrives before initialize is judged (refused) on arrival, not when a task gets to it;
                 # stateless requests (served whatever the session) run concurrently from the start
-                await self._run_in_slot(decoded, principal)
+                await self._run_in_slot(inbound, principal)
             else:
-                self._tasks.add(asyncio.get_running_loop().create_task(self._run_in_slot(decoded, principal, True)))
+                self._tasks.add(asyncio.get_running_loop().create_task(self._run_in_slot(inbound, principal, True)))
         elif isinstance(decoded, jsonrpc.Notification):
             self.session.handle_notification(decoded)
         elif isinstance(decoded, jsonrpc.Response):
@@ -127,38 +140,27 @@ class Connection:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run_in_slot(self, request: jsonrpc.Request, principal: Any = None, spawned: bool = False) -> None:
+    async def _run_in_slot(self, inbound: Inbound, principal: Principal | None = None,
+                           spawned: bool = False) -> None:
         """Answer one request in the slot taken for it. ``spawned``: in a task of its own, in ``_tasks``,
         which it leaves itself when done (cheaper than a done callback: no extra loop callback)."""
         try:
-            response = await self.session.handle_request(request, self._send, principal=principal)
-            if response is not None:
-                await self._write(response)
+            done = await serve(self.session.server, inbound, self._send, session=self.session, principal=principal)
+            if done is not None:
+                await self._write(done.message)
         finally:
             self._release()
             if spawned:
                 self._tasks.discard(asyncio.current_task())
 
-    async def _batch(self, items: list[jsonrpc.Message], principal: Any) -> None:
-        sorted_batch = self.session.sort_batch(items)
-        if isinstance(sorted_batch, dict):
-            await self._write(sorted_batch)
-            return
-        requests, replies = sorted_batch
-        if requests:
-            self._spawn(self._run_batch(requests, replies, principal))
-        elif replies:
-            await self._write(replies)
-
-    async def _run_batch(self, requests: list[jsonrpc.Request], replies: list[JSONObject], principal: Any) -> None:
-        replies = await self.session.run_batch(requests, replies, self._send, principal)
+    async def _answer_batch(self, batch: Batch) -> None:
+        replies = await batch.answers()
         if replies:
             await self._write(replies)
 
-    async def drain(self, timeout: float) -> None:
-        """Give requests in flight up to ``timeout`` seconds to finish."""
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=timeout)
+    def running(self) -> list[asyncio.Task[None]]:
+        """The requests (and batches) being answered now."""
+        return list(self._tasks)
 
     async def close(self) -> None:
         """Cancel every request still running and wait until they are gone."""

@@ -8,14 +8,10 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from wiremcp.errors import (
-    INTERNAL_ERROR,
-    InvalidParams,
-    MCPError,
-    MissingClientCapability,
-)
-from wiremcp.input_required import INPUT_CAPABLE, InputExchange, InputRequired
-from wiremcp.protocol import LOG_LEVEL_RANK, at_least, is_stateless
+from wiremcp.asking import Asker, ClientRequests, InputRounds, NoChannel, declared, require_input_capability
+from wiremcp.input_required import InputExchange
+from wiremcp.principal import Principal
+from wiremcp.protocol import LOG_LEVEL_RANK, at_least
 from wiremcp.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
@@ -77,6 +73,7 @@ class Context:
         "_principal",
         "_send",
         "_starter",
+        "asker",
         "exchange",
         "meta",
         "method",
@@ -90,8 +87,8 @@ class Context:
     )
 
     def __init__(self, server: MCPServer, state: SessionState, request_id: RequestId, method: str,
-                 params: JSONObject, send: Send, *, session: ServerSession | None = None,
-                 control: StreamControl | None = None, principal: Any = None) -> None:
+                 params: JSONObject, send: Send, *, stateless: bool = False, session: ServerSession | None = None,
+                 control: StreamControl | None = None, principal: Principal | None = None) -> None:
         self.server = server
         self._principal = principal
         self.state = state
@@ -103,7 +100,8 @@ class Context:
         self.params = params
         meta = params.get("_meta")
         self.meta: JSONObject = meta if isinstance(meta, dict) else {}
-        self.stateless = is_stateless(state.protocol_version)
+        self.stateless = stateless
+        """The era this request speaks, as ``wiremcp.inbound.classify`` found it."""
         self.exchange: InputExchange | None = None
         self._send = send
         self._control = control
@@ -111,6 +109,9 @@ class Context:
         self.task: TaskBinding | None = None
         """The task this call runs as, once it is one."""
         self._starter: Callable[[], Awaitable[None]] | None = None
+        self.asker: Asker = InputRounds(self) if stateless else (
+            ClientRequests(session, send) if session is not None else NoChannel())
+        """How this request asks the client for input (``wiremcp.asking``); a task's once it is one."""
 
     # -- what the handler can read ----------------------------------------------------------
     @property
@@ -130,10 +131,10 @@ class Context:
         return self.state.id
 
     @property
-    def principal(self) -> Any:
+    def principal(self) -> Principal | None:
         """Who sent this request, as the transport's authentication established it (over HTTP with auth on:
-        an ``auth.Principal`` with issuer, subject, client id, scopes and claims); None without auth."""
-        return self._principal if self._principal is not None else self.state.principal
+        a ``Principal`` with issuer, subject, client id, scopes and claims); None without auth."""
+        return self._principal
 
     @property
     def input_responses(self) -> JSONObject:
@@ -162,10 +163,14 @@ class Context:
             await starter()
 
     def become_task(self, binding: TaskBinding, send: Send) -> None:
-        """Turn this request's context into its task's: messages go to ``send``, not the request's stream."""
+        """Turn this request's context into its task's: messages go to ``send``, not the request's stream,
+        and the task asks the client for input."""
         self.task = binding
         self._send = send
         self._control = None
+        if self.session is not None and not self.stateless:
+            binding.direct = ClientRequests(self.session, send)
+        self.asker = binding
 
     @property
     def progress_token(self) -> str | int | None:
@@ -238,39 +243,15 @@ class Context:
         """The client's declared capability (or sub-capability). If it was not declared, the request is
         answered with -32021 naming what was missing (``MissingClientCapability``), in both eras: nothing is
         sent to a client that cannot answer it."""
-        caps = self.client_capabilities.get(capability)
-        if isinstance(caps, dict) and (sub is None or isinstance(caps.get(sub), dict)):
-            return caps
-        raise MissingClientCapability({capability: {sub: {}} if sub else {}})
+        return declared(self.client_capabilities, capability, sub)
 
     async def request(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
-        """Ask the client for input: a request sent on this request's stream (handshake era), or, in the
-        stateless era, an input request of an ``InputRequired`` result, answered when the client retries.
-        Inside a task, the task waits (``input_required``) until the client answers."""
-        if self.task is not None:
-            return await self.task.ask(self, method, params, timeout)
-        return await self.ask_client(method, params, timeout)
-
-    async def ask_client(self, method: str, params: JSONObject | None, timeout: float | None = None) -> JSONObject:
-        """``request`` outside a task."""
-        if self.stateless:
-            if self.method not in INPUT_CAPABLE:
-                raise MCPError(INTERNAL_ERROR, f"{self.method} cannot ask the client for input")
-            if self.exchange is None:
-                self.exchange = InputExchange()
-            key = self.exchange.next_key(method.partition("/")[0])
-            answer = self.exchange.answer(key)
-            if answer is None:
-                request: JSONObject = {"method": method}
-                if params is not None:
-                    request["params"] = params
-                raise InputRequired({key: request})
-            if not isinstance(answer, dict):
-                raise InvalidParams(f"inputResponses[{key!r}] must be an object")
-            return answer
-        if self.session is None:
-            raise MCPError(INTERNAL_ERROR, "this request has no channel to the client")
-        return await self.session.request_client(method, params, self._send, timeout, self.request_id)
+        """Ask the client for input (``elicitation/create``, ``sampling/createMessage``, ``roots/list``) the
+        way this request asks (``asker``): a request sent on this request's stream (handshake era), an
+        ``InputRequired`` result answered when the client retries (stateless era), or, inside a task, the
+        task waiting (``input_required``) until the client answers."""
+        require_input_capability(method, params, self.client_capabilities)
+        return await self.asker.ask(method, params, timeout)
 
     @overload
     async def elicit(self, message: str, schema: type[M], *, timeout: float | None = None) -> ElicitResult[M]: ...
@@ -280,9 +261,6 @@ class Context:
     async def elicit(self, message: str, schema: type[M] | JSONObject, *,
                      timeout: float | None = None) -> ElicitResult[M] | ElicitResult[BaseModel]:
         """Ask the user to fill in a form (form mode). ``schema`` is a pydantic model or a flat JSON Schema."""
-        caps = self.require_capability("elicitation")
-        if caps and "form" not in caps and "url" in caps:
-            self.require_capability("elicitation", "form")  # a url-only client
         model = schema if isinstance(schema, type) else None
         requested = elicitation_schema(schema) if isinstance(schema, type) else schema
         params: JSONObject = {"message": message, "requestedSchema": requested}
@@ -294,7 +272,6 @@ class Context:
     async def elicit_url(self, message: str, url: str, elicitation_id: str, *,
                          timeout: float | None = None) -> ElicitResult[BaseModel]:
         """Send the user to a URL (URL mode, 2025-11-25); ``accept`` only means they agreed to go."""
-        self.require_capability("elicitation", "url")
         params: JSONObject = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
         answer = await self.request("elicitation/create", params, timeout)
         return self._elicit_result(answer, None)
@@ -320,11 +297,6 @@ class Context:
                      tools: list[JSONObject] | None = None, tool_choice: JSONObject | None = None,
                      metadata: JSONObject | None = None, timeout: float | None = None) -> JSONObject:
         """Ask the client's model for a completion (``sampling/createMessage``)."""
-        self.require_capability("sampling")
-        if tools is not None or tool_choice is not None:
-            self.require_capability("sampling", "tools")
-        if include_context not in (None, "none"):
-            self.require_capability("sampling", "context")
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         params: JSONObject = {"messages": list(messages), "maxTokens": max_tokens}
@@ -336,7 +308,6 @@ class Context:
 
     async def list_roots(self, *, timeout: float | None = None) -> list[JSONObject]:
         """The client's roots (``roots/list``)."""
-        self.require_capability("roots")
         answer = await self.request("roots/list", None, timeout)
         roots = answer.get("roots")
         return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []

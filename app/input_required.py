@@ -23,6 +23,11 @@ INPUT_CAPABLE = frozenset({"tools/call", "prompts/get", "resources/read"})
 MAX_ROUNDS = 16
 
 
+def input_key(method: str, number: int) -> str:
+    """The key of a request's (or a task's) ``number``-th input request: ``elicitation-1``, ``sampling-2``..."""
+    return f"{method.partition('/')[0]}-{number}"
+
+
 class InputRequired(Exception):
     """Raise (or return) from a ``tools/call``, ``prompts/get`` or ``resources/read`` handler to ask the
     client for input: ``input_requests`` maps keys of your choosing to ``{"method": ..., "params": ...}``
@@ -54,10 +59,10 @@ class InputExchange:
         """How many input points the handler has reached so far."""
         return self._count
 
-    def next_key(self, kind: str) -> str:
+    def next_key(self, method: str) -> str:
         """The key of the handler's next input point: stable across rounds because handlers replay in order."""
         self._count += 1
-        return f"{kind}-{self._count}"
+        return input_key(method, self._count)
 
     def answer(self, key: str) -> Any:
         return self.answers.get(key)

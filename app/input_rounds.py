@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from wiremcp.asking import require_input_capability
 from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError
-from wiremcp.input_required import INPUT_METHODS, MAX_ROUNDS, InputExchange, InputRequired
+from wiremcp.input_required import MAX_ROUNDS, InputExchange, InputRequired
+from wiremcp.principal import key_of
 from wiremcp.protocol import META_SERVER_INFO
 from wiremcp.types import JSONObject
 
@@ -25,30 +27,17 @@ if TYPE_CHECKING:
     from wiremcp.server import MCPServer
 
 
-def _principal(ctx: Context) -> str:
+def _owner(ctx: Context) -> str:
     """Who ``requestState`` is bound to."""
-    principal = ctx.principal
-    if principal is None:
-        return ""
-    subject = getattr(principal, "key", None)
-    return str(subject if subject is not None else principal)
+    return key_of(ctx.principal) or ""
 
 
 def _check_input_request(request: Any, ctx: Context) -> None:
-    """An input request must be one of the three kinds, and only for what the client declared."""
+    """An input request a handler raised must be one of the three kinds, and only for what the client
+    declared (the one rule: ``wiremcp.asking.require_input_capability``)."""
     method = request.get("method") if isinstance(request, dict) else None
-    if method not in INPUT_METHODS:
-        raise MCPError(INTERNAL_ERROR, f"Invalid input request method: {method!r}")
-    params = request.get("params")
-    params = params if isinstance(params, dict) else {}
-    if method == "elicitation/create":
-        caps = ctx.require_capability("elicitation", "url" if params.get("mode") == "url" else None)
-        if params.get("mode") != "url" and "form" not in caps and "url" in caps:  # a url-only client
-            ctx.require_capability("elicitation", "form")
-    elif method == "sampling/createMessage":
-        ctx.require_capability("sampling", "tools" if "tools" in params or "toolChoice" in params else None)
-    else:
-        ctx.require_capability("roots")
+    params = request.get("params") if isinstance(request, dict) else None
+    require_input_capability(method, params if isinstance(params, dict) else None, ctx.client_capabilities)
 
 
 def open_inputs(method: str, params: JSONObject, ctx: Context, server: MCPServer) -> None:
@@ -64,7 +53,7 @@ def open_inputs(method: str, params: JSONObject, ctx: Context, server: MCPServer
     answers: JSONObject = {}
     app_state = None
     if token is not None:
-        opened = server.request_states.open(token, principal=_principal(ctx), method=method, params=params)
+        opened = server.request_states.open(token, owner=_owner(ctx), method=method, params=params)
         answers, app_state = opened.answers, opened.app_state
     ctx.exchange = InputExchange(answers, responses, app_state)
 
@@ -79,7 +68,7 @@ def input_required_result(exc: InputRequired, method: str, params: JSONObject, c
     if exc.input_requests:
         result["inputRequests"] = exc.input_requests
     result["requestState"] = server.request_states.seal(
-        principal=_principal(ctx), method=method, params=params, answers=answers, app_state=exc.request_state)
+        owner=_owner(ctx), method=method, params=params, answers=answers, app_state=exc.request_state)
     return result
 
 
@@ -92,6 +81,6 @@ async def with_client_requests(handler: Handler, params: JSONObject, ctx: Contex
             answers: JSONObject = {}
             for key, request in exc.input_requests.items():
                 _check_input_request(request, ctx)
-                answers[key] = await ctx.request(request["method"], request.get("params"))
+                answers[key] = await ctx.asker.ask(request["method"], request.get("params"), None)
             ctx.exchange = InputExchange(None, answers, exc.request_state)
     raise MCPError(INTERNAL_ERROR, f"Gave up after {MAX_ROUNDS} rounds of input")

@@ -2,7 +2,7 @@
 and never a credential.
 
 ``SESSION_ID`` is set by the HTTP transport from the ``Mcp-Session-Id`` header, ``REQUEST_ID`` by
-``answer()`` around each request; the JSON formatter adds both to every record logged in their scope.
+``wiremcp.entry.serve`` around each request; the JSON formatter adds both to every record logged in their scope.
 ``RedactSecrets`` masks bearer tokens and ``Authorization`` values wherever a message carries one.
 """
 

@@ -1,6 +1,6 @@
 """Request observers: what metrics and tracing see of every request, in both eras and on every transport.
 
-``answer()`` tells ``server.observer`` when a request starts and how it ended. With no observer
+``wiremcp.entry.serve`` tells ``server.observer`` when a request starts and how it ended. With no observer
 set, that costs one attribute check. An observer must be cheap and must not raise: it runs on the
 request's own path, in the request's own context (so a tracer may make its span current there).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from wiremcp.answer import Answer
     from wiremcp.jsonrpc import Request
+    from wiremcp.outcome import Outcome
 
 
 METHODS = frozenset({
@@ -36,7 +36,7 @@ class RequestObserver(Protocol):
         is handed back to ``finished``."""
         ...
 
-    def finished(self, token: Any, answer: Answer | None) -> None:
+    def finished(self, token: Any, answer: Outcome | None) -> None:
         """The request ended with ``answer``; None if it was cancelled (or the server is shutting down)."""
         ...
 
@@ -52,7 +52,7 @@ class Observers:
     def started(self, request: Request, session_id: str | None) -> Any:
         return [item.started(request, session_id) for item in self.items]
 
-    def finished(self, token: Any, answer: Answer | None) -> None:
+    def finished(self, token: Any, answer: Outcome | None) -> None:
         for item, one in zip(self.items, token, strict=True):
             item.finished(one, answer)
 
@@ -75,7 +75,7 @@ OUTCOMES = ("ok", "tool_error", "input_required", "task", "error", "cancelled")
 """Every value ``outcome`` gives (metrics document them)."""
 
 
-def outcome(answer: Answer | None) -> tuple[str, int | None]:
+def outcome(answer: Outcome | None) -> tuple[str, int | None]:
     """How a request ended, for metrics and spans: ``ok``, ``tool_error`` (a tool result with ``isError``),
     ``input_required`` (a stateless-era round that asks the client for input), ``task`` (the call goes
     on as a task, either era), ``error`` (a JSON-RPC error, with its code) or ``cancelled``."""

@@ -32,3 +32,9 @@ class Principal:
 
         It survives token refreshes (a new token for the same subject is the same principal)."""
         return f"{self.issuer}|{self.subject}"
+
+
+def key_of(principal: Principal | None) -> str | None:
+    """Whom sessions, tasks and ``requestState`` are bound to for a caller: its ``key``; None without
+    authentication."""
+    return principal.key if principal is not None else None

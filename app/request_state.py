@@ -75,9 +75,9 @@ class RequestStateSealer:
     def from_strings(cls, keys: Sequence[str], *, ttl: float = 600.0) -> RequestStateSealer:
         return cls([decode_key(k) for k in keys] or None, ttl=ttl)
 
-    def seal(self, *, principal: str, method: str, params: JSONObject, answers: JSONObject,
+    def seal(self, *, owner: str, method: str, params: JSONObject, answers: JSONObject,
              app_state: str | None) -> str:
-        payload: dict[str, Any] = {"p": principal, "d": params_digest(method, params),
+        payload: dict[str, Any] = {"p": owner, "d": params_digest(method, params),
                                    "e": int(self._clock() + self.ttl), "a": answers}
         if app_state is not None:
             payload["s"] = app_state
@@ -85,7 +85,7 @@ class RequestStateSealer:
         sealed = self._keys[self._sealing_id].encrypt(nonce, orjson.dumps(payload), self._sealing_id)
         return base64.urlsafe_b64encode(self._sealing_id + nonce + sealed).decode().rstrip("=")
 
-    def open(self, token: object, *, principal: str, method: str, params: JSONObject) -> OpenedState:
+    def open(self, token: object, *, owner: str, method: str, params: JSONObject) -> OpenedState:
         if not isinstance(token, str) or not token or len(token) > 1 << 20:
             raise RequestStateRejected("not a state this server issued")
         try:
@@ -106,7 +106,7 @@ class RequestStateSealer:
             raise RequestStateRejected("malformed")
         if payload.get("e", 0) < self._clock():
             raise RequestStateRejected("it has expired; send the request again without it")
-        if payload.get("p") != principal:
+        if payload.get("p") != owner:
             raise RequestStateRejected("it was issued to another principal")
         if payload.get("d") != params_digest(method, params):
             raise RequestStateRejected("it was issued for another request (method or parameters differ)")

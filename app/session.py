@@ -2,7 +2,7 @@
 
 ``SessionState`` is plain data (what a ``SessionStore`` keeps). ``ServerSession`` adds
 the live parts of one process: requests in flight (for cancellation) and requests
-sent to the client that wait for an answer.
+sent to the client that wait for an answer. Requests come in through ``wiremcp.entry``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wiremcp import jsonrpc
-from wiremcp.answer import Answer, answer
-from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, ClientError, ClientTimeout
-from wiremcp.protocol import BATCH_VERSIONS
+from wiremcp.errors import INTERNAL_ERROR, ClientError, ClientTimeout, InvalidRequest
+from wiremcp.outcome import Outcome
 from wiremcp.state import SessionState
-from wiremcp.stateless import declares_stateless
-from wiremcp.types import JSONObject, RequestId, Send, StreamControl
+from wiremcp.types import JSONObject, RequestId, Send
 
 if TYPE_CHECKING:
     from wiremcp.server import MCPServer
@@ -39,7 +37,8 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
 
 
 class ServerSession:
-    """Runs requests of one session through the dispatcher; one per stdio process or HTTP session."""
+    """The live side of one session (one per stdio process or HTTP session): what it is answering, and what
+    it asked the client."""
 
     def __init__(self, server: MCPServer, state: SessionState | None = None, *, post: Post | None = None,
                  request_ids: Callable[[], RequestId] | None = None,
@@ -61,37 +60,31 @@ class ServerSession:
         server.attach(self)
 
     # -- incoming ------------------------------------------------------------------------------
-    async def handle_request(self, request: jsonrpc.Request, send: Send,
-                             control: StreamControl | None = None, principal: Any = None) -> JSONObject | None:
-        """Answer one request. ``send`` carries messages related to it. None: it was cancelled."""
-        done = await self.handle(request, send, control, principal)
-        return done.message if done is not None else None
-
-    async def handle(self, request: jsonrpc.Request, send: Send, control: StreamControl | None = None,
-                     principal: Any = None) -> Answer | None:
-        """``handle_request`` with the HTTP status the answer calls for (None: it was cancelled)."""
+    def begin(self, request: jsonrpc.Request) -> Outcome | None:
+        """A request of this session starts (``wiremcp.entry.serve``): it can be cancelled from now on. The
+        refusal if its id is already in use."""
         rid = request.id
-        task = asyncio.current_task()
         if rid in self._inflight:
-            return Answer(jsonrpc.error(rid, -32600, f"Request id {rid!r} is already in use"))
+            return Outcome.failed(rid, InvalidRequest(f"Request id {rid!r} is already in use"))
+        task = asyncio.current_task()
         if task is not None:
             self._inflight[rid] = (task, request.method)
-        try:
-            # A request that describes itself in _meta is served statelessly, whatever the session.
-            stateless = declares_stateless(request.params)
-            return await answer(self.server, request, send, stateless=stateless, state=None if stateless else self.state,
-                                session=self, control=control,
-                                principal=principal if principal is not None else self.state.principal)
-        except asyncio.CancelledError:
-            if rid in self._cancelled and task is not None:
-                task.uncancel()
-                return None
-            raise
-        finally:
-            self._inflight.pop(rid, None)
-            self._cancelled.discard(rid)
-            if not self._inflight:
-                self.settled_at = self._clock()
+        return None
+
+    def cancelled_by_client(self, request_id: RequestId) -> bool:
+        """Whether the request's cancellation came from the client (``notifications/cancelled``): then it
+        has no answer, and its task goes on (un-cancelled)."""
+        entry = self._inflight.get(request_id)
+        if request_id in self._cancelled and entry is not None:
+            entry[0].uncancel()
+            return True
+        return False
+
+    def end(self, request_id: RequestId) -> None:
+        self._inflight.pop(request_id, None)
+        self._cancelled.discard(request_id)
+        if not self._inflight:
+            self.settled_at = self._clock()
 
     def handle_notification(self, note: jsonrpc.Notification) -> None:
         method = note.method
@@ -107,38 +100,6 @@ class ServerSession:
                 self.state.ready = True
         else:
             self.server.dispatcher.notify(method, note.params, self)
-
-    def sort_batch(self, items: list[jsonrpc.Message]) -> tuple[list[jsonrpc.Request], list[JSONObject]] | JSONObject:
-        """Take a JSON-RPC batch apart: handle its notifications and responses now, and return its
-        requests with the replies already due; or, if batches are not allowed here, the error reply."""
-        if self.state.protocol_version not in BATCH_VERSIONS:
-            return jsonrpc.error(None, INVALID_REQUEST,
-                                 "Invalid Request: JSON-RPC batches are only accepted from 2025-03-26 clients")
-        requests: list[jsonrpc.Request] = []
-        replies: list[JSONObject] = []
-        for item in items:
-            if isinstance(item, jsonrpc.Request):
-                if item.method == "initialize":
-                    replies.append(jsonrpc.error(item.id, INVALID_REQUEST, "initialize must not be batched"))
-                else:
-                    requests.append(item)
-            elif isinstance(item, jsonrpc.Notification):
-                self.handle_notification(item)
-            elif isinstance(item, jsonrpc.Response):
-                self.handle_response(item)
-            elif item.reply is not None:
-                replies.append(item.reply)
-        return requests, replies
-
-    async def run_batch(self, requests: list[jsonrpc.Request], replies: list[JSONObject], send: Send,
-                        principal: Any = None) -> list[JSONObject]:
-        """Answer a batch's requests (``sort_batch``'s first half) concurrently, each as the caller
-        (``principal``, as a single request would run), after ``replies`` already due: the batch's answer."""
-        if requests:
-            results = await asyncio.gather(*(
-                asyncio.ensure_future(self.handle_request(r, send, principal=principal)) for r in requests))
-            replies.extend(r for r in results if r is not None)
-        return replies
 
     def expects(self, request_id: RequestId) -> bool:
         """A request this session sent to the client is waiting for this answer."""
@@ -162,9 +123,10 @@ class ServerSession:
             future.set_result(response.result or {})
 
     # -- outgoing -----------------------------------------------------------------------------
-    async def request_client(self, method: str, params: JSONObject | None, send: Send, timeout: float | None,
-                             related: RequestId | None = None) -> JSONObject:
-        """Send a request to the client and wait for its result (or raise ClientError/ClientTimeout)."""
+    async def request_client(self, method: str, params: JSONObject | None, send: Send,
+                             timeout: float | None) -> JSONObject:
+        """Send a request to the client on ``send`` (the stream of the request it is related to) and wait for
+        its result (or raise ClientError/ClientTimeout)."""
         rid = self._next_id()
         future: asyncio.Future[JSONObject] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
@@ -187,6 +149,11 @@ class ServerSession:
             await send(jsonrpc.notification("notifications/cancelled", {"requestId": rid, "reason": reason}))
         except Exception:
             log.debug("could not tell the client that request %r was cancelled", rid)
+
+    def post_to(self, post: Post) -> None:
+        """From now on, deliver messages unrelated to any request with ``post`` (a transport whose one stream
+        carries everything: HTTP+SSE)."""
+        self._post = post
 
     def post(self, message: JSONObject) -> None:
         """Deliver a message unrelated to any request on the session's standalone channel, if it has one.

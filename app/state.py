@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from wiremcp.types import JSONObject
 
@@ -21,7 +20,9 @@ class SessionState:
     subscriptions: set[str] = dataclasses.field(default_factory=set)
     initialized: bool = False  # initialize answered
     ready: bool = False  # notifications/initialized received
-    principal: Any = None
+    owner: str | None = None
+    """Whom the session is bound to (``Principal.key``): only that caller can use it. None without
+    authentication."""
 
     def wants(self, message: JSONObject) -> bool:
         """Whether a server-wide notification (a list changed, a resource was updated) is for this session."""
@@ -43,5 +44,7 @@ class SessionState:
     def from_dict(cls, data: JSONObject) -> SessionState:
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
+        if "principal" in data and "owner" not in data:  # saved by a release before the field's rename
+            values["owner"] = data["principal"]
         values["subscriptions"] = set(values.get("subscriptions") or ())
         return cls(**values)

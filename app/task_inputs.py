@@ -60,14 +60,14 @@ class TaskInputs:
                     return answer
                 wait = RECHECK_SECONDS if deadline is None else min(RECHECK_SECONDS, deadline - loop.time())
                 if wait <= 0:  # withdraw the request, so that the task no longer shows it as outstanding
-                    runner.changed((await runner.store.answer_inputs(task_id, binding.principal,
+                    runner.changed((await runner.store.answer_inputs(task_id, binding.owner,
                                                                      {key: {"action": "cancel"}}) or (None,))[0])
                     raise ClientTimeout(f"the client did not answer {method} in time")
                 try:
                     return await asyncio.wait_for(asyncio.shield(arrived), wait)
                 except TimeoutError:
                     try:
-                        record = await runner.store.get(task_id, binding.principal)
+                        record = await runner.store.get(task_id, binding.owner)
                     except Exception:  # away for a moment: the answer will still be there
                         log.warning("task %s: could not re-read its record while waiting for input", task_id,
                                     exc_info=True)
@@ -102,7 +102,7 @@ class TaskInputs:
         if binding is None:
             return
         try:
-            record = await self.runner.store.get(task_id, binding.principal)
+            record = await self.runner.store.get(task_id, binding.owner)
         except Exception:  # the handler re-reads its record on its own before long (RECHECK_SECONDS)
             log.warning("could not read task %s after the client answered its input", task_id, exc_info=True)
             return

@@ -29,8 +29,10 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from wiremcp.asking import ClientRequests
 from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError, MissingClientCapability
-from wiremcp.input_required import InputRequired
+from wiremcp.input_required import InputRequired, input_key
+from wiremcp.principal import key_of
 from wiremcp.protocol import TASKS_EXTENSION as EXTENSION
 from wiremcp.replicas import replica_of
 from wiremcp.task_inputs import TaskInputs
@@ -71,10 +73,9 @@ def require_extension(ctx: Context) -> None:
 
 def owner(ctx: Context) -> str | None:
     """Whom a task belongs to: the principal's key, or the session when nobody is authenticated."""
-    principal = ctx.principal
-    key = principal if isinstance(principal, str) else getattr(principal, "key", None)
-    if key:
-        return str(key)
+    key = key_of(ctx.principal)
+    if key is not None:
+        return key
     return f"session:{ctx.state.id}" if ctx.state.id else None
 
 
@@ -114,29 +115,33 @@ class _Outlet:
 
 
 class TaskBinding:
-    """What a handler's context knows of the task it runs as: asking the client for input goes through it."""
+    """What a handler's context knows of the task it runs as; once a call is a task, the task asks the
+    client for input (``wiremcp.asking``): in the stateless era through the task's record (``TaskInputs``),
+    in the handshake era with a request to the client (``direct``) while the task shows ``input_required``."""
 
-    __slots__ = ("_count", "principal", "runner", "stateless", "task_id")
+    __slots__ = ("_count", "direct", "owner", "runner", "stateless", "task_id")
 
-    def __init__(self, runner: TaskRunner, task_id: str, principal: str | None, stateless: bool, count: int) -> None:
+    def __init__(self, runner: TaskRunner, task_id: str, owner: str | None, stateless: bool, count: int) -> None:
         self.runner = runner
         self.task_id = task_id
-        self.principal = principal
+        self.owner = owner
         self.stateless = stateless
         self._count = count
+        self.direct: ClientRequests | None = None
+        """Handshake era: how the task's requests reach the client."""
 
     def next_key(self, method: str) -> str:
         """A key for the next input request: unique over the task's life (it continues the call's own
         ``InputRequired`` rounds' numbering)."""
         self._count += 1
-        return f"{method.partition('/')[0]}-{self._count}"
+        return input_key(method, self._count)
 
-    async def ask(self, ctx: Context, method: str, params: JSONObject | None, timeout: float | None) -> JSONObject:
-        if self.stateless:
+    async def ask(self, method: str, params: JSONObject | None, timeout: float | None) -> JSONObject:
+        if self.direct is None:
             return await self.runner.inputs.wait_for_input(self, method, params, timeout)
         runner = self.runner
         try:  # the request, as it goes out (``_Outlet.send``), makes the task input_required
-            return await ctx.ask_client(method, params, timeout)
+            return await self.direct.ask(method, params, timeout)
         finally:
             record = await runner.store.transition(self.task_id, "working", expect={"input_required"},
                                                    status_message=WORKING, input_requests={})
@@ -188,7 +193,7 @@ class TaskRunner:
 
         async def start() -> None:
             principal = owner(ctx)
-            if sum(1 for b in self._bindings.values() if b.principal == principal) >= self.max_running_per_owner:
+            if sum(1 for b in self._bindings.values() if b.owner == principal) >= self.max_running_per_owner:
                 raise MCPError(INTERNAL_ERROR, f"Too many tasks running for this client (at most "
                                f"{self.max_running_per_owner}); try again once one has finished",
                                {"retryable": True})
@@ -320,7 +325,7 @@ class TaskRunner:
     async def cancel_owned(self, principal: str) -> None:
         """Cancel the tasks of one owner running here (its handshake-era session has ended)."""
         for task_id, binding in list(self._bindings.items()):
-            if binding.principal == principal:
+            if binding.owner == principal:
                 await self._end(task_id, "cancelled", status_message="The session that owned the task ended")
                 self.cancel_local(task_id)
 

@@ -96,7 +96,8 @@ class ServerSpec:
     """Serves handshake-era requests without a session: no initialize, no ``Mcp-Session-Id`` (the SDK's
     stateless mode)."""
     peer: str = ""
-    """Runs under a peer's own venv (``bench/peers.py``) instead of this one: ``fastmcp``."""
+    """Runs under a peer's own venv (``bench/peers.py``) instead of this one: ``fastmcp``; or ``baseline``:
+    wiremcp as an earlier commit has it (``--baseline``)."""
 
 
 _WIREMCP = "app:asgi"
@@ -108,6 +109,10 @@ SERVERS: dict[str, ServerSpec] = {
         ServerSpec("wiremcp", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"}),
                                CATALOG_SIZE: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_catalog_server"})},
                    ERAS, note="app:asgi, default settings (both eras on one endpoint)"),
+        ServerSpec("wiremcp-baseline", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"}),
+                                        CATALOG_SIZE: (_WIREMCP,
+                                                       {"WIREMCP_SERVER": "bench.servers:wiremcp_catalog_server"})},
+                   ERAS, peer="baseline", note="app:asgi at the commit given with --baseline (the change's 'before')"),
         ServerSpec("wiremcp-redis", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"})}, ERAS,
                    redis=True, note="app:asgi, default settings plus WIREMCP_REDIS_URL (sessions in Redis)"),
         ServerSpec("wiremcp-json", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server",
@@ -142,6 +147,19 @@ PEERS = {HANDSHAKE: ("official", "official-stateless", "official-sse", "fastmcp"
 official-stateless it is measured on its one session)."""
 BACKENDS = {"wiremcp-redis": "wiremcp"}
 """Servers that differ only by their session backend, and the in-memory server each is compared with."""
+
+
+@dataclass(slots=True)
+class Baseline:
+    """wiremcp as an earlier commit has it, for ``wiremcp-baseline``: a checkout of that commit (``git worktree
+    add DIR REV``) and a Python whose ``wiremcp`` is that checkout installed (``python -m venv VENV``, then
+    ``VENV/bin/pip install --no-deps DIR`` with this venv's packages on its path)."""
+
+    checkout: Path = ROOT
+    python: Path = Path(sys.executable)
+
+
+BASELINE = Baseline()
 
 
 @dataclass(slots=True)
@@ -236,18 +254,21 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
     app, extra_env = spec.apps[catalog]
     port = free_port()
     python = str(fastmcp_python()) if spec.peer == "fastmcp" else sys.executable
+    root = ROOT
+    if spec.peer == "baseline":
+        root, python = BASELINE.checkout, str(BASELINE.python)
     argv = [python, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
             "--log-level", "warning", "--no-access-log", "--lifespan", "on", "--loop", loop, "--http", http]
     if spec.factory:
         argv.append("--factory")
-    env = {**os.environ, "WIREMCP_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT), **extra_env}
+    env = {**os.environ, "WIREMCP_LOG_LEVEL": "WARNING", "PYTHONPATH": str(root), **extra_env}
     env.pop("WIREMCP_REDIS_URL", None)  # never inherited: only the Redis variants get one, ours
     if redis is not None:
         env["WIREMCP_REDIS_URL"] = f"redis://127.0.0.1:{redis.port}/0"
     log = logdir / f"{spec.name}-{catalog}.log"
     with log.open("wb") as out:
         # taskset execs the command: the pid is the server's.
-        proc = subprocess.Popen(pin(cpu, argv), cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out,
+        proc = subprocess.Popen(pin(cpu, argv), cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT)
     try:
         wait_listening(proc, port, log)
@@ -598,6 +619,7 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
     for era in ERAS:
         for server, memory in BACKENDS.items():
             pairs.append((f"{server} / {memory}", server, era, memory, era))
+        pairs.append(("wiremcp / wiremcp-baseline (this change / before)", "wiremcp", era, "wiremcp-baseline", era))
     for server, handshake_server in (("wiremcp", "wiremcp"), ("ceiling", "ceiling"),
                                      ("official-modern", "official"), ("official-sse", "official-sse"),
                                      ("fastmcp", "fastmcp")):
@@ -668,12 +690,12 @@ def report(results: Sequence[Result]) -> None:
         print("\n".join(targets))
 
 
-def source_revision() -> str:
+def source_revision(root: Path = ROOT) -> str:
     """The commit measured, and whether the served code (app/, transports/, bench/) differs from it."""
     try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "app", "transports", "bench"],
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "app", "transports", "bench"],
                                capture_output=True, text=True, timeout=10).stdout.split("\n")
     except (OSError, subprocess.SubprocessError):
         return "unknown revision"
@@ -686,7 +708,9 @@ def environment(args: argparse.Namespace) -> str:
         return "installed" if importlib.util.find_spec(module) else "not installed"
 
     peers = "".join(f"; {name}: {describe(fastmcp_python())}" for name in sorted({SERVERS[n].peer for n in args.names})
-                    if name)
+                    if name == "fastmcp")
+    if "wiremcp-baseline" in args.names:
+        peers += f"; wiremcp-baseline: {BASELINE.checkout} ({source_revision(BASELINE.checkout)})"
     return (f"{source_revision()}, python {sys.version.split()[0]}, uvicorn --loop {args.loop} --http {args.http} "
             f"(uvloop {installed('uvloop')}, httptools {installed('httptools')}), {os.cpu_count()} CPUs, "
             f"server on CPU {args.server_cpu}, wrk on CPU {args.client_cpu}, "
@@ -735,12 +759,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     parser.add_argument("--keep-logs", action="store_true", help="keep the server logs (their directory is printed)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print wrk's full reports")
+    parser.add_argument("--baseline", type=Path, help="for wiremcp-baseline: a checkout of the commit to compare with")
+    parser.add_argument("--baseline-python", type=Path,
+                        help="for wiremcp-baseline: a python whose wiremcp is that checkout, installed")
     args = parser.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     args.eras = [e.strip() for e in args.eras.split(",") if e.strip()]
     names = list(SERVERS) if args.servers.strip() == "all" else [n.strip() for n in args.servers.split(",")
                                                                    if n.strip()]
     args.names = names
+    if "wiremcp-baseline" in names:
+        if args.baseline is None or args.baseline_python is None:
+            parser.error("wiremcp-baseline needs --baseline DIR and --baseline-python PYTHON (see Baseline)")
+        BASELINE.checkout, BASELINE.python = args.baseline.resolve(), args.baseline_python
     unknown = ([n for n in names if n not in SERVERS] + [m for m in args.methods if m not in WORKLOADS]
                + [e for e in args.eras if e not in ERAS])
     if unknown:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import importlib
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support import walks
 from tests.support.http import (
     ACCEPT_BOTH,
     CLIENT_INFO,
@@ -82,7 +84,8 @@ def block(name: str) -> Block:
 
 CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "request-state-keys", "auth-env",
            "auth-mount", "dev-auth", "layout", "commands", "list-call", "host-entry", "claude-desktop-config",
-           "vscode-config"}
+           "vscode-config", "walk-http-handshake", "walk-http-stateless", "walk-stdio", "walk-elicitation-asked",
+           "walk-elicitation-answered"}
 
 
 def test_every_block_is_run_or_says_why_not() -> None:
@@ -331,3 +334,44 @@ def test_the_metrics_table_and_help_list_every_request_outcome() -> None:
 
     help_text = Metrics().requests._documentation
     assert all(outcome in help_text for outcome in OUTCOMES), help_text
+
+
+# -- the architecture walks ------------------------------------------------------------------------------------
+def _hops(name: str) -> list[str]:
+    return [line.split()[0] for line in block(name).text.splitlines() if line.strip()]
+
+
+async def _followed(name: str) -> list[str]:
+    if name == "walk-http-handshake":
+        return await walks.http_handshake_call()
+    if name == "walk-http-stateless":
+        return await walks.http_stateless_call()
+    if name == "walk-stdio":
+        return await walks.stdio_line()
+    asked, answered = await walks.http_elicitation()
+    return asked if name == "walk-elicitation-asked" else answered
+
+
+WALKS = ["walk-http-handshake", "walk-http-stateless", "walk-stdio", "walk-elicitation-asked",
+         "walk-elicitation-answered"]
+
+
+@pytest.mark.parametrize("name", WALKS)
+async def test_each_architecture_walk_is_the_path_a_real_request_takes(name: str) -> None:
+    """Every hop names a function that exists; no module is entered twice on a walk (hops in a row may run in one
+    module); and a real request of the kind runs every hop's function, in the walk's order (of first calls)."""
+    hops = _hops(name)
+    for hop in hops:
+        module, _, qualname = hop.partition(":")
+        target: object = importlib.import_module(module)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        assert callable(target), hop
+    entered = [module for i, module in enumerate(m.partition(":")[0] for m in hops)
+               if i == 0 or hops[i - 1].partition(":")[0] != module]  # hops in a row in one module: one entry
+    assert len(entered) == len(set(entered)), f"a module is entered twice: {entered}"
+    followed = await _followed(name)
+    missing = [hop for hop in hops if hop not in followed]
+    assert not missing, f"not on the path of a real request: {missing}"
+    positions = [followed.index(hop) for hop in hops]
+    assert positions == sorted(positions), [hops[i] for i in range(len(hops)) if positions[i] != sorted(positions)[i]]

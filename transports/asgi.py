@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from wiremcp.errors import INVALID_REQUEST
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -53,6 +55,7 @@ class ClientDisconnected(Exception):
 
 
 async def read_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body; ``BodyTooLarge`` past ``limit`` bytes, ``ClientDisconnected`` if it never comes."""
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -66,3 +69,21 @@ async def read_body(receive: Receive, limit: int) -> bytes:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+async def read_json_body(scope: Scope, receive: Receive, send: SendASGI, limit: int) -> bytes | None:
+    """A POSTed JSON-RPC body, or None once the request was answered: 415 unless ``Content-Type`` is
+    ``application/json``, 413 past ``limit`` bytes (by ``Content-Length`` before reading, or while reading).
+    ``ClientDisconnected`` if the client goes away first."""
+    content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        await respond_error(send, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
+        return None
+    length = header(scope, b"content-length")
+    try:
+        if length is not None and length.isdigit() and int(length) > limit:
+            raise BodyTooLarge
+        return await read_body(receive, limit)
+    except BodyTooLarge:
+        await respond_error(send, 413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+        return None

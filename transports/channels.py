@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from wiremcp.transports.events import EventStore
-from wiremcp.transports.unavailable import StoreUnavailable
+from wiremcp.event_store import EventStore
 from wiremcp.types import JSONObject, RequestId
+from wiremcp.unavailable import StoreUnavailable
 
 log = logging.getLogger("wiremcp.http")
 

@@ -18,12 +18,12 @@ import asyncio
 import contextlib
 import logging
 import signal
-import time
 import weakref
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from wiremcp.shutdown import shut_down
 from wiremcp.transports.sessions import SessionManager
 from wiremcp.transports.stateless_http import StatelessHandler
 
@@ -82,16 +82,9 @@ class Drain:
             return
         manager.draining = True
         log.info("draining: no new sessions; %d requests in flight get up to %.1fs", self._inflight(), self.seconds)
-        manager.server.bus.end_all()  # listen requests answer and close
-        for live in list(manager.live.values()):
-            live.standalone.close()  # GET streams: the client reconnects elsewhere
-            live.close_followers()
-        deadline = time.monotonic() + self.seconds
-        while (waiting := self._running()) and time.monotonic() < deadline:
-            await asyncio.wait(waiting, timeout=deadline - time.monotonic(), return_when=asyncio.ALL_COMPLETED)
+        left = await shut_down(manager.server, grace=self.seconds, running=self._running, quiesce=self._quiesce)
         for live in list(manager.live.values()):
             live.close_streams()
-        left = self._inflight()
         if left:
             log.warning("drain: %d requests still running after %.1fs; their streams were closed", left,
                         self.seconds)
@@ -100,6 +93,11 @@ class Drain:
             # never for an app merely shut down in a process that goes on, such as a test run.)
             _release_sse_streams()
         self.done.set()
+
+    def _quiesce(self) -> None:
+        for live in list(self.manager.live.values()):
+            live.standalone.close()  # GET streams: the client reconnects elsewhere
+            live.close_followers()
 
     def _inflight(self) -> int:
         return len(self._running())

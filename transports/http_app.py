@@ -7,19 +7,18 @@ import contextlib
 import gc
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING
 
+from wiremcp.event_store import EventStore, InMemoryEventStore
+from wiremcp.replica_link import ReplicaLink
 from wiremcp.server import MCPServer
-from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, respond_error
+from wiremcp.session_store import SessionStore
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
 from wiremcp.transports.drain import Drain
-from wiremcp.transports.events import EventStore, InMemoryEventStore
 from wiremcp.transports.guard import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, HostOriginGuard
 from wiremcp.transports.legacy_sse import LegacySSEEndpoints
-from wiremcp.transports.sessions import SessionManager, SessionStore
+from wiremcp.transports.routes import Routes
+from wiremcp.transports.sessions import SessionManager
 from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
-
-if TYPE_CHECKING:
-    from wiremcp.transports.redis.cluster import Cluster
 
 log = logging.getLogger("wiremcp.http")
 
@@ -33,7 +32,7 @@ class MCPHttpApp:
                  legacy_sse_path: str | None = "/sse", legacy_messages_path: str = "/messages",
                  allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
                  allowed_origins: Iterable[str] = LOOPBACK_ORIGINS,
-                 authenticate: Callable[[ASGIApp], ASGIApp] | None = None, cluster: Cluster | None = None,
+                 authenticate: Callable[[ASGIApp], ASGIApp] | None = None, cluster: ReplicaLink | None = None,
                  drain_seconds: float = 10.0, session_cache_seconds: float = 0.0) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
@@ -49,7 +48,8 @@ class MCPHttpApp:
             if legacy_sse_path else None
         self.legacy_sse_path = legacy_sse_path
         self.legacy_messages_path = legacy_messages_path
-        routed: ASGIApp = self._route if authenticate is None else authenticate(self._route)
+        self.routes = Routes(self.endpoint, self.path, self.legacy, legacy_sse_path, legacy_messages_path)
+        routed: ASGIApp = self.routes if authenticate is None else authenticate(self.routes)
         # The DNS-rebinding guard comes first, then authentication (``auth.BearerAuth``), then the routes.
         self._guarded = HostOriginGuard(routed, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
 
@@ -65,20 +65,6 @@ class MCPHttpApp:
             if self.cluster is not None:
                 self.cluster.ensure_started()  # mounted without its lifespan
             await self._guarded(scope, receive, send)
-
-    async def _route(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
-        path = scope["path"]
-        root = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root):] or "/"
-        if path == self.path or path == self.path + "/":
-            await self.endpoint(scope, receive, send)
-        elif self.legacy is not None and path == self.legacy_sse_path:
-            await self.legacy.stream(scope, receive, send)
-        elif self.legacy is not None and path == self.legacy_messages_path:
-            await self.legacy.message(scope, receive, send)
-        else:
-            await respond_error(send, 404, -32600, "Not Found")
 
     async def _lifespan(self, receive: Receive, send: SendASGI) -> None:
         while True:
@@ -100,10 +86,7 @@ class MCPHttpApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 with contextlib.suppress(Exception):
-                    await self.drain.run()
-                if self.server.has_task_runner:
-                    with contextlib.suppress(Exception):
-                        await self.server.task_runner.shutdown()
+                    await self.drain.run()  # the shutdown sequence, unless SIGTERM already ran it
                 with contextlib.suppress(Exception):
                     await self.endpoint.stateless.close()
                     await self.manager.close()

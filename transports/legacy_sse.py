@@ -12,24 +12,19 @@ import logging
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
-
-from wiremcp import jsonrpc
 from wiremcp.connection import Connection
 from wiremcp.errors import INVALID_REQUEST
-from wiremcp.principal import SCOPE_KEY
+from wiremcp.transports import sse
 from wiremcp.transports.asgi import (
-    BodyTooLarge,
     ClientDisconnected,
     Receive,
     Scope,
     SendASGI,
-    header,
-    read_body,
+    read_json_body,
     respond,
     respond_error,
 )
-from wiremcp.transports.identity import principal_key
+from wiremcp.transports.identity import caller, owner_key
 from wiremcp.transports.sessions import SessionLimitReached, SessionManager
 from wiremcp.transports.streamable_http import HttpOptions
 from wiremcp.types import JSONObject
@@ -53,7 +48,7 @@ class LegacySSEEndpoints:
             await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed", headers=[(b"allow", b"GET")])
             return
         try:
-            live = await self.manager.create(principal_key(scope))
+            live = await self.manager.create(owner_key(scope))
         except SessionLimitReached:
             await respond_error(send, 503, INVALID_REQUEST, "Service Unavailable: too many sessions")
             return
@@ -66,25 +61,23 @@ class LegacySSEEndpoints:
             if not queue.full():
                 queue.put_nowait(message)
 
-        live.session._post = post  # unrelated notifications share the one stream
+        live.session.post_to(post)  # unrelated notifications share the one stream
         connection = Connection(live.session, write)
         self._connections[live.id] = (connection, queue)
         root = scope.get("root_path", "")
         endpoint = f"{root}{self.messages_path}?session_id={live.id}"
 
-        async def events() -> AsyncIterator[ServerSentEvent]:
-            live.stream_opened()
+        async def events() -> AsyncIterator[sse.Event]:
             try:
-                yield ServerSentEvent(data=endpoint, event="endpoint")
+                yield sse.endpoint_event(endpoint)
                 while (message := await queue.get()) is not None:
-                    yield ServerSentEvent(data=jsonrpc.dumps(message).decode(), event="message")
+                    yield sse.event(message)
             finally:
-                live.stream_closed()
                 self._connections.pop(live.id, None)
                 await connection.close()
                 await self.manager.delete(live.id)
 
-        await EventSourceResponse(events(), ping=self.options.sse_keepalive)(scope, receive, send)
+        await sse.serve_sse(events(), scope, receive, send, keepalive=self.options.sse_keepalive, counted=live)
 
     async def message(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["method"] != "POST":
@@ -96,24 +89,19 @@ class LegacySSEEndpoints:
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: session_id is required")
             return
         entry = self._connections.get(sid)
-        if entry is None or entry[0].session.state.principal != principal_key(scope):
+        if entry is None or entry[0].session.state.owner != owner_key(scope):
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
             return
-        content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
-        if content_type != "application/json":
-            await respond_error(send, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
-            return
         try:
-            body = await read_body(receive, self.options.max_body_bytes)
-        except BodyTooLarge:
-            await respond_error(send, 413, INVALID_REQUEST, "Payload Too Large")
-            return
+            body = await read_json_body(scope, receive, send, self.options.max_body_bytes)
         except ClientDisconnected:
+            return
+        if body is None:
             return
         connection, _ = entry
         live = await self.manager.get(sid)
         if live is None:
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
             return
-        await connection.feed(body, principal=scope.get(SCOPE_KEY))
+        await connection.feed(body, principal=caller(scope))
         await respond(send, 202, b"Accepted", content_type=b"text/plain")

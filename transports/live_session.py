@@ -9,17 +9,17 @@ import asyncio
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from wiremcp.event_store import EventStore
+from wiremcp.replica_link import ReplicaLink
 from wiremcp.server import MCPServer
 from wiremcp.session import ServerSession
 from wiremcp.state import SessionState
 from wiremcp.transports.channels import EventChannel, SharedChannel
-from wiremcp.transports.events import EventStore
 from wiremcp.transports.shared_streams import STANDALONE_STREAM, Follower
 
-if TYPE_CHECKING:
-    from wiremcp.transports.redis.cluster import Cluster
+DEFAULT_VERSION = "2025-03-26"
+"""What a handshake-era client that sends no ``MCP-Protocol-Version`` header speaks."""
 
 
 def new_stream_id() -> str:
@@ -34,11 +34,11 @@ class LiveSession:
                  "streams_open", "tasks")
 
     def __init__(self, server: MCPServer, state: SessionState, events: EventStore | None,
-                 cluster: Cluster | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 cluster: ReplicaLink | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         assert state.id is not None
         if cluster is not None and events is not None and events.shared:
             # Any replica may write the GET stream; server-wide notifications reach it through the
-            # bus on the replica holding it (``SessionManager._on_change``), not through this copy.
+            # bus on the replica holding it (``SessionManager.bus_event``), not through this copy.
             self.standalone: EventChannel = SharedChannel(state.id, STANDALONE_STREAM, events)
             self.session = ServerSession(server, state, request_ids=cluster.request_ids(), clock=clock)
         else:
@@ -61,6 +61,12 @@ class LiveSession:
         sid = self.session.state.id
         assert sid is not None
         return sid
+
+    @property
+    def version(self) -> str:
+        """The protocol version the session speaks: the one ``initialize`` negotiated (before that answer,
+        what a client that sends no ``MCP-Protocol-Version`` header speaks)."""
+        return self.session.state.protocol_version or DEFAULT_VERSION
 
     @property
     def busy(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Any, Self
 from wiremcp import jsonrpc
 from wiremcp.connection import Connection
 from wiremcp.errors import MCPError
+from wiremcp.principal import Principal
 from wiremcp.protocol import (
     LATEST_HANDSHAKE_VERSION,
     META_CAPABILITIES,
@@ -41,8 +42,11 @@ class Client:
                  client_info: JSONObject | None = None, capabilities: JSONObject | None = None,
                  elicitation: ClientHandler | None = None, sampling: ClientHandler | None = None,
                  roots: ClientHandler | None = None, initialize: bool = True, log_level: str | None = None,
-                 max_rounds: int = 8) -> None:
+                 max_rounds: int = 8, principal: Principal | None = None) -> None:
         self.server = server
+        self.principal = principal
+        """Who this client's messages come from, as an authentication middleware would establish it over
+        HTTP (None: nobody is authenticated, as on stdio)."""
         self.protocol_version = protocol_version
         self.stateless = is_stateless(protocol_version)
         """Stateless era: no handshake; every request carries ``_meta`` and input requests are answered
@@ -133,7 +137,7 @@ class Client:
         """Put any frame on the wire: a message, a batch, or raw bytes."""
         assert self._connection is not None, "use the client in 'async with'"
         frame = message if isinstance(message, bytes | str) else jsonrpc.dumps(message)
-        await self._connection.feed(frame)
+        await self._connection.feed(frame, self.principal)
 
     async def request_raw(self, method: str, params: JSONObject | None = None, *,
                           id: int | str | None = None) -> JSONObject:

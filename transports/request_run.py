@@ -6,10 +6,11 @@ rest to that stream.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from wiremcp import jsonrpc
-from wiremcp.answer import Answer
+from wiremcp.entry import serve
+from wiremcp.inbound import Inbound
+from wiremcp.outcome import Outcome
+from wiremcp.principal import Principal
 from wiremcp.transports.channels import EventChannel
 from wiremcp.transports.live_session import LiveSession
 from wiremcp.types import JSONObject
@@ -52,15 +53,15 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 class RequestRun:
     """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
 
-    __slots__ = ("answer", "buffer", "changed", "channel", "close_requested", "done", "live", "principal", "request",
+    __slots__ = ("buffer", "changed", "channel", "close_requested", "done", "inbound", "live", "outcome", "principal",
                  "response", "to_standalone")
 
-    def __init__(self, live: LiveSession, request: jsonrpc.Request, to_standalone: bool,
-                 principal: Any = None) -> None:
+    def __init__(self, live: LiveSession, inbound: Inbound, to_standalone: bool,
+                 principal: Principal | None = None) -> None:
         self.live = live
-        self.request = request
+        self.inbound = inbound
         self.principal = principal
-        self.answer: Answer | None = None
+        self.outcome: Outcome | None = None
         self.buffer: list[JSONObject] = []
         self.changed = _Wake()
         self.channel: EventChannel | None = None
@@ -91,8 +92,10 @@ class RequestRun:
 
     async def execute(self) -> None:
         try:
-            self.answer = await self.live.session.handle(self.request, self.send, self, self.principal)
-            self.response = self.answer.message if self.answer is not None else None
+            session = self.live.session
+            self.outcome = await serve(session.server, self.inbound, self.send, session=session, control=self,
+                                       principal=self.principal)
+            self.response = self.outcome.message if self.outcome is not None else None
         finally:
             self.done = True
             self.changed.set()

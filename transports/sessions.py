@@ -1,6 +1,6 @@
-"""Handshake-era sessions over HTTP: the ``SessionStore`` interface, its in-memory implementation,
-and the ``SessionManager`` that keeps the live parts (``LiveSession``: requests in flight, open streams)
-beside the state.
+"""Handshake-era sessions over HTTP: the ``SessionManager``, which keeps the live parts (``LiveSession``:
+requests in flight, open streams) beside the state in a ``SessionStore`` (``wiremcp.session_store``), and
+hears from the other replicas (``ClusterEvents``) when the store is shared.
 """
 
 from __future__ import annotations
@@ -10,22 +10,20 @@ import contextlib
 import logging
 import secrets
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from wiremcp import jsonrpc
+from wiremcp.event_store import EventStore
+from wiremcp.replica_link import ClusterEvents, ReplicaLink
 from wiremcp.server import MCPServer
+from wiremcp.session_store import InMemorySessionStore, SessionStore
 from wiremcp.state import SessionState
 from wiremcp.transports.allocator import release_freed_memory
-from wiremcp.transports.events import EventStore
 from wiremcp.transports.live_session import LiveSession
 from wiremcp.transports.shared_streams import STANDALONE_STREAM
-from wiremcp.transports.unavailable import StoreUnavailable
 from wiremcp.types import JSONObject
-
-if TYPE_CHECKING:
-    from wiremcp.transports.redis.cluster import Cluster
+from wiremcp.unavailable import StoreUnavailable
 
 log = logging.getLogger("wiremcp.sessions")
 
@@ -40,80 +38,16 @@ def new_session_id() -> str:
     return secrets.token_urlsafe(32)
 
 
-class SessionStore(ABC):
-    """Where session state lives; any process holding the store can serve any session."""
-
-    self_expiring = False
-    """True when the store ends idle sessions itself (Redis TTLs); this process then only forgets
-    its own copies of idle sessions instead of deleting them for everyone."""
-
-    @abstractmethod
-    async def create(self, state: SessionState, limit: int | None = None) -> bool:
-        """Add a session unless ``limit`` sessions exist already (False then)."""
-
-    @abstractmethod
-    async def get(self, session_id: str) -> SessionState | None: ...
-
-    @abstractmethod
-    async def save(self, state: SessionState) -> None:
-        """Persist changed state and restart the idle clock."""
-
-    @abstractmethod
-    async def delete(self, session_id: str) -> bool:
-        """Forget a session; False if it was not there."""
-
-    @abstractmethod
-    async def count(self) -> int: ...
-
-    async def touch(self, session_id: str) -> None:  # noqa: B027 - optional: only self-expiring stores need it
-        """Restart the idle clock of a session that is busy without requests (a long call)."""
-
-    def compact(self) -> None:  # noqa: B027 - optional: only stores holding sessions in this process need it
-        """Shrink what this process holds to the sessions left (after many ended at once)."""
-
-
-class InMemorySessionStore(SessionStore):
-    def __init__(self) -> None:
-        self._states: dict[str, SessionState] = {}
-
-    async def create(self, state: SessionState, limit: int | None = None) -> bool:
-        assert state.id is not None
-        if limit is not None and len(self._states) >= limit:
-            return False
-        self._states[state.id] = state
-        return True
-
-    async def get(self, session_id: str) -> SessionState | None:
-        return self._states.get(session_id)
-
-    async def save(self, state: SessionState) -> None:
-        assert state.id is not None
-        self._states[state.id] = state
-
-    async def delete(self, session_id: str) -> bool:
-        return self._states.pop(session_id, None) is not None
-
-    async def count(self) -> int:
-        return len(self._states)
-
-    def compact(self) -> None:
-        # A dict keeps the table of its largest size otherwise. Rebuilt in place: a new dict, made among the
-        # memory just freed, would hold the arena it landed in for as long as the store lives.
-        left = dict(self._states)
-        self._states.clear()
-        self._states.update(left)
-
-
 class SessionLimitReached(Exception):
     pass
 
 
-class SessionManager:
-    """Creates, finds, expires and deletes sessions."""
+class SessionManager(ClusterEvents):
+    """Creates, finds, expires and deletes sessions; with a cluster, hears about them from the other replicas."""
 
     def __init__(self, server: MCPServer, store: SessionStore | None = None, events: EventStore | None = None, *,
                  idle_timeout: float = 1800.0, max_sessions: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic, cluster: Cluster | None = None,
+                 clock: Callable[[], float] = time.monotonic, cluster: ReplicaLink | None = None,
                  fresh_for: float = 0.0) -> None:
         self.server = server
         self.store = store or InMemorySessionStore()
@@ -133,21 +67,16 @@ class SessionManager:
         """Sessions whose GET stream this process holds (shared mode), with how many readers."""
         self._background: set[asyncio.Task[None]] = set()
         if cluster is not None:
-            cluster.on_response = self._on_response
-            cluster.on_cancel = self._on_cancel
-            cluster.on_delete = self._ended
-            cluster.on_changed = self._stale
-            cluster.on_reconnect = self._all_stale
-            cluster.bus_handlers.append(self._on_change)
+            cluster.listen(self)
 
     @property
     def shared(self) -> bool:
         """Other replicas serve the same sessions (a cluster and a shared event store)."""
         return self.cluster is not None and self.events is not None and self.events.shared
 
-    async def create(self, principal: str | None = None) -> LiveSession:
-        """A new session, bound to ``principal`` (the authenticated identity's key) if there is one."""
-        state = SessionState(id=new_session_id(), principal=principal)
+    async def create(self, owner: str | None = None) -> LiveSession:
+        """A new session, bound to ``owner`` (the authenticated identity's key) if there is one."""
+        state = SessionState(id=new_session_id(), owner=owner)
         if not await self.store.create(state, self.max_sessions):
             # Make room from idle sessions before refusing.
             await self.expire_idle()
@@ -197,13 +126,13 @@ class SessionManager:
             live.checked = time.monotonic()
             await self.cluster.broadcast_changed(live.id)  # other replicas' copies are stale now
 
-    def _stale(self, session_id: str) -> None:
+    def session_changed(self, session_id: str) -> None:
         """Another replica changed the session: ask the store before using this copy again."""
         live = self.live.get(session_id)
         if live is not None:
             live.checked = float("-inf")
 
-    def _all_stale(self) -> None:
+    def reconnected(self) -> None:
         """Announcements may have been missed (pub/sub reconnected): trust no copy without asking."""
         for live in self.live.values():
             live.checked = float("-inf")
@@ -220,7 +149,7 @@ class SessionManager:
             await self.cluster.broadcast_delete(session_id)  # other replicas stop its work and streams
         return found or live is not None
 
-    def _ended(self, session_id: str) -> None:
+    def session_deleted(self, session_id: str) -> None:
         """Another replica ended the session: drop this process's copy and stop the tasks it owned here."""
         self._forget(session_id)
         self._spawn(self._end_tasks(session_id))
@@ -293,18 +222,18 @@ class SessionManager:
                   1000 * (time.perf_counter() - started))
 
     # -- messages from other replicas ------------------------------------------------------------
-    def _on_response(self, session_id: str, raw: bytes) -> None:
+    def response_arrived(self, session_id: str, raw: bytes) -> None:
         live = self.live.get(session_id)
         decoded = jsonrpc.decode(raw)
         if live is not None and isinstance(decoded, jsonrpc.Response):
             live.session.handle_response(decoded)
 
-    def _on_cancel(self, session_id: str, params: JSONObject) -> None:
+    def request_cancelled(self, session_id: str, params: JSONObject) -> None:
         live = self.live.get(session_id)
         if live is not None:
             live.session.handle_notification(jsonrpc.Notification("notifications/cancelled", params))
 
-    def _on_change(self, event: JSONObject) -> None:
+    def bus_event(self, event: JSONObject) -> None:
         """A server-wide notification from any replica: the holder of each GET stream writes it there."""
         if self.get_streams:
             self._spawn(self._write_change(event, list(self.get_streams)))

@@ -18,20 +18,19 @@ import secrets
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
-
 from wiremcp import jsonrpc
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
+from wiremcp.event_store import EventStore, StoredEvent
 from wiremcp.protocol import at_least
+from wiremcp.replica_link import ReplicaLink
 from wiremcp.replicas import replica_of
+from wiremcp.transports import sse
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond_error
-from wiremcp.transports.events import EventStore, StoredEvent
-from wiremcp.transports.unavailable import StoreUnavailable
 from wiremcp.types import JSONObject, RequestId
+from wiremcp.unavailable import StoreUnavailable
 
 if TYPE_CHECKING:
     from wiremcp.transports.live_session import LiveSession
-    from wiremcp.transports.redis.cluster import Cluster
     from wiremcp.transports.sessions import SessionManager
 
 STANDALONE_STREAM = "get"
@@ -63,7 +62,7 @@ def orphaned_answer(request_id: RequestId, owner: str) -> JSONObject:
     return jsonrpc.error(request_id, INTERNAL_ERROR, ORPHANED, {"replica": replica_of(owner), "retryable": True})
 
 
-async def follow(events: EventStore, cluster: Cluster, session_id: str, stream: str, first: list[StoredEvent],
+async def follow(events: EventStore, cluster: ReplicaLink, session_id: str, stream: str, first: list[StoredEvent],
                  after: int, follower: Follower, *, request_stream: bool, hold: str | None = None,
                  poll: float = 1.0) -> AsyncIterator[tuple[int, JSONObject | None]]:
     """Events of ``stream`` after ``after`` (``first``: those already read), live, until the stream's
@@ -109,13 +108,6 @@ async def follow(events: EventStore, cluster: Cluster, session_id: str, stream: 
                 await cluster.release_get(session_id, hold)
 
 
-def sse_event(stream: str, seq: int, message: JSONObject | None, retry: int) -> ServerSentEvent:
-    """One numbered SSE event (``message`` None: the priming event, with ``retry``)."""
-    if message is None:
-        return ServerSentEvent(data="", id=f"{stream}_{seq}", retry=retry)
-    return ServerSentEvent(data=jsonrpc.dumps(message).decode(), id=f"{stream}_{seq}", event="message")
-
-
 class SharedStreams:
     """The handshake-era GET stream and resumed streams when sessions live in a shared store."""
 
@@ -134,7 +126,7 @@ class SharedStreams:
         if not await self.cluster.hold_get(live.id, hold, take_over=False):
             await respond_error(send, 409, INVALID_REQUEST, "Conflict: this session already has a GET stream open")
             return
-        if at_least(live.session.state.protocol_version or "", PRIMING_SINCE):
+        if at_least(live.version, PRIMING_SINCE):
             after = await self.events.append_next(live.id, STANDALONE_STREAM, None) - 1
         else:
             after = await self.events.last(live.id, STANDALONE_STREAM)
@@ -157,14 +149,13 @@ class SharedStreams:
     async def _serve(self, live: LiveSession, stream: str, first: list[StoredEvent], after: int, hold: str | None,
                      scope: Scope, receive: Receive, send: SendASGI) -> None:
         retry = self.retry_ms
-        polling = at_least(live.session.state.protocol_version or "", PRIMING_SINCE)
+        polling = at_least(live.version, PRIMING_SINCE)
         follower = Follower()
         standalone = stream == STANDALONE_STREAM
         holders = self.manager.get_streams
         cluster, events = self.cluster, self.events
 
-        async def stream_events() -> AsyncIterator[ServerSentEvent]:
-            live.stream_opened()
+        async def stream_events() -> AsyncIterator[sse.Event]:
             live.followers.add(follower)
             if standalone:
                 holders[live.id] = holders.get(live.id, 0) + 1
@@ -174,11 +165,10 @@ class SharedStreams:
                                                  request_stream=not standalone, hold=hold,
                                                  poll=min(1.0, cluster.lease / 3)):
                     answered = not standalone and is_response(message)
-                    yield sse_event(stream, seq, message, retry)
+                    yield sse.event(message, stream, seq, retry)
                 if polling and not answered:
-                    yield ServerSentEvent(retry=retry)  # closed early: say when to come back
+                    yield sse.retry_hint(retry)  # closed early: say when to come back
             finally:
-                live.stream_closed()
                 live.followers.discard(follower)
                 if standalone:
                     left = holders.get(live.id, 1) - 1
@@ -187,5 +177,4 @@ class SharedStreams:
                     else:
                         holders.pop(live.id, None)
 
-        response = EventSourceResponse(stream_events(), ping=self.keepalive)
-        await response(scope, receive, send)
+        await sse.serve_sse(stream_events(), scope, receive, send, keepalive=self.keepalive, counted=live)

@@ -1,6 +1,7 @@
 """Streamable HTTP for the stateless era (2026-07-28): one POST, one request, no session.
 
-Each request is checked (headers against body, ``_meta``), run, and answered with
+Each request, classified and checked (headers against body, ``_meta``: ``wiremcp.inbound``), is run and
+answered with
 ``application/json`` when its handler sends nothing but the result, or with an SSE
 stream (no event ids, no resumption) when it sends notifications first, as
 ``subscriptions/listen`` does. Closing the stream, or the connection before the answer,
@@ -14,17 +15,16 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
-
 from wiremcp import jsonrpc
-from wiremcp.answer import Answer, answer
-from wiremcp.errors import INVALID_REQUEST, BadRequest, MCPError
-from wiremcp.principal import SCOPE_KEY
+from wiremcp.entry import serve
+from wiremcp.errors import INVALID_REQUEST
+from wiremcp.inbound import Inbound
+from wiremcp.outcome import Outcome
 from wiremcp.server import MCPServer
-from wiremcp.state import SessionState
-from wiremcp.transports import request_headers
+from wiremcp.transports import sse
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond, respond_error, respond_json
-from wiremcp.transports.identity import challenge_headers
+from wiremcp.transports.identity import caller
+from wiremcp.transports.outcomes import challenge_headers, http_status
 from wiremcp.types import JSONObject
 
 log = logging.getLogger("wiremcp.http")
@@ -51,31 +51,16 @@ class StatelessHandler:
     def __init__(self, server: MCPServer, *, keepalive: float) -> None:
         self.server = server
         self.keepalive = keepalive
-        self.tasks: set[asyncio.Task[Answer]] = set()
-        self.listens: set[asyncio.Task[Answer]] = set()
+        self.tasks: set[asyncio.Task[Outcome | None]] = set()
+        self.listens: set[asyncio.Task[Outcome | None]] = set()
         self.streams_open = 0
         """SSE answers being streamed now (for the metrics)."""
 
-    async def handle(self, message: jsonrpc.Message | list[jsonrpc.Message], scope: Scope, receive: Receive,
-                     send: SendASGI) -> None:
-        if isinstance(message, jsonrpc.Notification):
-            await respond(send, 202)  # nothing to do: on HTTP, cancelling is closing the stream
+    async def handle(self, inbound: Inbound, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if not isinstance(inbound.message, jsonrpc.Request):
+            await respond(send, 202)  # a notification: nothing to do; on HTTP, cancelling is closing the stream
             return
-        if not isinstance(message, jsonrpc.Request):
-            await respond_error(send, 400, INVALID_REQUEST,
-                                "Invalid Request: the stateless era takes one request or notification per POST")
-            return
-        try:
-            principal = scope.get(SCOPE_KEY)
-            state = request_headers.check(scope, message, self.server, principal)
-        except MCPError as exc:
-            status = 400 if isinstance(exc, BadRequest) else 200
-            await respond_json(send, status, {"jsonrpc": "2.0", "id": message.id, "error": exc.to_error()})
-            return
-        await self._run(message, state, scope, receive, send)
-
-    async def _run(self, request: jsonrpc.Request, state: SessionState, scope: Scope, receive: Receive,
-                   send: SendASGI) -> None:
+        request = inbound.request
         buffered: list[JSONObject] = []
         queue: asyncio.Queue[JSONObject] | None = None
         loop = asyncio.get_running_loop()
@@ -96,8 +81,7 @@ class StatelessHandler:
                 room.clear()
                 await room.wait()
 
-        task = loop.create_task(
-            answer(self.server, request, related, stateless=True, state=state, principal=state.principal))
+        task = loop.create_task(serve(self.server, inbound, related, principal=caller(scope)))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         task.add_done_callback(woken)
@@ -129,32 +113,36 @@ class StatelessHandler:
             return
         if task.done() and not buffered:
             done = task.result()
-            await respond_json(send, done.status, done.message, challenge_headers(scope, done))
+            assert done is not None  # no session: only closing the stream cancels, and it has not
+            await respond_json(send, http_status(done, stateless=True), done.message, challenge_headers(scope, done))
             return
         queue = asyncio.Queue()
         task.add_done_callback(lambda _: queue.put_nowait(_DONE) if queue is not None else None)
 
-        async def events() -> AsyncIterator[ServerSentEvent]:
+        async def events() -> AsyncIterator[sse.Event]:
             try:
                 for message in buffered:
-                    yield _event(message)
+                    yield sse.event(message)
                 assert queue is not None
                 while (message := await queue.get()) is not _DONE:
                     if queue.qsize() < _BACKLOG // 2:
                         room.set()
-                    yield _event(message)
-                if not task.cancelled():
-                    yield _event(task.result().message)
+                    yield sse.event(message)
+                done = None if task.cancelled() else task.result()
+                if done is not None:
+                    yield sse.event(done.message)
             finally:
                 room.set()
                 if not task.done():
                     task.cancel()  # the stream closed before the answer: cancel the request
 
+        await sse.serve_sse(events(), scope, receive, send, keepalive=self.keepalive, counted=self)
+
+    def stream_opened(self) -> None:
         self.streams_open += 1
-        try:
-            await EventSourceResponse(events(), ping=self.keepalive)(scope, receive, send)
-        finally:
-            self.streams_open -= 1
+
+    def stream_closed(self) -> None:
+        self.streams_open -= 1
 
     async def close(self, grace: float = 1.0) -> None:
         if self.listens:  # the bus was just ended: let listen requests send their clean end first
@@ -164,6 +152,3 @@ class StatelessHandler:
         with contextlib.suppress(Exception):
             await asyncio.gather(*self.tasks, return_exceptions=True)
 
-
-def _event(message: JSONObject) -> ServerSentEvent:
-    return ServerSentEvent(data=jsonrpc.dumps(message).decode(), event="message")

@@ -14,13 +14,11 @@ loop, so ``wiremcp stdio < requests.txt > answers.txt`` and ``docker run`` witho
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import gc
 import logging
 import os
 import signal
-import stat
 import sys
 from collections.abc import AsyncIterator
 from typing import NamedTuple
@@ -30,30 +28,23 @@ from wiremcp.connection import Connection
 from wiremcp.errors import INVALID_REQUEST
 from wiremcp.server import MCPServer
 from wiremcp.session import ServerSession
+from wiremcp.shutdown import shut_down
 from wiremcp.threads import run_sync
-from wiremcp.types import JSONObject
+from wiremcp.transports.line_writer import LineWriter, is_stream
 
 log = logging.getLogger("wiremcp.stdio")
 
 CHUNK = 1 << 16
 DEFAULT_MAX_MESSAGE_BYTES = 4 << 20
-QUEUE_SIZE = 1024
 PACE = 128
 """With this many requests in flight, reading waits (briefly) for some to finish: a pipelining client
 is served in waves whose state stays in the CPU's caches (``Connection``'s ``pace``)."""
 
 
-def _is_stream(fd: int) -> bool:
-    """Whether ``fd`` can be polled: a pipe, a socket or a terminal. Other character devices
-    (``/dev/null``) and regular files cannot; epoll refuses them."""
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
-
-
 async def _chunks(fd: int) -> AsyncIterator[bytes]:
     """Raw bytes from ``fd`` until EOF, without blocking the event loop."""
     loop = asyncio.get_running_loop()
-    if _is_stream(fd):
+    if is_stream(fd):
         reader = asyncio.StreamReader(limit=CHUNK)
         pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
         try:
@@ -99,87 +90,6 @@ async def read_line_batches(fd: int, max_bytes: int) -> AsyncIterator[list[bytes
                 yield [None]
     if pending and not pending.isspace() and not discarding:
         yield [bytes(pending)]
-
-
-class _Writer:
-    """Serializes outgoing messages onto the wire, one line each, in order. What is queued while the
-    wire is busy goes out together: one write per batch, not per message."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._lines: list[bytes] = []
-        self._stream: asyncio.StreamWriter | None = None
-        self._ready: asyncio.Future[None] | None = None  # the writer waits for lines
-        self._room: collections.deque[asyncio.Future[None]] = collections.deque()  # write() waits for room
-        self._closed = False
-
-    async def start(self) -> None:
-        if _is_stream(self._fd):
-            loop = asyncio.get_running_loop()
-            pipe = os.fdopen(self._fd, "wb", buffering=0, closefd=False)
-            with contextlib.suppress(OSError, ValueError):
-                transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe)
-                self._stream = asyncio.StreamWriter(transport, protocol, None, loop)
-
-    def _push(self, line: bytes) -> None:
-        if self._closed:
-            return
-        self._lines.append(line)
-        ready = self._ready
-        if ready is not None:
-            self._ready = None
-            if not ready.done():
-                ready.set_result(None)
-
-    async def write(self, message: JSONObject | list[JSONObject]) -> None:
-        line = jsonrpc.dumps(message)
-        while len(self._lines) >= QUEUE_SIZE and not self._closed:  # the wire is slower than the answers
-            room = asyncio.get_running_loop().create_future()
-            self._room.append(room)
-            await room
-        self._push(line)
-
-    def post(self, message: JSONObject) -> None:
-        if len(self._lines) >= QUEUE_SIZE:
-            log.warning("output queue full; dropping %s", message.get("method"))
-            return
-        self._push(jsonrpc.dumps(message))
-
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            if not self._lines:
-                if self._closed:
-                    return
-                self._ready = loop.create_future()
-                await self._ready
-                continue
-            lines, self._lines = self._lines, []
-            while self._room:  # every waiting write() re-checks
-                room = self._room.popleft()
-                if not room.done():
-                    room.set_result(None)
-            lines.append(b"")
-            data = b"\n".join(lines)
-            try:
-                if self._stream is not None:
-                    self._stream.write(data)
-                    await self._stream.drain()
-                else:
-                    while data:
-                        data = data[await run_sync(os.write, self._fd, data):]
-            except (BrokenPipeError, ConnectionResetError):
-                log.info("stdout closed by the client")
-                return
-
-    async def close(self) -> None:
-        """Write what is queued, then stop; what comes later is dropped."""
-        self._closed = True
-        for waiter in (self._ready, *self._room):
-            if waiter is not None and not waiter.done():
-                waiter.set_result(None)
-        self._ready = None
-        self._room.clear()
 
 
 class Wire(NamedTuple):
@@ -248,9 +158,9 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int | None = None, stdout_
     ``drain_seconds`` to finish (so a piped script of requests gets its answers); then they are
     cancelled. SIGTERM cancels at once.
     """
-    stdin_fd, wire = _wire(stdin_fd, stdout_fd)
+    stdin_fd, stdout = _wire(stdin_fd, stdout_fd)
     gc.freeze()  # start-up objects live as long as the process; keep them out of full collections
-    writer = _Writer(wire)
+    writer = LineWriter(stdout)
     await writer.start()
     writer_task = asyncio.create_task(writer.run())
     connection = Connection(ServerSession(server, post=writer.post), writer.write, pace=PACE)
@@ -278,15 +188,11 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int | None = None, stdout_
         await asyncio.wait({reader_task, stopper, writer_task}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         eof = reader_task.done() and not stop.is_set()
-        server.bus.end_all()  # open subscriptions/listen requests answer and end
         reader_task.cancel()
         stopper.cancel()
-        if eof:
-            await connection.drain(drain_seconds)
+        # the one client is gone: on EOF, what runs gets ``drain_seconds``; on SIGTERM, nothing
+        await shut_down(server, grace=drain_seconds if eof else 0.0, running=connection.running)
         await connection.close()
-        if server.has_task_runner:  # the one client is gone: its tasks end here, failed, saying why
-            with contextlib.suppress(Exception):
-                await server.task_runner.shutdown()
         await writer.close()
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(writer_task, 1.0)

@@ -15,29 +15,29 @@ from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
-
 from wiremcp import jsonrpc
+from wiremcp.entry import serve, serve_batch
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
-from wiremcp.principal import SCOPE_KEY
+from wiremcp.event_store import parse_event_id
+from wiremcp.inbound import Inbound, classify
+from wiremcp.outcome import Outcome
 from wiremcp.protocol import HANDSHAKE_VERSIONS, at_least
-from wiremcp.stateless import declares_stateless
+from wiremcp.transports import sse
 from wiremcp.transports.asgi import (
-    BodyTooLarge,
     ClientDisconnected,
     Receive,
     Scope,
     SendASGI,
     header,
-    read_body,
+    read_json_body,
     respond,
     respond_error,
     respond_json,
 )
 from wiremcp.transports.channels import EventChannel, Item
-from wiremcp.transports.events import parse_event_id
-from wiremcp.transports.identity import challenge_headers, principal_key
+from wiremcp.transports.identity import caller, owner_key
 from wiremcp.transports.live_session import LiveSession, new_stream_id
+from wiremcp.transports.outcomes import challenge_headers, http_status
 from wiremcp.transports.request_run import RequestRun
 from wiremcp.transports.sessions import SessionLimitReached, SessionManager
 from wiremcp.transports.shared_streams import (
@@ -45,17 +45,15 @@ from wiremcp.transports.shared_streams import (
     STANDALONE_STREAM,
     SharedStreams,
     is_response,
-    sse_event,
 )
 from wiremcp.transports.stateless_http import StatelessHandler
-from wiremcp.transports.unavailable import StoreUnavailable
 from wiremcp.types import JSONObject
+from wiremcp.unavailable import StoreUnavailable
 
 log = logging.getLogger("wiremcp.http")
 
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
-DEFAULT_VERSION = "2025-03-26"  # what a client that sends no MCP-Protocol-Version header speaks
 MUTATING = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 
 
@@ -87,16 +85,6 @@ class StreamableHTTPEndpoint:
         self.stateless = StatelessHandler(manager.server, keepalive=self.options.sse_keepalive)
         self.shared = SharedStreams(manager, retry_ms=self.options.sse_retry_ms,
                                     keepalive=self.options.sse_keepalive) if manager.shared else None
-
-    @staticmethod
-    def _stateless(message: jsonrpc.Message | list[jsonrpc.Message], scope: Scope) -> bool:
-        """Which era a POST speaks: the stateless one if its request says so in ``_meta``, or if it names a
-        version header that is no handshake-era version and belongs to no session."""
-        if isinstance(message, jsonrpc.Request | jsonrpc.Notification) and declares_stateless(message.params):
-            return True
-        version = header(scope, VERSION_HEADER)
-        return (version is not None and version not in HANDSHAKE_VERSIONS
-                and header(scope, SESSION_HEADER) is None and not isinstance(message, list))
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["type"] != "http":
@@ -149,13 +137,13 @@ class StreamableHTTPEndpoint:
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
             return None
         live = await self.manager.get(sid)
-        if live is None or live.session.state.principal != principal_key(scope):
+        if live is None or live.session.state.owner != owner_key(scope):
             # Another principal's session is as good as unknown: a session id is never a credential.
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown or expired session")
             return None
         version = header(scope, VERSION_HEADER)
         if version is not None:
-            negotiated = live.session.state.protocol_version or DEFAULT_VERSION
+            negotiated = live.version
             if version not in HANDSHAKE_VERSIONS:
                 await respond_error(send, 400, INVALID_REQUEST,
                                     f"Bad Request: unsupported MCP-Protocol-Version {version!r}; "
@@ -176,30 +164,23 @@ class StreamableHTTPEndpoint:
             await respond_error(send, 406, INVALID_REQUEST,
                                 "Not Acceptable: Accept must list application/json and text/event-stream")
             return
-        content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
-        if content_type != "application/json":
-            await respond_error(send, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
-            return
-        length = header(scope, b"content-length")
-        limit = self.options.max_body_bytes
-        if length is not None and length.isdigit() and int(length) > limit:
-            await respond_error(send, 413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
-            return
-        try:
-            body = await read_body(receive, limit)
-        except BodyTooLarge:
-            await respond_error(send, 413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")
+        body = await read_json_body(scope, receive, send, self.options.max_body_bytes)
+        if body is None:
             return
         decoded = jsonrpc.decode(body)
         if isinstance(decoded, jsonrpc.Invalid):
             reply = decoded.reply or jsonrpc.error(None, INVALID_REQUEST, "Invalid Request")
             await respond_json(send, 400, reply)
             return
-        if self._stateless(decoded, scope):
-            await self.stateless.handle(decoded, scope, receive, send)
+        inbound = classify(decoded, self.manager.server, lambda name: header(scope, name.encode()))
+        if isinstance(inbound, Outcome):  # a stateless request rejected before it runs
+            await respond_json(send, http_status(inbound, stateless=True), inbound.message)
+            return
+        if inbound.stateless:
+            await self.stateless.handle(inbound, scope, receive, send)
             return
         if isinstance(decoded, jsonrpc.Request) and decoded.method == "initialize":
-            await self._initialize(decoded, scope, send)
+            await self._initialize(inbound, scope, send)
             return
         live = await self._session(scope, send)
         if live is None:
@@ -224,20 +205,23 @@ class StreamableHTTPEndpoint:
                 live.session.handle_response(decoded)
             await respond(send, 202)
         else:
-            await self._request(live, decoded, scope, receive, send)
+            await self._request(live, inbound, scope, receive, send)
 
-    async def _initialize(self, request: jsonrpc.Request, scope: Scope, send: SendASGI) -> None:
+    async def _initialize(self, inbound: Inbound, scope: Scope, send: SendASGI) -> None:
+        request = inbound.request
         if self.manager.draining:
             await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: this replica is shutting down",
                                 id=request.id, headers=[(b"retry-after", b"1"), (b"connection", b"close")])
             return
         try:
-            live = await self.manager.create(principal_key(scope))
+            live = await self.manager.create(owner_key(scope))
         except SessionLimitReached:
             await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: too many sessions; try again later",
                                 id=request.id, headers=[(b"retry-after", b"30")])
             return
-        response = await live.session.handle_request(request, live.standalone.send)
+        done = await serve(self.manager.server, inbound, live.standalone.send, session=live.session,
+                           principal=caller(scope))
+        response = done.message if done is not None else None
         if response is None or "error" in response:
             await self.manager.delete(live.id)
             await respond_json(send, 200, response or jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"))
@@ -246,23 +230,24 @@ class StreamableHTTPEndpoint:
         await respond_json(send, 200, response, [(SESSION_HEADER, live.id.encode())])
 
     async def _batch(self, live: LiveSession, items: list[jsonrpc.Message], scope: Scope, send: SendASGI) -> None:
-        sorted_batch = live.session.sort_batch(items)
-        if isinstance(sorted_batch, dict):
-            await respond_json(send, 400, sorted_batch)
-            return
-        requests, replies = sorted_batch
         # Related messages of batched requests go to the GET stream; the answers come back together.
-        replies = await live.session.run_batch(requests, replies, live.standalone.send, scope.get(SCOPE_KEY))
-        if any(r.method in MUTATING for r in requests):
+        batch = serve_batch(self.manager.server, items, live.standalone.send, session=live.session,
+                            principal=caller(scope))
+        if isinstance(batch, dict):  # batches are not allowed here
+            await respond_json(send, 400, batch)
+            return
+        replies = await batch.answers()
+        if any(isinstance(r, jsonrpc.Request) and r.method in MUTATING for r in items):
             await self.manager.save(live)
         if replies:
             await respond_json(send, 200, replies)
         else:
             await respond(send, 202)
 
-    async def _request(self, live: LiveSession, request: jsonrpc.Request, scope: Scope, receive: Receive,
+    async def _request(self, live: LiveSession, inbound: Inbound, scope: Scope, receive: Receive,
                        send: SendASGI) -> None:
-        run = RequestRun(live, request, to_standalone=self.options.json_response, principal=scope.get(SCOPE_KEY))
+        request = inbound.request
+        run = RequestRun(live, inbound, to_standalone=self.options.json_response, principal=caller(scope))
         task = asyncio.get_running_loop().create_task(run.execute())
         live.spawn(task)
         if self.options.json_response:
@@ -275,10 +260,10 @@ class StreamableHTTPEndpoint:
             if run.response is None:
                 await respond(send, 202)  # cancelled by the client: there is no answer
             else:
-                status = run.answer.status if run.answer is not None and run.answer.status == 403 else 200
-                await respond_json(send, status, run.response, challenge_headers(scope, run.answer))
+                status = http_status(run.outcome, stateless=False) if run.outcome is not None else 200
+                await respond_json(send, status, run.response, challenge_headers(scope, run.outcome))
             return
-        version = live.session.state.protocol_version or DEFAULT_VERSION
+        version = live.version
         channel = EventChannel(live.id, new_stream_id(), self.manager.events, request.id)
         live.channels[channel.stream] = channel
         # Room for what was buffered (and the priming event and the answer): it is all delivered before
@@ -295,15 +280,14 @@ class StreamableHTTPEndpoint:
                       send: SendASGI, stream_name: str | None = None) -> None:
         name = channel.stream if channel is not None else stream_name or ""
         retry = self.options.sse_retry_ms
-        polling = at_least(live.session.state.protocol_version or DEFAULT_VERSION, PRIMING_SINCE)
+        polling = at_least(live.version, PRIMING_SINCE)
 
-        async def events() -> AsyncIterator[ServerSentEvent]:
-            live.stream_opened()
+        async def events() -> AsyncIterator[sse.Event]:
             last = -1
             try:
                 for seq, message in replay:
                     last = seq
-                    yield sse_event(name, seq, message, retry)
+                    yield sse.event(message, name, seq, retry)
                     if is_response(message) and name != STANDALONE_STREAM:
                         return
                 if reader is None:
@@ -312,17 +296,15 @@ class StreamableHTTPEndpoint:
                     seq, message = item
                     if seq <= last:
                         continue
-                    yield sse_event(name, seq, message, retry)
+                    yield sse.event(message, name, seq, retry)
                 if polling and channel is not None and not channel.finished:
                     # Closed before its end (SSE polling, a slow reader, a newer GET): say when to come back.
-                    yield ServerSentEvent(retry=retry)
+                    yield sse.retry_hint(retry)
             finally:
-                live.stream_closed()
                 if channel is not None and reader is not None:
                     channel.detach(reader)
 
-        response = EventSourceResponse(events(), ping=self.options.sse_keepalive)
-        await response(scope, receive, send)
+        await sse.serve_sse(events(), scope, receive, send, keepalive=self.options.sse_keepalive, counted=live)
 
     # -- GET -----------------------------------------------------------------------------------------
     async def _get(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
@@ -352,8 +334,7 @@ class StreamableHTTPEndpoint:
             await respond_error(send, 409, INVALID_REQUEST, "Conflict: this session already has a GET stream open")
             return
         reader = channel.attach()
-        version = live.session.state.protocol_version or DEFAULT_VERSION
-        if at_least(version, PRIMING_SINCE):
+        if at_least(live.version, PRIMING_SINCE):
             await channel.emit(None)
         await self._stream(live, channel, reader, [], scope, receive, send)
 

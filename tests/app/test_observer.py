@@ -1,4 +1,4 @@
-"""Request observers: ``answer()`` tells ``server.observer`` when each request starts and how it ended,
+"""Request observers: ``wiremcp.entry.serve`` tells ``server.observer`` when each request starts and how it ended,
 in both eras, and sets the JSON-RPC request id that logs carry."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import asyncio
 from typing import Any
 
 from wiremcp import MCPServer, ToolError
-from wiremcp.answer import Answer
 from wiremcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND
 from wiremcp.jsonrpc import Request
 from wiremcp.logs import REQUEST_ID
 from wiremcp.observer import METHODS, Observers, method_label, outcome
+from wiremcp.outcome import Outcome
 from wiremcp.transports.memory import Client
 
 STATELESS = "2026-07-28"
@@ -29,7 +29,7 @@ class Recorder:
         self.started_.append((request.method, request.id, session_id))
         return request.method
 
-    def finished(self, token: Any, answer: Answer | None) -> None:
+    def finished(self, token: Any, answer: Outcome | None) -> None:
         self.finished_.append((token, *outcome(answer)))
         self.changed.set()
 
@@ -133,8 +133,8 @@ async def test_observers_are_called_in_order_and_can_be_removed() -> None:
 
 
 def test_outcomes() -> None:
-    def answered(message: dict[str, Any]) -> Answer:
-        return Answer({"jsonrpc": "2.0", "id": 1, **message})
+    def answered(message: dict[str, Any]) -> Outcome:
+        return Outcome({"jsonrpc": "2.0", "id": 1, **message})
 
     assert outcome(None) == ("cancelled", None)
     assert outcome(answered({"result": {}})) == ("ok", None)

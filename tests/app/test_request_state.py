@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from tests.support.http import FakeClock
 from wiremcp import Context, MCPServer
 from wiremcp.errors import INVALID_PARAMS, InvalidParams
+from wiremcp.principal import Principal
 from wiremcp.request_state import (
     OpenedState,
     RequestStateRejected,
@@ -44,13 +45,13 @@ ALPHABET = string.ascii_letters + string.digits + "-_"
 
 def seal(sealer: RequestStateSealer, *, answers: JSONObject | None = None, app_state: str | None = "step-1",
          principal: str = "alice", method: str = "tools/call", params: JSONObject | None = None) -> str:
-    return sealer.seal(principal=principal, method=method, params=PARAMS if params is None else params,
+    return sealer.seal(owner=principal, method=method, params=PARAMS if params is None else params,
                        answers=ANSWERS if answers is None else answers, app_state=app_state)
 
 
 def open_(sealer: RequestStateSealer, token: object, *, principal: str = "alice", method: str = "tools/call",
           params: JSONObject | None = None) -> OpenedState:
-    return sealer.open(token, principal=principal, method=method, params=PARAMS if params is None else params)
+    return sealer.open(token, owner=principal, method=method, params=PARAMS if params is None else params)
 
 
 def refused(sealer: RequestStateSealer, token: object, why: str, **binding: Any) -> None:
@@ -403,19 +404,22 @@ async def test_an_expired_state_is_refused_before_the_handler_runs() -> None:
     assert booking.runs["book"] == 1
 
 
+ALICE = Principal("https://issuer.test", "alice")
+
+
 async def test_a_state_presented_by_another_principal_is_refused_before_the_handler_runs() -> None:
     booking = Booking()
     async with booking.client() as client:
-        client.session.state.principal = "alice"
+        client.principal = ALICE
         params, first = await first_round(client)
         retry = {**params, "inputResponses": {"elicitation-1": accept(dates="May")},
                  "requestState": first["requestState"]}
-        client.session.state.principal = "mallory"
+        client.principal = Principal("https://issuer.test", "mallory")
         stolen = await client.request_raw("tools/call", retry)
         assert stolen["error"]["code"] == INVALID_PARAMS
         assert "another principal" in stolen["error"]["message"]
         assert booking.runs["book"] == 1
-        client.session.state.principal = "alice"  # the owner can still use it
+        client.principal = ALICE  # the owner can still use it
         owned = await client.request_raw("tools/call", retry)
     assert owned["result"]["resultType"] == "input_required"
     assert list(owned["result"]["inputRequests"]) == ["elicitation-2"]

@@ -1,13 +1,21 @@
-"""The serializable session state and the session runner's bookkeeping."""
+"""``wiremcp.session``: the session runner's bookkeeping (a restored state served, request ids in flight,
+detaching from the server), and its notifications reaching it through its own event loop, also when a
+sync tool on a worker thread changes a list (asyncio objects are not thread-safe)."""
+
+from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-import orjson
+import pytest
 
 from wiremcp import MCPServer, jsonrpc
+from wiremcp.entry import serve
+from wiremcp.inbound import Inbound
 from wiremcp.session import ServerSession
 from wiremcp.state import SessionState
+from wiremcp.tools import Tool
+from wiremcp.transports import Client
 
 
 def _full_state() -> SessionState:
@@ -21,37 +29,8 @@ def _full_state() -> SessionState:
         subscriptions={"b://2", "a://1"},
         initialized=True,
         ready=True,
-        principal={"sub": "user-1", "scopes": ["read"]},
+        owner="https://issuer.example|user-1",
     )
-
-
-def test_round_trip_through_json() -> None:
-    state = _full_state()
-    data = state.to_dict()
-    assert data["subscriptions"] == ["a://1", "b://2"]
-    restored = SessionState.from_dict(orjson.loads(orjson.dumps(data)))
-    assert restored == state
-
-
-def test_default_state_round_trips() -> None:
-    state = SessionState()
-    assert SessionState.from_dict(orjson.loads(orjson.dumps(state.to_dict()))) == state
-    assert state.initialized is False
-    assert state.ready is False
-    assert state.subscriptions == set()
-
-
-def test_to_dict_is_a_copy() -> None:
-    state = _full_state()
-    data = state.to_dict()
-    data["client_capabilities"]["sampling"] = {}
-    assert "sampling" not in state.client_capabilities
-
-
-def test_from_dict_ignores_unknown_keys_and_fills_defaults() -> None:
-    restored = SessionState.from_dict({"id": "x", "initialized": True, "from_a_newer_version": 1,
-                                       "subscriptions": None})
-    assert restored == SessionState(id="x", initialized=True)
 
 
 async def test_a_restored_state_serves_requests() -> None:
@@ -68,9 +47,10 @@ async def test_a_restored_state_serves_requests() -> None:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    response = await session.handle_request(
-        jsonrpc.Request(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}), send)
-    assert response == {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}}
+    done = await serve(server, Inbound(jsonrpc.Request(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})),
+                       send, session=session)
+    assert done is not None
+    assert done.message == {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}}
     assert sent == []
     session.close()
 
@@ -92,16 +72,16 @@ async def test_duplicate_request_id_in_flight_is_rejected() -> None:
         return None
 
     request = jsonrpc.Request("dup", "tools/call", {"name": "slow"})
-    first = asyncio.ensure_future(session.handle_request(request, send))
+    first = asyncio.ensure_future(serve(server, Inbound(request), send, session=session))
     await started.wait()
     assert session.inflight == 1
-    second = await session.handle_request(request, send)
+    second = await serve(server, Inbound(request), send, session=session)
     assert second is not None
-    assert second["error"]["code"] == -32600
+    assert second.message["error"]["code"] == -32600
     release.set()
     response = await first
     assert response is not None
-    assert response["result"]["content"][0]["text"] == "done"
+    assert response.message["result"]["content"][0]["text"] == "done"
     assert session.inflight == 0
     session.close()
 
@@ -124,3 +104,28 @@ def test_close_detaches_from_the_server() -> None:
         return "2"
 
     assert len(posted) == 1
+
+
+
+
+
+def _new() -> str:
+    return "new"
+
+
+@pytest.mark.spec("2025-11-25/server/tools#list-changed-notification")
+async def test_a_sync_tool_that_adds_a_tool_notifies_the_session() -> None:
+    server = MCPServer("threads")
+
+    @server.tool()
+    def grow() -> str:
+        """Add a tool from a worker thread."""
+        server.add_tool(Tool(_new, name="grown", description="Added from a worker thread."))
+        return "grown"
+
+    asyncio.get_running_loop().set_debug(True)  # debug mode raises on non-thread-safe calls
+    async with Client(server) as client:
+        result = await client.call_tool("grow")
+        notes = await asyncio.wait_for(client.wait_for_notification("notifications/tools/list_changed"), 10)
+    assert result["content"] == [{"type": "text", "text": "grown"}]
+    assert notes == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]

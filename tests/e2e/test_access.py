@@ -31,6 +31,7 @@ from tests.support.tokens import challenge_params
 from wiremcp import MCPServer
 from wiremcp.dispatcher import Dispatcher
 from wiremcp.errors import INVALID_REQUEST, RESOURCE_NOT_FOUND
+from wiremcp.mirrored_headers import NAMED
 from wiremcp.protocol import (
     META_CAPABILITIES,
     META_CLIENT_INFO,
@@ -38,7 +39,6 @@ from wiremcp.protocol import (
     META_VERSION,
     TASKS_EXTENSION,
 )
-from wiremcp.transports.request_headers import NAMED
 
 SCOPE = "secret:use"
 WIDE = "wide-token-4f1c9a"

@@ -20,7 +20,7 @@ from tests.support.http import READ_BOUND
 from tests.support.redis import RedisServer
 from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Keys, connect
-from wiremcp.transports.unavailable import StoreUnavailable
+from wiremcp.unavailable import StoreUnavailable
 
 T = TypeVar("T")
 

@@ -1,21 +1,39 @@
 """What the task tests share: the behaviour checks every ``TaskStore`` must pass, written once (each takes
 two stores over the same tasks, ``a`` and ``b``: two replicas; the in-memory store passes itself twice),
-and the task tools both eras' runner tests start from (``Gate``, ``task_server``)."""
+the task tools both eras' tests start from (``Gate``, ``task_server``), and a 2026-07-28 client of the
+tasks extension (``connect``, ``start``, ``get``, ``update``, ``until``, ...). Nothing sleeps: the tests
+wait on the server's change bus, bounded."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 
-from wiremcp import MCPServer
-from wiremcp.errors import InvalidParams, ToolError
+from wiremcp import Context, MCPServer
+from wiremcp.errors import InvalidParams, MCPError, ToolError
+from wiremcp.principal import Principal
+from wiremcp.protocol import TASKS_EXTENSION
 from wiremcp.tasks import TERMINAL, DuplicateTask, TaskRecord, TaskStore
+from wiremcp.transports.memory import Client
+from wiremcp.types import JSONObject
 
 ALICE = "https://issuer.example|alice"
 BOB = "https://issuer.example|bob"
+
+VERSION = "2026-07-28"
+EXT = "2026-07-28/extensions/tasks"
+"""The spec page of the tasks extension, for ``pytest.mark.spec``."""
+BOUND = 5.0
+"""Failure bound for anything awaited on a task; nothing should come close."""
+OK_SCHEMA: JSONObject = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+YES: JSONObject = {"action": "accept", "content": {"ok": True}}
+NO: JSONObject = {"action": "decline"}
+MISSING_EXTENSION: JSONObject = {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 Check = Callable[[TaskStore, TaskStore], Awaitable[None]]
 
@@ -32,7 +50,10 @@ class Gate:
 
 def task_server(gate: Gate) -> MCPServer:
     """``slow`` (held by the gate, cancellable), ``batch`` (must be a task), ``plain`` (never one) and
-    ``broken`` (a tool error)."""
+    ``broken`` (a tool error); and those the extension's input and start rules need: ``refused`` (a
+    JSON-RPC error), ``confirm`` (asks once the gate opens), ``pair`` (asks twice at once), ``twice`` (asks
+    twice in turn), ``impatient`` (asks with a timeout), and, starting their tasks themselves, ``staged``
+    (asks before and inside its task), ``probe`` and ``quick`` (never starts one)."""
     server = MCPServer("tasks")
 
     @server.tool(task_support="optional")
@@ -58,7 +79,124 @@ def task_server(gate: Gate) -> MCPServer:
     async def broken() -> str:
         raise ToolError("it broke")
 
+    @server.tool(task_support="optional")
+    async def refused() -> str:
+        raise MCPError(-32001, "the backend refused")
+
+    @server.tool(task_support="optional")
+    async def confirm(ctx: Context) -> str:
+        await gate.release.wait()
+        answer = await ctx.elicit("Go ahead?", OK_SCHEMA)
+        return f"{answer.action}: {(answer.content or {}).get('ok')}"
+
+    @server.tool(task_support="optional")
+    async def pair(ctx: Context) -> str:
+        first, second = await asyncio.gather(ctx.elicit("First?", OK_SCHEMA),
+                                             ctx.elicit("Second?", OK_SCHEMA))
+        return f"{first.action} {second.action}"
+
+    @server.tool(task_support="optional")
+    async def twice(ctx: Context) -> str:
+        first = await ctx.elicit("First?", OK_SCHEMA)
+        second = await ctx.elicit("Second?", OK_SCHEMA)
+        return f"{first.action} {second.action}"
+
+    @server.tool(task_support="optional")
+    async def impatient(ctx: Context) -> str:
+        return (await ctx.elicit("Quick?", OK_SCHEMA, timeout=0.2)).action
+
+    @server.tool(task_support="optional", task_start="handler")
+    async def staged(ctx: Context) -> str:
+        """Asks before the task (MRTR rounds on the call), starts it, then asks again inside it."""
+        before = await ctx.elicit("Before?", OK_SCHEMA)
+        await ctx.start_task()
+        inside = await ctx.elicit("Inside?", OK_SCHEMA)
+        return f"{before.action} then {inside.action}"
+
+    @server.tool(task_support="optional", task_start="handler")
+    async def probe(ctx: Context) -> str:
+        await ctx.start_task()
+        return f"task_id={ctx.task_id}"
+
+    @server.tool(task_support="optional", task_start="handler")
+    async def quick(ctx: Context) -> str:
+        return f"no task: {ctx.task_id}"
+
     return server
+
+
+# -- a client's tasks in the handshake era (2025-11-25) ----------------------------------------------------
+
+
+async def create(client: Client, name: str, arguments: JSONObject, **task: Any) -> JSONObject:
+    """Call ``name`` as a task (``params.task``): the ``Task`` of the ``CreateTaskResult``."""
+    result = await client.request("tools/call", {"name": name, "arguments": arguments, "task": task})
+    created: JSONObject = result["task"]
+    return created
+
+
+# -- a client of the tasks extension (2026-07-28) ------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def connect(server: MCPServer, *, extension: bool = True, principal: str | None = None,
+                  version: str = VERSION) -> AsyncIterator[Client]:
+    """A client declaring elicitation (and the extension unless told not to), as ``principal``."""
+    caps: JSONObject = {"elicitation": {}}
+    if extension:
+        caps["extensions"] = {TASKS_EXTENSION: {}}
+    caller = Principal("https://issuer.test", principal) if principal is not None else None
+    async with Client(server, protocol_version=version, capabilities=caps, principal=caller) as client:
+        yield client
+
+
+async def start(client: Client, name: str, arguments: JSONObject | None = None) -> JSONObject:
+    result = await client.request("tools/call", {"name": name, "arguments": arguments or {}})
+    assert result["resultType"] == "task", result
+    return result
+
+
+async def get(client: Client, task_id: str) -> JSONObject:
+    return await client.request("tasks/get", {"taskId": task_id})
+
+
+async def update(client: Client, task_id: str, responses: Any) -> JSONObject:
+    return await client.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+
+
+async def error(client: Client, method: str, params: JSONObject) -> JSONObject:
+    response = await client.request_raw(method, client.with_meta(params))
+    assert "error" in response, response
+    found: JSONObject = response["error"]
+    return found
+
+
+async def until(client: Client, task_id: str, done: Callable[[JSONObject], bool]) -> JSONObject:
+    """The task as ``tasks/get`` shows it once ``done`` holds, re-read at each change the server publishes."""
+    with client.server.bus.subscribe() as changes:
+        events = aiter(changes)
+        async with asyncio.timeout(BOUND):
+            while not done(state := await get(client, task_id)):
+                await anext(events)
+    return state
+
+
+def status(*wanted: str) -> Callable[[JSONObject], bool]:
+    return lambda state: state["status"] in wanted
+
+
+def asking(count: int) -> Callable[[JSONObject], bool]:
+    return lambda state: state["status"] == "input_required" and len(state["inputRequests"]) == count
+
+
+def bare(result: JSONObject) -> JSONObject:
+    """A result less what every stateless result carries (to compare it with a notification's params)."""
+    return {k: v for k, v in result.items() if k not in ("resultType", "_meta")}
+
+
+def assert_ack(result: JSONObject) -> None:
+    assert result["resultType"] == "complete"
+    assert set(result) == {"resultType", "_meta"}, result
 
 
 async def create_get_and_ownership(a: TaskStore, b: TaskStore) -> None:

@@ -1,4 +1,5 @@
-"""Sessions over HTTP: ids, idle expiry (with an injected clock), the session limit, the store.
+"""``wiremcp.transports.sessions``: sessions over HTTP: ids, idle expiry (with an injected clock), the
+session limit, the store, and the memory a sweep of idle sessions hands back.
 
 All in process: a ``SessionManager`` with a ``FakeClock`` behind a ``StreamableHTTPEndpoint``,
 driven by plain ASGI calls, httpx over ``ASGITransport``, or uvicorn in the test's own loop.
@@ -10,7 +11,9 @@ import asyncio
 import gc
 import json
 import re
+import sys
 import tracemalloc
+import weakref
 from collections.abc import AsyncIterator
 
 import httpx
@@ -29,13 +32,15 @@ from tests.support.http import (
     request_body,
     serve_in_process,
 )
+from wiremcp import MCPServer
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
+from wiremcp.event_store import InMemoryEventStore
+from wiremcp.session import ServerSession
+from wiremcp.session_store import InMemorySessionStore, SessionStore
 from wiremcp.state import SessionState
-from wiremcp.transports.events import InMemoryEventStore
 from wiremcp.transports.sessions import (
     SessionLimitReached,
     SessionManager,
-    SessionStore,
     new_session_id,
 )
 from wiremcp.transports.streamable_http import StreamableHTTPEndpoint
@@ -279,3 +284,141 @@ async def test_a_session_deleted_on_one_replica_is_404_on_the_others() -> None:
         finally:
             await one.manager.close()
             await two.manager.close()
+
+
+# -- memory after idle expiry: the sweep hands it back (SessionManager._give_back) ----------------------
+# A sweep that ends many sessions leaves nothing of them referenced, rebuilds the tables that listed them at
+# the size the sessions left need, and only then releases the process's freed memory. What is checked is the
+# mechanism (references, table sizes, when the release runs), never resident memory.
+
+PING = json.dumps(request_body(2, "ping")).encode()
+
+
+class Swept:
+    """For the sweep tests: a manager of its own server (whose set of attached sessions no other test
+    shares), with a fake clock and the endpoint in front of it. With ``monkeypatch``, ``released`` records
+    each release of freed memory instead of doing it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch | None, *, give_back_after: int) -> None:
+        self.server = MCPServer("session-memory")
+        self.clock = FakeClock()
+        self.store = InMemorySessionStore()
+        self.manager = SessionManager(self.server, self.store, InMemoryEventStore(), idle_timeout=IDLE,
+                                      clock=self.clock)
+        self.manager.give_back_after = give_back_after
+        self.endpoint = StreamableHTTPEndpoint(self.manager)
+        self.released: list[int] = []
+        """How many sessions were left at each release."""
+        if monkeypatch is not None:
+            monkeypatch.setattr("wiremcp.transports.sessions.release_freed_memory",
+                                lambda: self.released.append(len(self.manager.live)))
+
+    async def open(self, n: int) -> list[str]:
+        """``n`` sessions, each initialized, then pinged."""
+        ids = []
+        for _ in range(n):
+            answer = await asgi_request(self.endpoint, "POST", INIT, post_headers(), timeout=None)
+            assert answer.status == 200, answer.body
+            sid = answer.headers["mcp-session-id"]
+            headers = post_headers(**{"mcp-session-id": sid})
+            assert (await asgi_request(self.endpoint, "POST", INITIALIZED, headers, timeout=None)).status == 202
+            assert (await asgi_request(self.endpoint, "POST", PING, headers, timeout=None)).status == 200
+            ids.append(sid)
+        # A request's task is done once answered, but leaves its session only when its done-callback has run:
+        # callbacks run in the order they were scheduled, so one scheduled now runs after it.
+        loop = asyncio.get_running_loop()
+        turned = loop.create_future()
+        loop.call_soon(turned.set_result, None)
+        await turned
+        assert not any(live.busy for live in self.manager.live.values())
+        return ids
+
+    def sessions(self, ids: list[str]) -> list[weakref.ref[ServerSession]]:
+        return [weakref.ref(self.manager.live[sid].session) for sid in ids]
+
+    def table_sizes(self) -> tuple[int, int, int]:
+        """Bytes of the manager's table, the store's, and the server's set of attached sessions."""
+        return (sys.getsizeof(self.manager.live), sys.getsizeof(self.store._states),
+                sys.getsizeof(self._attached()))
+
+    def compact_sizes(self) -> tuple[int, int, int]:
+        """What the same tables would take if built now for what they hold."""
+        return (sys.getsizeof(dict(self.manager.live)), sys.getsizeof(dict(self.store._states)),
+                sys.getsizeof(set(self._attached())))
+
+    def _attached(self) -> set[weakref.ref[ServerSession]]:
+        """The set inside the server's ``WeakSet`` of attached sessions."""
+        data: set[weakref.ref[ServerSession]] = self.server._sessions.data  # type: ignore[attr-defined]
+        return data
+
+
+@pytest.fixture
+async def swept(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Swept]:
+    s = Swept(monkeypatch, give_back_after=40)
+    yield s
+    await s.manager.close()
+
+
+async def test_a_sweep_that_ends_many_sessions_leaves_nothing_of_them_and_shrinks_the_tables(swept: Swept) -> None:
+    ended = await swept.open(60)
+    swept.clock.advance(IDLE / 2)
+    kept = await swept.open(3)
+    gone, alive = swept.sessions(ended), swept.sessions(kept)
+    assert all(ref() is not None for ref in gone)
+    table = swept.manager.live
+    tables = (swept.store._states, swept.server._sessions, swept._attached())
+    peak = swept.table_sizes()
+    swept.clock.advance(IDLE / 2 + 1)
+
+    assert await swept.manager.expire_idle() == 60
+
+    # Freed by reference counting alone, before any collection: no reference to them is left, and no cycle.
+    assert [ref for ref in gone if ref() is not None] == []
+    assert all(ref() is not None for ref in alive)
+    # Rebuilt in place: a table made now would land among the memory just freed, and hold it.
+    assert swept.manager.live is table
+    assert all(now is before for now, before in
+               zip((swept.store._states, swept.server._sessions, swept._attached()), tables, strict=True))
+    assert sorted(swept.manager.live) == sorted(kept)
+    assert await swept.store.count() == 3
+    assert len(swept.server._sessions) == 3
+    # The tables are the size of what is left, smaller than at their peak.
+    sizes = swept.table_sizes()
+    assert sizes == swept.compact_sizes()
+    assert all(now < before for now, before in zip(sizes, peak, strict=True)), (sizes, peak)
+    assert swept.released == [3]  # once, after the tables were rebuilt
+    # The sessions left are served as before.
+    for sid in kept:
+        headers = post_headers(**{"mcp-session-id": sid})
+        assert (await asgi_request(swept.endpoint, "POST", PING, headers, timeout=None)).status == 200
+
+
+async def test_a_sweep_that_ends_few_sessions_or_fewer_than_are_left_keeps_their_room(swept: Swept) -> None:
+    await swept.open(30)
+    swept.clock.advance(IDLE / 2)
+    await swept.open(45)
+    swept.clock.advance(IDLE / 2 + 1)
+    assert await swept.manager.expire_idle() == 30  # fewer than give_back_after (40)
+    assert swept.released == []
+    await swept.open(50)
+    swept.clock.advance(IDLE / 2)
+    assert await swept.manager.expire_idle() == 45  # enough, but fewer than the 50 left
+    assert swept.released == []
+    swept.clock.advance(IDLE / 2 + 1)
+    assert await swept.manager.expire_idle() == 50  # enough, and none left
+    assert swept.released == [0]
+    assert swept.table_sizes() == swept.compact_sizes()
+
+
+async def test_the_release_itself_runs_when_a_sweep_ends_the_last_sessions() -> None:
+    """The real release (a full collection, then ``malloc_trim`` where there is one), not a stand-in."""
+    swept = Swept(None, give_back_after=5)
+    try:
+        gone = swept.sessions(await swept.open(5))
+        swept.clock.advance(IDLE + 1)
+        assert await swept.manager.expire_idle() == 5
+        assert swept.manager.live == {}
+        assert [ref for ref in gone if ref() is not None] == []
+        assert swept.table_sizes() == swept.compact_sizes()
+    finally:
+        await swept.manager.close()

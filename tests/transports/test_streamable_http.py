@@ -31,8 +31,8 @@ from tests.support.http import (
 )
 from tests.support.http_fixture_server import MAX_MESSAGE_BYTES
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, PARSE_ERROR
+from wiremcp.event_store import InMemoryEventStore
 from wiremcp.transports.channels import READER_QUEUE
-from wiremcp.transports.events import InMemoryEventStore
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.streamable_http import HttpOptions
 

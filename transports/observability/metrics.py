@@ -20,8 +20,8 @@ from prometheus_client.metrics_core import Metric
 from wiremcp.observer import OUTCOMES, method_label, outcome
 
 if TYPE_CHECKING:
-    from wiremcp.answer import Answer
     from wiremcp.jsonrpc import Request
+    from wiremcp.outcome import Outcome
     from wiremcp.server import MCPServer
     from wiremcp.transports.http_app import MCPHttpApp
 
@@ -66,7 +66,7 @@ class Metrics:
         self.inflight += 1
         return time.perf_counter(), request
 
-    def finished(self, token: Any, answer: Answer | None) -> None:
+    def finished(self, token: Any, answer: Outcome | None) -> None:
         began, request = token
         self.inflight -= 1
         kind, code = outcome(answer)

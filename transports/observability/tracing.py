@@ -23,8 +23,8 @@ from wiremcp.observer import method_label, outcome
 from wiremcp.transports.observability.operations import TRACE_HEADERS
 
 if TYPE_CHECKING:
-    from wiremcp.answer import Answer
     from wiremcp.jsonrpc import Request
+    from wiremcp.outcome import Outcome
 
 _TARGETS = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
 """Methods whose span name has a target, and the attribute that names it."""
@@ -57,7 +57,7 @@ class Tracing:
         span = self.tracer.start_span(name, context=_parent(params), kind=SpanKind.SERVER, attributes=attributes)
         return span, otel_context.attach(trace.set_span_in_context(span))
 
-    def finished(self, token: Any, answer: Answer | None) -> None:
+    def finished(self, token: Any, answer: Outcome | None) -> None:
         span, attached = token
         otel_context.detach(attached)
         kind, code = outcome(answer)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import base64
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from wiremcp.replica_link import ClusterEvents
 from wiremcp.replicas import life_name
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.server import MCPServer
@@ -16,6 +18,9 @@ from wiremcp.transports.redis.connection import Keys, connect, reachable
 from wiremcp.transports.redis.events import RedisEventStore
 from wiremcp.transports.redis.sessions import RedisSessionStore
 from wiremcp.transports.redis.tasks import RedisTaskStore
+
+if TYPE_CHECKING:
+    from wiremcp.task_runner import TaskRunner
 
 
 @dataclass(slots=True)
@@ -52,8 +57,7 @@ class RedisBackend:
         runner.cancel_elsewhere = self.cluster.broadcast_task_cancel
         runner.alive = self.cluster.alive
         runner.inputs.wake_elsewhere = self.cluster.broadcast_task_input
-        self.cluster.on_task_cancel = runner.cancel_local
-        self.cluster.on_task_input = runner.inputs.wake_soon
+        self.cluster.listen(TaskEvents(runner))
 
     async def share_request_state_key(self, server: MCPServer, ttl: float) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one
@@ -66,3 +70,18 @@ class RedisBackend:
         if shared:
             server.request_states = RequestStateSealer.from_strings(
                 [shared.decode() if isinstance(shared, bytes) else shared], ttl=ttl)
+
+
+class TaskEvents(ClusterEvents):
+    """The task runner's side of the link: tasks cancelled or answered on another replica, run here."""
+
+    __slots__ = ("_runner",)
+
+    def __init__(self, runner: TaskRunner) -> None:
+        self._runner = runner
+
+    def task_cancelled(self, task_id: str) -> None:
+        self._runner.cancel_local(task_id)
+
+    def task_input_arrived(self, task_id: str) -> None:
+        self._runner.inputs.wake_soon(task_id)

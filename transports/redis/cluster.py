@@ -5,8 +5,11 @@ Replicas share sessions through the stores; what a store cannot carry goes over 
 - a wake-up when an event is appended to a session's stream (whoever reads that stream, wherever);
 - a client's response to a server-to-client request, to the replica whose handler waits for it
   (server-to-client request ids name their replica: ``<replica>:<n>``);
-- cancellations and deleted sessions, to every replica;
+- cancellations, deleted and changed sessions, cancelled and answered tasks, to every replica;
 - the subscription bus's change events, to every replica.
+
+It is the core's ``ReplicaLink`` over Redis, and hands what arrives to its listeners (``ClusterEvents``,
+each registered once with ``listen``).
 
 Every replica renews a lease key while it runs; a stream whose producer lost its lease is taken
 for orphaned (see ``transports.shared_streams``).
@@ -23,6 +26,7 @@ from collections.abc import Callable, Iterator
 import orjson
 from redis.exceptions import RedisError
 
+from wiremcp.replica_link import ClusterEvents
 from wiremcp.transports.redis.connection import Keys, Redis, reachable
 from wiremcp.types import JSONObject, RequestId
 
@@ -42,7 +46,7 @@ return 0
 
 
 class Cluster:
-    """One per process. ``start`` before serving, ``close`` after."""
+    """One per process (a ``ReplicaLink``). ``start`` before serving, ``close`` after."""
 
     def __init__(self, client: Redis, listener: Redis, keys: Keys, *, replica: str, lease: float = 5.0) -> None:
         self.client = client
@@ -50,14 +54,7 @@ class Cluster:
         self.keys = keys
         self.replica = replica
         self.lease = lease
-        self.on_response: Callable[[str, bytes], None] | None = None
-        self.on_cancel: Callable[[str, JSONObject], None] | None = None
-        self.on_delete: Callable[[str], None] | None = None
-        self.on_changed: Callable[[str], None] | None = None
-        self.on_reconnect: Callable[[], None] | None = None
-        self.on_task_cancel: Callable[[str], None] | None = None
-        self.on_task_input: Callable[[str], None] | None = None
-        self.bus_handlers: list[Callable[[JSONObject], None]] = []
+        self._listeners: list[ClusterEvents] = []
         self._watches: dict[str, set[asyncio.Event]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._subscribed = asyncio.Event()
@@ -97,6 +94,12 @@ class Cluster:
         for client in (self.client, self._listener_client):
             with contextlib.suppress(Exception):
                 await client.aclose()
+
+    def listen(self, listener: ClusterEvents) -> None:
+        """Hand the messages from other replicas to ``listener`` too (in the order listeners came)."""
+        if any(known is listener for known in self._listeners):
+            raise ValueError("this listener already listens")
+        self._listeners.append(listener)
 
     @property
     def connected(self) -> bool:
@@ -140,8 +143,7 @@ class Cluster:
                             self._subscribed.set()
                             backoff = 0.05
                             self._wake_all()  # anything published while we were away: readers look again
-                            if self.on_reconnect is not None:
-                                self.on_reconnect()
+                            self._deliver(lambda listener: listener.reconnected())
                     elif kind == "message":
                         self._dispatch(message["data"])
             except asyncio.CancelledError:
@@ -159,27 +161,35 @@ class Cluster:
     def _dispatch(self, data: bytes) -> None:
         try:
             message = orjson.loads(data)
-            kind = message[0]
-            if kind == "w":
-                for event in self._watches.get(message[1], ()):
-                    event.set()
-            elif kind == "b":
-                for handler in list(self.bus_handlers):
-                    handler(message[1])
-            elif kind == "r" and self.on_response is not None:
-                self.on_response(message[1], message[2].encode())
-            elif kind == "c" and self.on_cancel is not None:
-                self.on_cancel(message[1], message[2])
-            elif kind == "d" and self.on_delete is not None and message[2] != self.replica:
-                self.on_delete(message[1])
-            elif kind == "u" and self.on_changed is not None and message[2] != self.replica:
-                self.on_changed(message[1])
-            elif kind == "t" and self.on_task_cancel is not None:
-                self.on_task_cancel(message[1])
-            elif kind == "i" and self.on_task_input is not None:
-                self.on_task_input(message[1])
+            match message:
+                case ["w", sid, *_]:
+                    for event in self._watches.get(sid, ()):
+                        event.set()
+                case ["b", event, *_]:
+                    self._deliver(lambda listener: listener.bus_event(event))
+                case ["r", sid, raw, *_]:
+                    response = raw.encode()
+                    self._deliver(lambda listener: listener.response_arrived(sid, response))
+                case ["c", sid, params, *_]:
+                    self._deliver(lambda listener: listener.request_cancelled(sid, params))
+                case ["d", sid, sender, *_] if sender != self.replica:  # the sender has dropped it already
+                    self._deliver(lambda listener: listener.session_deleted(sid))
+                case ["u", sid, sender, *_] if sender != self.replica:
+                    self._deliver(lambda listener: listener.session_changed(sid))
+                case ["t", task_id, *_]:
+                    self._deliver(lambda listener: listener.task_cancelled(task_id))
+                case ["i", task_id, *_]:
+                    self._deliver(lambda listener: listener.task_input_arrived(task_id))
         except Exception:
             log.exception("could not handle a message from another replica")
+
+    def _deliver(self, event: Callable[[ClusterEvents], None]) -> None:
+        """Hand one event to every listener; one that fails does not keep it from the others."""
+        for listener in list(self._listeners):
+            try:
+                event(listener)
+            except Exception:
+                log.exception("a listener failed on a message from another replica")
 
     def _wake_all(self) -> None:
         for events in self._watches.values():

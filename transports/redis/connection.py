@@ -15,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from wiremcp.transports.unavailable import StoreUnavailable
+from wiremcp.unavailable import StoreUnavailable
 
 Redis = redis.Redis
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import orjson
 
-from wiremcp.transports.events import EventStore, StoredEvent
+from wiremcp.event_store import EventStore, StoredEvent
 from wiremcp.transports.redis.connection import Keys, Redis, reachable
 from wiremcp.types import JSONObject, RequestId
 

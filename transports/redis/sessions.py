@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
+from wiremcp.session_store import SessionStore
 from wiremcp.state import SessionState
 from wiremcp.transports.redis.connection import Keys, Redis, reachable
-from wiremcp.transports.sessions import SessionStore
-from wiremcp.transports.unavailable import StoreUnavailable
+from wiremcp.unavailable import StoreUnavailable
 
 _NOW_MS = """
 local now = redis.call('TIME')

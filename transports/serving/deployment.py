@@ -11,11 +11,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from wiremcp.event_store import EventStore, InMemoryEventStore
 from wiremcp.logs import setup_logging
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.server import MCPServer
 from wiremcp.transports.asgi import ASGIApp
-from wiremcp.transports.events import EventStore, InMemoryEventStore
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.serving.loader import load_server
 from wiremcp.transports.serving.settings import ConfigError, Settings

@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.cluster import make_cluster, next_item, started, until
 from tests.support.redis import RedisServer
+from wiremcp.replica_link import ClusterEvents
 from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Keys
 from wiremcp.transports.redis.events import RedisEventStore
@@ -31,18 +32,43 @@ async def replicas(redis_server: RedisServer, redis_keys: Keys) -> AsyncIterator
         yield a, b
 
 
-class Inbox:
-    """What one replica's callbacks received, in order."""
+class Inbox(ClusterEvents):
+    """What one replica's listener received, in order."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.responses: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
         self.cancels: asyncio.Queue[tuple[str, JSONObject]] = asyncio.Queue()
         self.deletes: asyncio.Queue[str] = asyncio.Queue()
+        self.changes: asyncio.Queue[str] = asyncio.Queue()
+        self.reconnects: asyncio.Queue[None] = asyncio.Queue()
+        self.task_cancels: asyncio.Queue[str] = asyncio.Queue()
+        self.task_inputs: asyncio.Queue[str] = asyncio.Queue()
         self.bus: asyncio.Queue[JSONObject] = asyncio.Queue()
-        cluster.on_response = lambda sid, raw: self.responses.put_nowait((sid, raw))
-        cluster.on_cancel = lambda sid, params: self.cancels.put_nowait((sid, params))
-        cluster.on_delete = self.deletes.put_nowait
-        cluster.bus_handlers.append(self.bus.put_nowait)
+        cluster.listen(self)
+
+    def response_arrived(self, session_id: str, raw: bytes) -> None:
+        self.responses.put_nowait((session_id, raw))
+
+    def request_cancelled(self, session_id: str, params: JSONObject) -> None:
+        self.cancels.put_nowait((session_id, params))
+
+    def session_deleted(self, session_id: str) -> None:
+        self.deletes.put_nowait(session_id)
+
+    def session_changed(self, session_id: str) -> None:
+        self.changes.put_nowait(session_id)
+
+    def reconnected(self) -> None:
+        self.reconnects.put_nowait(None)
+
+    def task_cancelled(self, task_id: str) -> None:
+        self.task_cancels.put_nowait(task_id)
+
+    def task_input_arrived(self, task_id: str) -> None:
+        self.task_inputs.put_nowait(task_id)
+
+    def bus_event(self, event: JSONObject) -> None:
+        self.bus.put_nowait(event)
 
 
 async def test_leases_tell_which_replicas_are_alive(replicas: tuple[Cluster, Cluster]) -> None:
@@ -87,6 +113,42 @@ async def test_cancellations_and_deletions_reach_the_other_replica(replicas: tup
     assert at_a.deletes.empty()
     await b.broadcast_delete("sid-3")
     assert await next_item(at_a.deletes) == "sid-3"
+
+
+async def test_changed_sessions_reach_the_other_replica_and_task_events_every_replica(
+        replicas: tuple[Cluster, Cluster]) -> None:
+    a, b = replicas
+    at_a, at_b = Inbox(a), Inbox(b)
+    await a.broadcast_changed("sid-1")
+    assert await next_item(at_b.changes) == "sid-1"
+    await a.broadcast_task_cancel("task-1")
+    await a.broadcast_task_input("task-2")
+    for inbox in (at_a, at_b):  # the replica running the task may be the one that took the request
+        assert await next_item(inbox.task_cancels) == "task-1"
+        assert await next_item(inbox.task_inputs) == "task-2"
+    assert at_a.changes.empty()  # A changed it, A's copy is current: published before the task events
+
+
+class Failing(ClusterEvents):
+    def request_cancelled(self, session_id: str, params: JSONObject) -> None:
+        raise RuntimeError("a listener that fails")
+
+
+async def test_every_listener_hears_each_event_once_and_a_failing_one_silences_no_other(
+        replicas: tuple[Cluster, Cluster]) -> None:
+    a, b = replicas
+    b.listen(Failing())
+    first, second = Inbox(b), Inbox(b)
+    b.listen(ClusterEvents())  # hears everything, does nothing
+    params: JSONObject = {"requestId": 1}
+    await a.broadcast_cancel("sid-1", params)
+    await a.broadcast_delete("sid-2")
+    for inbox in (first, second):
+        assert await next_item(inbox.cancels) == ("sid-1", params)
+        assert await next_item(inbox.deletes) == "sid-2"
+        assert inbox.cancels.empty()
+    with pytest.raises(ValueError, match="already listens"):
+        b.listen(first)  # once per listener
 
 
 async def test_bus_events_reach_every_replica_from_the_loop_or_a_worker_thread(
@@ -151,6 +213,7 @@ async def test_the_listener_reconnects_after_redis_restarts(
         finally:
             redis_server.start()
         await until(lambda: a.connected and b.connected, what="both listeners resubscribing")
+        await next_item(at_a.reconnects)  # announcements may have been missed: the listeners are told
         # Whatever was published meanwhile was lost: readers are woken to look at the store again.
         async with asyncio.timeout(10):
             await woken.wait()

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.cluster import TIMEOUT, until
 from tests.support.redis import RedisServer
-from wiremcp.transports.events import StoredEvent
+from wiremcp.event_store import StoredEvent
 from wiremcp.transports.redis.connection import Keys, Redis, connect
 from wiremcp.transports.redis.events import RedisEventStore
 from wiremcp.types import JSONObject

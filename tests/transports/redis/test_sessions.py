@@ -18,7 +18,7 @@ from wiremcp.transports.redis.connection import Keys, Redis, connect
 from wiremcp.transports.redis.sessions import RedisSessionStore
 from wiremcp.transports.sessions import SessionManager
 from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
-from wiremcp.transports.unavailable import StoreUnavailable
+from wiremcp.unavailable import StoreUnavailable
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -37,7 +37,7 @@ def full_state(sid: str) -> SessionState:
         client_info={"name": "tester", "version": "1.2.3", "title": "Tëster"},
         server_capabilities=["tools", "resources", "prompts"], log_level="warning",
         subscriptions={"fixture://watched", "file:///tmp/a b.txt", "fixture://grüße"},
-        initialized=True, ready=True, principal="https://issuer.example|alice")
+        initialized=True, ready=True, owner="https://issuer.example|alice")
 
 
 async def test_create_get_save_delete_and_count(client: Redis, redis_keys: Keys) -> None:
@@ -74,16 +74,16 @@ async def test_every_field_of_the_state_round_trips(client: Redis, redis_keys: K
     assert created == state
     assert created is not None
     assert isinstance(created.subscriptions, set)
-    assert created.principal == "https://issuer.example|alice"
+    assert created.owner == "https://issuer.example|alice"
 
     created.subscriptions.discard("fixture://watched")
     created.subscriptions.add("fixture://items/7")
-    created.principal = None
+    created.owner = None
     await store.save(created)
     saved = await store.get("full")
     assert saved is not None
     assert saved.subscriptions == {"file:///tmp/a b.txt", "fixture://grüße", "fixture://items/7"}
-    assert saved.principal is None
+    assert saved.owner is None
     assert saved == created
 
 

@@ -1,0 +1,129 @@
+"""The one way into the core: a classified request (``wiremcp.inbound``) served in its era, and its
+``Outcome``.
+
+Every transport (Streamable HTTP in both eras, HTTP+SSE, stdio, in memory) classifies what it reads and
+hands each request to ``serve``: the request runs in the state of its era (the handshake session's, or the
+envelope its ``_meta`` declares), in a ``Context`` whose way of asking the client for input is chosen here
+(``wiremcp.asking``), through the dispatcher. A request on a session is tracked by it, so that the client
+can cancel it (``notifications/cancelled``); a JSON-RPC batch comes in through ``serve_batch``. ``server.observer``, when set, sees it start and end. The
+transport turns the outcome into its wire (``wiremcp.transports.outcomes`` for HTTP).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from wiremcp import jsonrpc
+from wiremcp.context import Context
+from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
+from wiremcp.inbound import Inbound, classify
+from wiremcp.logs import REQUEST_ID
+from wiremcp.outcome import Outcome
+from wiremcp.principal import Principal
+from wiremcp.protocol import BATCH_VERSIONS
+from wiremcp.types import JSONObject, Send, StreamControl
+
+if TYPE_CHECKING:
+    from wiremcp.server import MCPServer
+    from wiremcp.session import ServerSession
+
+log = logging.getLogger("wiremcp.entry")
+
+
+async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: ServerSession | None = None,
+                control: StreamControl | None = None, principal: Principal | None = None) -> Outcome | None:
+    """Answer one request. ``send`` carries the messages related to it; ``session``: the handshake-era
+    session it arrives on (required for a handshake-era request); ``control``: its stream, where the
+    transport can close it early; ``principal``: who sent it. None: the client cancelled it."""
+    if session is None:
+        return await _run(server, inbound, send, None, control, principal)
+    request = inbound.request
+    refused = session.begin(request)
+    if refused is not None:
+        return refused
+    try:
+        return await _run(server, inbound, send, session, control, principal)
+    except asyncio.CancelledError:
+        if session.cancelled_by_client(request.id):
+            return None
+        raise
+    finally:
+        session.end(request.id)
+
+
+async def _run(server: MCPServer, inbound: Inbound, send: Send, session: ServerSession | None,
+               control: StreamControl | None, principal: Principal | None) -> Outcome:
+    request = inbound.request
+    observer = server.observer
+    token = observer.started(request, session.state.id if session is not None else None) \
+        if observer is not None else None
+    logged = REQUEST_ID.set(request.id)
+    done: Outcome | None = None  # None at the end: cancelled
+    try:
+        if inbound.envelope is not None:
+            state = inbound.envelope
+        else:
+            assert session is not None, "a handshake-era request is served on its session"
+            state = session.state
+        ctx = Context(server, state, request.id, request.method, request.params, send, stateless=inbound.stateless,
+                      session=session, control=control, principal=principal)
+        value = await server.dispatcher.dispatch(request.method, request.params, ctx)
+        done = Outcome(jsonrpc.result(request.id, value))
+        return done
+    except MCPError as exc:
+        done = Outcome.failed(request.id, exc)
+        return done
+    except Exception:
+        log.exception("internal error handling %s", request.method)
+        done = Outcome(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), internal=True)
+        return done
+    finally:
+        REQUEST_ID.reset(logged)
+        if observer is not None:
+            observer.finished(token, done)
+
+
+class Batch:
+    """A JSON-RPC batch taken apart (``serve_batch``): the replies already due and the requests running."""
+
+    __slots__ = ("replies", "running")
+
+    def __init__(self) -> None:
+        self.replies: list[JSONObject] = []
+        self.running: list[asyncio.Future[Outcome | None]] = []
+
+    async def answers(self) -> list[JSONObject]:
+        """Every reply of the batch, once its requests are answered (empty: nothing to answer)."""
+        answered = await asyncio.gather(*self.running)
+        return [*self.replies, *(done.message for done in answered if done is not None)]
+
+
+def serve_batch(server: MCPServer, items: list[jsonrpc.Message], send: Send, *, session: ServerSession,
+                principal: Principal | None = None) -> Batch | JSONObject:
+    """A JSON-RPC batch on a handshake-era session. Before this returns, its notifications and responses
+    are handled and its requests started, each classified and served as a single request would be and run
+    concurrently; ``Batch.answers`` gives the replies. Or the one error reply when this session may not
+    send batches (only 2025-03-26 clients may)."""
+    if session.state.protocol_version not in BATCH_VERSIONS:
+        return jsonrpc.error(None, INVALID_REQUEST,
+                             "Invalid Request: JSON-RPC batches are only accepted from 2025-03-26 clients")
+    batch = Batch()
+    for item in items:
+        if isinstance(item, jsonrpc.Request):
+            inbound = classify(item, server)
+            if item.method == "initialize":
+                batch.replies.append(jsonrpc.error(item.id, INVALID_REQUEST, "initialize must not be batched"))
+            elif isinstance(inbound, Outcome):
+                batch.replies.append(inbound.message)
+            else:
+                batch.running.append(asyncio.ensure_future(
+                    serve(server, inbound, send, session=session, principal=principal)))
+        elif isinstance(item, jsonrpc.Notification):
+            session.handle_notification(item)
+        elif isinstance(item, jsonrpc.Response):
+            session.handle_response(item)
+        elif item.reply is not None:
+            batch.replies.append(item.reply)
+    return batch

@@ -1,0 +1,172 @@
+"""``wiremcp.transports.serving.deployment``: the composition root. What the settings make of a server
+(shared ``requestState`` keys, task limits), of authentication (``WIREMCP_AUTH_*``: which verifier, or a
+refusal at startup) and of the HTTP app (its path, metrics, the probes in front); and a bad setting met
+while serving, which ends the process with one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+from tests.support.http import CLIENT_INFO, asgi_request, post_headers, request_body
+from tests.support.tasks import Gate, task_server
+from tests.support.tokens import challenge_params
+from wiremcp import MCPServer
+from wiremcp.auth.metadata import WELL_KNOWN
+from wiremcp.request_state import RequestStateSealer
+from wiremcp.transports.observability.metrics import Metrics
+from wiremcp.transports.serving.deployment import (
+    _redacted,
+    build_auth,
+    build_http_app,
+    build_metrics,
+    build_redis,
+    configure,
+    default_asgi,
+    run,
+)
+from wiremcp.transports.serving.settings import ConfigError, Settings
+
+RESOURCE = "https://mcp.example.test/mcp"
+ISSUER = "https://as.example.test"
+KEY = "AAECAwQFBgcICQoLDA0ODw"
+"""A 16-byte ``requestState`` key, base64."""
+
+
+@pytest.fixture
+def no_wiremcp_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment without any ``WIREMCP_*`` variable (for what reads ``Settings.from_env``)."""
+    for name in [n for n in os.environ if n.startswith("WIREMCP_")]:
+        monkeypatch.delenv(name)
+
+
+# -- the server ----------------------------------------------------------------------------------------------
+
+
+def test_shared_request_state_keys_replace_the_servers_own() -> None:
+    server = MCPServer("keys")
+    own = server.request_states
+    configure(server, Settings(request_state_keys=(KEY,), request_state_ttl_seconds=42.0))
+    assert isinstance(server.request_states, RequestStateSealer)
+    assert server.request_states is not own
+    assert server.request_states.ttl == 42.0
+
+
+@pytest.mark.parametrize("key", ["not base64!", "AAEC"])
+def test_a_bad_request_state_key_is_a_config_error(key: str) -> None:
+    with pytest.raises(ConfigError, match="WIREMCP_REQUEST_STATE_KEYS"):
+        configure(MCPServer("keys"), Settings(request_state_keys=(key,)))
+
+
+def test_a_server_without_task_tools_gets_no_task_runner() -> None:
+    server = MCPServer("plain")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    assert configure(server, Settings(max_tasks_per_owner=3)) is server
+    assert not server.has_task_runner
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/tasks")
+def test_the_task_settings_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wiremcp.transports.serving.deployment import configure
+    from wiremcp.transports.serving.settings import Settings
+
+    monkeypatch.setenv("WIREMCP_TASK_TTL_SECONDS", "120")
+    monkeypatch.setenv("WIREMCP_TASK_POLL_INTERVAL_MS", "250")
+    monkeypatch.setenv("WIREMCP_MAX_TASKS_PER_OWNER", "3")
+    runner = configure(task_server(Gate()), Settings.from_env()).task_runner
+    assert (runner.default_ttl_ms, runner.poll_interval_ms, runner.max_running_per_owner) == (120_000, 250, 3)
+
+
+# -- authentication ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("options", "complaint"), [
+    ({"auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_RESOURCE"),
+    ({"auth_static_tokens": ("t=a",)}, "WIREMCP_AUTH_RESOURCE"),
+    ({"auth_resource": RESOURCE, "auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_ISSUER"),
+    ({"auth_resource": RESOURCE, "auth_issuer": ISSUER}, "WIREMCP_AUTH_JWKS_URL"),
+    ({"auth_resource": RESOURCE, "auth_issuer": ISSUER, "auth_introspection_url": ISSUER + "/introspect"},
+     "WIREMCP_AUTH_CLIENT_ID"),
+    ({"auth_resource": "mcp.example.test/mcp", "auth_issuer": ISSUER, "auth_static_tokens": ("t=a",)},
+     "absolute"),
+    ({"auth_resource": RESOURCE, "auth_issuer": ISSUER, "auth_jwks_url": ISSUER + "/jwks",
+      "auth_algorithms": ("HS256",)}, "asymmetric"),
+])
+def test_incomplete_auth_settings_are_refused_at_startup(options: dict[str, Any], complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        build_auth(Settings(**options))
+
+
+def test_without_auth_settings_there_is_no_authentication() -> None:
+    assert build_auth(Settings()) is None
+
+
+async def test_static_tokens_from_the_settings_guard_the_http_app() -> None:
+    server = MCPServer("configured")
+    settings = Settings(auth_resource="http://127.0.0.1/mcp", auth_issuer=ISSUER, auth_scopes=("mcp:tools",),
+                        auth_static_tokens=("t1=alice:mcp:tools mcp:read", "t2=bob:mcp:read"))
+    app = build_http_app(server, settings)
+    refused = await asgi_request(app, "POST", b"{}")
+    assert refused.status == 401
+    assert challenge_params(refused.headers["www-authenticate"]) == {
+        "scope": "mcp:tools", "resource_metadata": "http://127.0.0.1/.well-known/oauth-protected-resource/mcp"}
+    lacking = await asgi_request(app, "POST", b"{}", {"authorization": "Bearer t2"})
+    assert lacking.status == 403
+    ok = await asgi_request(app, "POST", b"{}", {"authorization": "Bearer t1", "accept": "application/json, text/event-stream",
+                                                 "content-type": "application/json"})
+    assert ok.status == 400  # through authentication: the empty object is the MCP endpoint's to refuse
+    metadata = await asgi_request(app, "GET", path=WELL_KNOWN + "/mcp")
+    assert metadata.json()["scopes_supported"] == ["mcp:tools"]
+
+
+# -- the HTTP app ------------------------------------------------------------------------------------------------
+
+
+async def test_the_http_app_serves_the_endpoint_at_the_configured_path_behind_the_probes() -> None:
+    app = build_http_app(MCPServer("configured"), Settings(path="/rpc", legacy_sse=False))
+    initialize = json.dumps(request_body(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                           "clientInfo": CLIENT_INFO})).encode()
+    answered = await asgi_request(app, "POST", initialize, post_headers(), path="/rpc")
+    assert answered.status == 200, answered.body
+    assert (await asgi_request(app, "POST", initialize, post_headers(), path="/mcp")).status == 404
+    assert (await asgi_request(app, "GET", path="/healthz")).status == 200
+    assert (await asgi_request(app, "GET", path="/metrics")).status == 200
+
+
+def test_metrics_unless_switched_off_and_redis_only_when_configured() -> None:
+    assert isinstance(build_metrics(Settings()), Metrics)
+    assert build_metrics(Settings(metrics=False)) is None
+    assert build_redis(MCPServer("local"), Settings()) is None
+
+
+def test_a_redis_url_is_logged_without_its_password() -> None:
+    assert _redacted("redis://user:s3cret@redis:6379/0") == "redis://***@redis:6379/0"
+    assert _redacted("redis://redis:6379/0") == "redis://redis:6379/0"
+
+
+# -- a bad setting while serving: one line, exit status 2 ---------------------------------------------------------
+
+
+@pytest.mark.usefixtures("no_wiremcp_variables")
+def test_a_bad_setting_ends_the_default_deployment_with_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("WIREMCP_MAX_SESSIONS", "many")
+    with pytest.raises(SystemExit) as exited:
+        default_asgi()
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "wiremcp: error: WIREMCP_MAX_SESSIONS must be an integer, got 'many'\n"
+
+
+@pytest.mark.usefixtures("no_wiremcp_variables")
+def test_an_unknown_transport_ends_server_run_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run(MCPServer("x"), "websocket", host="127.0.0.1", port=8000)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "wiremcp: error: transport must be 'stdio' or 'http', not 'websocket'\n"

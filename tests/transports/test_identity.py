@@ -1,0 +1,22 @@
+"""``wiremcp.transports.identity``: who is calling, as authentication left it in the ASGI scope, and the
+identity a session made by that request is bound to."""
+
+from __future__ import annotations
+
+from wiremcp.principal import SCOPE_KEY, Principal
+from wiremcp.transports.asgi import Scope
+from wiremcp.transports.identity import caller, owner_key
+
+ALICE = Principal("https://as.example.test", "alice", "app", frozenset({"mcp:tools"}))
+
+
+def test_the_caller_is_the_principal_authentication_left_in_the_scope() -> None:
+    scope: Scope = {"type": "http", SCOPE_KEY: ALICE}
+    assert caller(scope) is ALICE
+    assert owner_key(scope) == "https://as.example.test|alice"
+
+
+def test_without_authentication_there_is_no_caller_and_no_owner() -> None:
+    scope: Scope = {"type": "http", "headers": []}
+    assert caller(scope) is None
+    assert owner_key(scope) is None
