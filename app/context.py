@@ -68,12 +68,12 @@ class Context:
     """Handed to a handler that declares a parameter annotated ``Context``."""
 
     __slots__ = (
+        "_asker",
         "_control",
         "_last_progress",
         "_principal",
         "_send",
         "_starter",
-        "asker",
         "exchange",
         "meta",
         "method",
@@ -109,9 +109,17 @@ class Context:
         self.task: TaskBinding | None = None
         """The task this call runs as, once it is one."""
         self._starter: Callable[[], Awaitable[None]] | None = None
-        self.asker: Asker = InputRounds(self) if stateless else (
-            ClientRequests(session, send) if session is not None else NoChannel())
-        """How this request asks the client for input (``wiremcp.asking``); a task's once it is one."""
+        self._asker: Asker | None = None
+
+    @property
+    def asker(self) -> Asker:
+        """How this request asks the client for input (``wiremcp.asking``), as its era and transport call for:
+        input rounds in the stateless era, requests on its stream in a handshake-era session; once the call
+        is a task, the task's way. (Made when first needed: most requests never ask.)"""
+        if self._asker is None:
+            self._asker = InputRounds(self) if self.stateless else (
+                ClientRequests(self.session, self._send) if self.session is not None else NoChannel())
+        return self._asker
 
     # -- what the handler can read ----------------------------------------------------------
     @property
@@ -170,7 +178,7 @@ class Context:
         self._control = None
         if self.session is not None and not self.stateless:
             binding.direct = ClientRequests(self.session, send)
-        self.asker = binding
+        self._asker = binding
 
     @property
     def progress_token(self) -> str | int | None:

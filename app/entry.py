@@ -37,25 +37,9 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
     """Answer one request. ``send`` carries the messages related to it; ``session``: the handshake-era
     session it arrives on (required for a handshake-era request); ``control``: its stream, where the
     transport can close it early; ``principal``: who sent it. None: the client cancelled it."""
-    if session is None:
-        return await _run(server, inbound, send, None, control, principal)
     request = inbound.request
-    refused = session.begin(request)
-    if refused is not None:
+    if session is not None and (refused := session.begin(request)) is not None:
         return refused
-    try:
-        return await _run(server, inbound, send, session, control, principal)
-    except asyncio.CancelledError:
-        if session.cancelled_by_client(request.id):
-            return None
-        raise
-    finally:
-        session.end(request.id)
-
-
-async def _run(server: MCPServer, inbound: Inbound, send: Send, session: ServerSession | None,
-               control: StreamControl | None, principal: Principal | None) -> Outcome:
-    request = inbound.request
     observer = server.observer
     token = observer.started(request, session.state.id if session is not None else None) \
         if observer is not None else None
@@ -75,6 +59,10 @@ async def _run(server: MCPServer, inbound: Inbound, send: Send, session: ServerS
     except MCPError as exc:
         done = Outcome.failed(request.id, exc)
         return done
+    except asyncio.CancelledError:
+        if session is not None and session.cancelled_by_client(request.id):
+            return None  # (the observer sees it end without an answer)
+        raise
     except Exception:
         log.exception("internal error handling %s", request.method)
         done = Outcome(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), internal=True)
@@ -83,6 +71,8 @@ async def _run(server: MCPServer, inbound: Inbound, send: Send, session: ServerS
         REQUEST_ID.reset(logged)
         if observer is not None:
             observer.finished(token, done)
+        if session is not None:
+            session.end(request.id)
 
 
 class Batch:

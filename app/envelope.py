@@ -36,9 +36,11 @@ def require_fields(params: JSONObject) -> JSONObject:
     return meta
 
 
-def envelope(params: JSONObject) -> SessionState:
-    """The state a stateless request declares, after checking its ``_meta``."""
-    meta = require_fields(params)
+def envelope(params: JSONObject, meta: JSONObject | None = None) -> SessionState:
+    """The state a stateless request declares, after checking its ``_meta`` (``meta``: already checked by
+    ``require_fields``)."""
+    if meta is None:
+        meta = require_fields(params)
     version = meta[META_VERSION]
     if version not in STATELESS_VERSIONS:
         raise UnsupportedProtocolVersion(version, SUPPORTED_VERSIONS)

@@ -40,7 +40,7 @@ class NotOnePerPost(BadRequest):
         super().__init__(INVALID_REQUEST, "Invalid Request: the stateless era takes one request or notification per POST")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Inbound:
     """A message as the core serves it: the message and the era it speaks."""
 
@@ -55,23 +55,21 @@ class Inbound:
         return self.message
 
 
-def _speaks_stateless(message: Message, headers: Headers | None) -> bool:
-    if isinstance(message, jsonrpc.Request | jsonrpc.Notification):
-        meta = message.params.get("_meta")
-        if isinstance(meta, dict) and META_VERSION in meta:
-            return True
-    if headers is None or isinstance(message, list):
-        return False
-    version = headers("mcp-protocol-version")
-    return version is not None and version not in HANDSHAKE_VERSIONS and headers("mcp-session-id") is None
-
-
 def classify(message: Message, server: MCPServer, headers: Headers | None = None) -> Inbound | Outcome:
     """The era ``message`` speaks, and a stateless request's envelope; or the rejection of a stateless
     request whose ``_meta`` (or, over HTTP, whose mirrored headers) are wrong. ``headers``: the request's
     headers over HTTP; None on a transport without them (stdio, in memory)."""
-    if isinstance(message, jsonrpc.Invalid) or not _speaks_stateless(message, headers):
-        return Inbound(message)  # (a malformed message is answered by its own reply, in either era)
+    # The era, told here and nowhere else:
+    if isinstance(message, jsonrpc.Request | jsonrpc.Notification):
+        meta = message.params.get("_meta")
+        stateless = isinstance(meta, dict) and META_VERSION in meta
+    else:
+        stateless = False  # a response, a batch, or a malformed message (answered by its own reply)
+    if not stateless and headers is not None and not isinstance(message, list | jsonrpc.Invalid):
+        version = headers("mcp-protocol-version")
+        stateless = version is not None and version not in HANDSHAKE_VERSIONS and headers("mcp-session-id") is None
+    if not stateless:
+        return Inbound(message)
     if isinstance(message, jsonrpc.Notification):
         return Inbound(message, stateless=True)
     if not isinstance(message, jsonrpc.Request):

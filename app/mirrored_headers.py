@@ -76,11 +76,12 @@ def check(headers: Headers, request: jsonrpc.Request, server: MCPServer) -> Sess
     """Validate a stateless request's headers against its body; returns the state its ``_meta`` declares."""
     params = request.params
     version_header = _required(headers, "MCP-Protocol-Version")
-    version = require_fields(params)[META_VERSION]
+    meta = require_fields(params)
+    version = meta[META_VERSION]
     if version_header != version:
         raise HeaderMismatch(f"MCP-Protocol-Version header value {version_header!r} does not match body value "
                              f"{version!r}")
-    state = envelope(params)
+    state = envelope(params, meta)
     method = _required(headers, "Mcp-Method")
     if method != request.method:
         raise HeaderMismatch(f"Mcp-Method header value {method!r} does not match body value {request.method!r}")

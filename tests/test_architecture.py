@@ -192,11 +192,11 @@ def _sources() -> list[Path]:
 
 def test_the_era_of_a_message_is_told_in_one_function() -> None:
     """``wiremcp.inbound.classify`` tells the eras apart, once per message, where a transport hands it in
-    (``_speaks_stateless``: ``_meta``'s protocol version, or over HTTP the version header outside a session);
+    (``_meta``'s protocol version, or over HTTP the version header outside a session);
     everything after reads ``Inbound.stateless`` and ``Context.stateless``. The envelope's version is read
     again only to check it (``wiremcp.envelope``, and against its header in ``wiremcp.mirrored_headers``)."""
     told = {"META_VERSION", "is_stateless", "STATELESS_VERSIONS"}
-    allowed = {"app/inbound.py": {"_speaks_stateless"}, "app/envelope.py": {"require_fields", "envelope"},
+    allowed = {"app/inbound.py": {"classify"}, "app/envelope.py": {"require_fields", "envelope"},
                "app/mirrored_headers.py": {"check"}, "app/protocol.py": {"module", "is_stateless"}}
     offenders = {rel: sorted(where - allowed.get(rel, set())) for p in _sources()
                  if (where := _uses(p, told)) - allowed.get(rel := p.relative_to(APP.parent).as_posix(), set())}

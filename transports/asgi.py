@@ -16,12 +16,24 @@ SendASGI = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, SendASGI], Awaitable[None]]
 
 
+_HEADERS = "wiremcp.headers"
+"""Where the request's headers, by name, are kept in its scope once one has been read."""
+
+
 def header(scope: Scope, name: bytes) -> str | None:
-    """The first value of a request header (``name`` in lower case)."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
+    """The first value of a request header (``name`` in lower case). The headers are indexed on the first
+    call for a request (several layers read several headers of each request), again if they are replaced."""
+    raw = scope["headers"]
+    cached: tuple[object, dict[bytes, bytes]] | None = scope.get(_HEADERS)
+    if cached is not None and cached[0] is raw:
+        indexed = cached[1]
+    else:  # first read, or a middleware gave the request other headers since
+        indexed = {}
+        for key, value in reversed(raw):
+            indexed[key] = value  # reversed: the first value of a repeated header wins
+        scope[_HEADERS] = (raw, indexed)
+    value = indexed.get(name)
+    return value.decode("latin-1") if value is not None else None
 
 
 async def respond(send: SendASGI, status: int, body: bytes = b"", *, content_type: bytes | None = None,

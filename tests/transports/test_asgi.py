@@ -110,3 +110,12 @@ async def test_a_body_over_the_limit_is_refused_as_soon_as_it_is() -> None:
 async def test_a_client_gone_before_its_body_arrived() -> None:
     with pytest.raises(ClientDisconnected):
         await read_body(receiving([chunk(b"half", True), {"type": "http.disconnect"}]), limit=100)
+
+
+def test_header_reads_the_first_value_and_follows_replaced_headers() -> None:
+    scope: dict[str, object] = {"headers": [(b"x-a", b"1"), (b"x-a", b"2"), (b"host", b"h")]}
+    assert header(scope, b"x-a") == "1"  # the first of a repeated header
+    assert header(scope, b"missing") is None
+    scope["headers"] = [(b"x-a", b"3")]  # a middleware gave the request other headers
+    assert header(scope, b"x-a") == "3"
+    assert header(scope, b"host") is None
