@@ -20,7 +20,9 @@ from wiremcp.header_params import param_header
 from wiremcp.input_required import InputRequired
 from wiremcp.principal import Principal
 from wiremcp.prompts import Message, assistant, user
+from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
+from wiremcp.task_runner import TaskSettings
 from wiremcp.tools import ToolResult
 
 __all__ = [
@@ -39,6 +41,8 @@ __all__ = [
     "MissingClientCapability",
     "Principal",
     "ResourceLink",
+    "Runtime",
+    "TaskSettings",
     "ToolError",
     "ToolResult",
     "assistant",

@@ -6,12 +6,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from wiremcp.asking import Asker, ClientRequests, InputRounds, NoChannel, declared, require_input_capability
 from wiremcp.input_required import InputExchange
 from wiremcp.principal import Principal
 from wiremcp.protocol import LOG_LEVEL_RANK, at_least
+from wiremcp.schema import elicitation_schema
 from wiremcp.types import JSONObject, RequestId, Send, StreamControl
 
 if TYPE_CHECKING:
@@ -38,30 +39,6 @@ class ElicitResult(Generic[M]):
     @property
     def accepted(self) -> bool:
         return self.action == "accept"
-
-
-def _inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
-    if isinstance(schema, dict):
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            target = dict(defs[ref.removeprefix("#/$defs/")])
-            target.pop("title", None)
-            extra = {k: v for k, v in schema.items() if k != "$ref"}
-            return _inline_refs({**target, **extra}, defs)
-        return {k: _inline_refs(v, defs) for k, v in schema.items() if k != "$defs"}
-    if isinstance(schema, list):
-        return [_inline_refs(v, defs) for v in schema]
-    return schema
-
-
-def elicitation_schema(model: type[BaseModel]) -> JSONObject:
-    """A flat ``requestedSchema`` for a pydantic model (elicitation forbids ``$ref``)."""
-    from wiremcp.schema import json_schema
-
-    raw = json_schema(TypeAdapter(model))
-    flat: JSONObject = _inline_refs(raw, raw.get("$defs", {}))
-    flat.pop("additionalProperties", None)
-    return flat
 
 
 class Context:

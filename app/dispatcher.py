@@ -38,7 +38,7 @@ from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
-    from wiremcp.server import MCPServer
+    from wiremcp.runtime import Runtime
     from wiremcp.session import ServerSession
     from wiremcp.tasks import TaskRecord
 
@@ -93,8 +93,11 @@ _MAX_CACHED_PAGES = 256
 
 
 class Dispatcher:
-    def __init__(self, server: MCPServer) -> None:
-        self.server = server
+    """The handlers of every method of both eras, for the server its runtime serves."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.server = runtime.server
         self._pages: dict[tuple[str, str | None, int, bool], JSONObject] = {}
         self._handlers: dict[str, Handler] = {
             "initialize": self._initialize,
@@ -110,18 +113,18 @@ class Dispatcher:
             "prompts/get": self._prompts_get,
             "completion/complete": self._complete,
             "logging/setLevel": self._set_level,
-            "tasks/get": lambda params, ctx: self.server.task_methods.get(params, ctx),
-            "tasks/result": lambda params, ctx: self.server.task_methods.result(params, ctx),
-            "tasks/list": lambda params, ctx: self.server.task_methods.list(params, ctx),
-            "tasks/cancel": lambda params, ctx: self.server.task_methods.cancel(params, ctx),
+            "tasks/get": lambda params, ctx: self.runtime.task_methods.get(params, ctx),
+            "tasks/result": lambda params, ctx: self.runtime.task_methods.result(params, ctx),
+            "tasks/list": lambda params, ctx: self.runtime.task_methods.list(params, ctx),
+            "tasks/cancel": lambda params, ctx: self.runtime.task_methods.cancel(params, ctx),
         }
         self._stateless_handlers: dict[str, Handler] = {
             **{m: h for m, h in self._handlers.items() if m not in stateless.REMOVED and m not in _TASK_METHODS},
             "server/discover": self._discover,
             "subscriptions/listen": self._listen,
-            "tasks/get": lambda params, ctx: self.server.task_methods.get_detailed(params, ctx),
-            "tasks/update": lambda params, ctx: self.server.task_methods.update(params, ctx),
-            "tasks/cancel": lambda params, ctx: self.server.task_methods.cancel_ack(params, ctx),
+            "tasks/get": lambda params, ctx: self.runtime.task_methods.get_detailed(params, ctx),
+            "tasks/update": lambda params, ctx: self.runtime.task_methods.update(params, ctx),
+            "tasks/cancel": lambda params, ctx: self.runtime.task_methods.cancel_ack(params, ctx),
         }
 
     def methods(self) -> tuple[frozenset[str], frozenset[str]]:
@@ -156,7 +159,7 @@ class Dispatcher:
             raise MethodNotFound(method)
         self._gate(method)
         if method in INPUT_CAPABLE:
-            input_rounds.open_inputs(method, params, ctx, self.server)
+            input_rounds.open_inputs(method, params, ctx, self.runtime.request_states)
         try:
             result = await handler(params, ctx)
         except InputRequired as exc:
@@ -164,7 +167,7 @@ class Dispatcher:
                 log.error("%s asked the client for input, which only tools/call, prompts/get and "
                           "resources/read may do", method)
                 raise MCPError(INTERNAL_ERROR, "Internal error") from None
-            return input_rounds.input_required_result(exc, method, params, ctx, self.server)
+            return input_rounds.input_required_result(exc, method, params, ctx, self.runtime.request_states)
         except ResourceNotFound as exc:  # the stateless era's code for it is -32602
             raise InvalidParams(exc.message, exc.data) from None
         return stateless.complete(result, method, self.server)
@@ -180,7 +183,7 @@ class Dispatcher:
         wanted = Filter(requested, self.server.capabilities(), [task.task_id for task in tasks],
                         readable=lambda uri: access.readable(uri, ctx))
         tag = {META_SUBSCRIPTION: ctx.request_id}
-        subscription = self.server.bus.subscribe()
+        subscription = self.runtime.bus.subscribe()
         try:
             await ctx.send_notification("notifications/subscriptions/acknowledged",
                                         {"_meta": tag, "notifications": wanted.honoured})
@@ -206,7 +209,7 @@ class Dispatcher:
             require_extension(ctx)
         if "tasks" not in self.server.capabilities():
             return []
-        return await self.server.task_methods.owned(wanted, ctx)
+        return await self.runtime.task_methods.owned(wanted, ctx)
 
     def notify(self, method: str, params: JSONObject, session: ServerSession) -> None:
         """Client notifications other than cancelled/initialized (handled by the session)."""
@@ -289,7 +292,7 @@ class Dispatcher:
                 # The tasks extension: the server decides, for clients that declare it; a legacy ``task``
                 # param means nothing here.
                 if declares_extension(ctx):
-                    return await self.server.task_runner.call(tool, arguments, ctx)
+                    return await self.runtime.task_runner.call(tool, arguments, ctx)
                 if tool.task_support == "required":
                     raise MissingClientCapability({"extensions": {TASKS_EXTENSION: {}}})
             elif _has_tasks(ctx):
@@ -298,7 +301,7 @@ class Dispatcher:
                 if task is None and tool.task_support == "required":
                     raise MCPError(METHOD_NOT_FOUND, f"Tool {name} must be called as a task (params.task)")
                 if task is not None:
-                    return await self.server.task_runner.call(tool, arguments, ctx, task)
+                    return await self.runtime.task_runner.call(tool, arguments, ctx, task)
         elif not ctx.stateless and params.get("task") is not None and _has_tasks(ctx):
             raise MCPError(METHOD_NOT_FOUND, f"Tool {name} cannot run as a task")
         return await tool.call(arguments, ctx)

@@ -5,7 +5,7 @@ Every transport (Streamable HTTP in both eras, HTTP+SSE, stdio, in memory) class
 hands each request to ``serve``: the request runs in the state of its era (the handshake session's, or the
 envelope its ``_meta`` declares), in a ``Context`` whose way of asking the client for input is chosen here
 (``wiremcp.asking``), through the dispatcher. A request on a session is tracked by it, so that the client
-can cancel it (``notifications/cancelled``); a JSON-RPC batch comes in through ``serve_batch``. ``server.observer``, when set, sees it start and end. The
+can cancel it (``notifications/cancelled``); a JSON-RPC batch comes in through ``serve_batch``. The runtime's observer (``server.runtime``), when set, sees it start and end. The
 transport turns the outcome into its wire (``wiremcp.transports.outcomes`` for HTTP).
 """
 
@@ -40,7 +40,8 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
     request = inbound.request
     if session is not None and (refused := session.begin(request)) is not None:
         return refused
-    observer = server.observer
+    runtime = server.runtime
+    observer = runtime.observer
     token = observer.started(request, session.state.id if session is not None else None) \
         if observer is not None else None
     logged = REQUEST_ID.set(request.id)
@@ -53,7 +54,7 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
             state = session.state
         ctx = Context(server, state, request.id, request.method, request.params, send, stateless=inbound.stateless,
                       session=session, control=control, principal=principal)
-        value = await server.dispatcher.dispatch(request.method, request.params, ctx)
+        value = await runtime.dispatcher.dispatch(request.method, request.params, ctx)
         done = Outcome(jsonrpc.result(request.id, value))
         return done
     except MCPError as exc:

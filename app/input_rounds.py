@@ -24,7 +24,7 @@ from wiremcp.types import JSONObject
 if TYPE_CHECKING:
     from wiremcp.context import Context
     from wiremcp.dispatcher import Handler
-    from wiremcp.server import MCPServer
+    from wiremcp.request_state import RequestStateSealer
 
 
 def _owner(ctx: Context) -> str:
@@ -40,7 +40,7 @@ def _check_input_request(request: Any, ctx: Context) -> None:
     require_input_capability(method, params if isinstance(params, dict) else None, ctx.client_capabilities)
 
 
-def open_inputs(method: str, params: JSONObject, ctx: Context, server: MCPServer) -> None:
+def open_inputs(method: str, params: JSONObject, ctx: Context, sealer: RequestStateSealer) -> None:
     """Read what a retry brings: the client's ``inputResponses`` and our sealed ``requestState``."""
     responses = params.get("inputResponses")
     if responses is not None:
@@ -53,21 +53,21 @@ def open_inputs(method: str, params: JSONObject, ctx: Context, server: MCPServer
     answers: JSONObject = {}
     app_state = None
     if token is not None:
-        opened = server.request_states.open(token, owner=_owner(ctx), method=method, params=params)
+        opened = sealer.open(token, owner=_owner(ctx), method=method, params=params)
         answers, app_state = opened.answers, opened.app_state
     ctx.exchange = InputExchange(answers, responses, app_state)
 
 
 def input_required_result(exc: InputRequired, method: str, params: JSONObject, ctx: Context,
-                          server: MCPServer) -> JSONObject:
+                          sealer: RequestStateSealer) -> JSONObject:
     """Stateless era: the ``input_required`` result a handler's ``InputRequired`` answers the request with."""
     for request in exc.input_requests.values():
         _check_input_request(request, ctx)
     answers = ctx.exchange.answers if ctx.exchange is not None else {}
-    result: JSONObject = {"resultType": "input_required", "_meta": {META_SERVER_INFO: server.identity()}}
+    result: JSONObject = {"resultType": "input_required", "_meta": {META_SERVER_INFO: ctx.server.identity()}}
     if exc.input_requests:
         result["inputRequests"] = exc.input_requests
-    result["requestState"] = server.request_states.seal(
+    result["requestState"] = sealer.seal(
         owner=_owner(ctx), method=method, params=params, answers=answers, app_state=exc.request_state)
     return result
 

@@ -1,6 +1,6 @@
 """Request observers: what metrics and tracing see of every request, in both eras and on every transport.
 
-``wiremcp.entry.serve`` tells ``server.observer`` when a request starts and how it ended. With no observer
+``wiremcp.entry.serve`` tells the runtime's ``observer`` when a request starts and how it ended. With no observer
 set, that costs one attribute check. An observer must be cheap and must not raise: it runs on the
 request's own path, in the request's own context (so a tracer may make its span current there).
 """

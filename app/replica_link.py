@@ -106,6 +106,12 @@ class ReplicaLink(Protocol):
     async def broadcast_changed(self, sid: str) -> None:
         """``session_changed`` on every other replica."""
 
+    async def broadcast_task_cancel(self, task_id: str) -> None:
+        """``task_cancelled`` on every replica (the one running the task stops it)."""
+
+    async def broadcast_task_input(self, task_id: str) -> None:
+        """``task_input_arrived`` on every replica (the one running the task wakes its handler)."""
+
     # -- shared streams ------------------------------------------------------------------------------
     def watch(self, sid: str, event: asyncio.Event | None = None) -> AbstractContextManager[asyncio.Event]:
         """An event (``event``, or a new one) set whenever something is appended to one of the session's

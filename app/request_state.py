@@ -64,12 +64,16 @@ class RequestStateSealer:
 
     def __init__(self, keys: Sequence[bytes] | None = None, *, ttl: float = 600.0,
                  clock: Callable[[], float] = time.time) -> None:
-        keys = list(keys or [AESGCM.generate_key(bit_length=256)])
+        self.ttl = ttl
+        self._clock = clock
+        self.use_keys(list(keys or [AESGCM.generate_key(bit_length=256)]))
+
+    def use_keys(self, keys: Sequence[bytes]) -> None:
+        """Seal with the first of ``keys`` and open with any of them from now on (replicas agreeing on a
+        shared key at startup)."""
         self._sealing = keys[0]
         self._keys = {hashlib.sha256(k).digest()[:_KEY_ID]: AESGCM(k) for k in keys}
         self._sealing_id = hashlib.sha256(self._sealing).digest()[:_KEY_ID]
-        self.ttl = ttl
-        self._clock = clock
 
     @classmethod
     def from_strings(cls, keys: Sequence[str], *, ttl: float = 600.0) -> RequestStateSealer:

@@ -79,9 +79,9 @@ def resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
 
 
 def is_context_annotation(annotation: Any) -> bool:
-    from wiremcp.context import Context
-
-    if annotation is Context:
+    """``Context`` (``wiremcp.context``, told by its name: the context is made of what this module makes)."""
+    if isinstance(annotation, type) and (annotation.__module__, annotation.__qualname__) == ("wiremcp.context",
+                                                                                             "Context"):
         return True
     if isinstance(annotation, str):
         return annotation in _CONTEXT_TYPE_NAMES
@@ -213,3 +213,25 @@ class SchemaChecker:
             for e in self._validator.iter_errors(value)
         ]
         return "; ".join(problems) if problems else None
+
+
+def _inline_refs(schema: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target = dict(defs[ref.removeprefix("#/$defs/")])
+            target.pop("title", None)
+            extra = {k: v for k, v in schema.items() if k != "$ref"}
+            return _inline_refs({**target, **extra}, defs)
+        return {k: _inline_refs(v, defs) for k, v in schema.items() if k != "$defs"}
+    if isinstance(schema, list):
+        return [_inline_refs(v, defs) for v in schema]
+    return schema
+
+
+def elicitation_schema(model: type[BaseModel]) -> JSONObject:
+    """A flat ``requestedSchema`` for a pydantic model (elicitation forbids ``$ref``)."""
+    raw = json_schema(TypeAdapter(model))
+    flat: JSONObject = _inline_refs(raw, raw.get("$defs", {}))
+    flat.pop("additionalProperties", None)
+    return flat

@@ -1,25 +1,16 @@
-"""The server definition API: ``MCPServer`` and its decorators."""
+"""The server definition API: ``MCPServer`` and its decorators. What serves it is its ``Runtime``."""
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from wiremcp.completions import Completer
-from wiremcp.observer import RequestObserver, joined, listed
 from wiremcp.prompts import Prompt
-from wiremcp.request_state import RequestStateSealer
 from wiremcp.resources import Resource, Resources
-from wiremcp.subscriptions import InMemorySubscriptionBus, SubscriptionBus
+from wiremcp.runtime import Runtime
 from wiremcp.tools import TaskStart, TaskSupport, Tool
 from wiremcp.types import JSONObject
-
-if TYPE_CHECKING:
-    from wiremcp.dispatcher import Dispatcher
-    from wiremcp.session import ServerSession
-    from wiremcp.task_methods import TaskMethods
-    from wiremcp.task_runner import TaskRunner
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,9 +28,7 @@ class MCPServer:
                  description: str | None = None, instructions: str | None = None, website_url: str | None = None,
                  icons: list[JSONObject] | None = None, page_size: int = 100,
                  request_timeout: float = 300.0, cache_ttl_ms: int = 0,
-                 cache_scope: Literal["public", "private"] = "private",
-                 request_state_keys: Sequence[bytes] | None = None, request_state_ttl: float = 600.0,
-                 bus: SubscriptionBus | None = None, filter_lists_by_scope: bool = True) -> None:
+                 cache_scope: Literal["public", "private"] = "private", filter_lists_by_scope: bool = True) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
         self.name = name
@@ -58,23 +47,14 @@ class MCPServer:
         """The ``ttlMs`` stateless-era clients get on discover and list results (0: do not reuse)."""
         self.cache_scope = cache_scope
         """``private`` unless every caller may share the answers (lists that vary by user must stay private)."""
-        self.request_states = RequestStateSealer(request_state_keys, ttl=request_state_ttl)
-        """Seals ``requestState``; replicas that share the keys can finish each other's exchanges."""
         self.filter_lists_by_scope = filter_lists_by_scope
         """With authentication on, lists show only the tools, prompts and resources the caller's scopes allow."""
-        self.bus: SubscriptionBus = bus or InMemorySubscriptionBus()
-        """Where change events go to ``subscriptions/listen`` streams."""
         self.tools: dict[str, Tool] = {}
         self.prompts: dict[str, Prompt] = {}
         self.resources = Resources(lambda: self._list_changed("resources"))
         self.completers: dict[tuple[str, str, str], Completer] = {}
-        self.observer: RequestObserver | None = None
-        """Sees every request (metrics, tracing); see ``observe``."""
-        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
-        self._dispatcher: Dispatcher | None = None
-        self._task_runner: TaskRunner | None = None
-        self._task_methods: TaskMethods | None = None
         self._capabilities: JSONObject | None = None
+        self._runtime: Runtime | None = None
 
     # -- identity ---------------------------------------------------------------------------
     def info(self) -> JSONObject:
@@ -112,35 +92,19 @@ class MCPServer:
             caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         return caps
 
+    # -- what serves it -------------------------------------------------------------------------
     @property
-    def has_task_runner(self) -> bool:
-        return self._task_runner is not None
+    def runtime(self) -> Runtime:
+        """What serves this server: the ``Runtime`` made for it (with its stores, bus and replicas), or else
+        one with the in-memory defaults, made now."""
+        if self._runtime is None:
+            Runtime(self)
+        assert self._runtime is not None
+        return self._runtime
 
-    @property
-    def task_methods(self) -> TaskMethods:
-        """Answers the ``tasks/*`` requests of both eras for ``task_runner``."""
-        if self._task_methods is None:
-            from wiremcp.task_methods import TaskMethods
-
-            self._task_methods = TaskMethods(self.task_runner)
-        return self._task_methods
-
-    @property
-    def task_runner(self) -> TaskRunner:
-        """Runs task-augmented tool calls (2025-11-25); its ``store`` may be replaced (e.g. Redis)."""
-        if self._task_runner is None:
-            from wiremcp.task_runner import TaskRunner
-
-            self._task_runner = TaskRunner(self)
-        return self._task_runner
-
-    @property
-    def dispatcher(self) -> Dispatcher:
-        if self._dispatcher is None:
-            from wiremcp.dispatcher import Dispatcher
-
-            self._dispatcher = Dispatcher(self)
-        return self._dispatcher
+    def served_by(self, runtime: Runtime) -> None:
+        """``runtime`` serves this server from now on (``Runtime`` calls it as it is made)."""
+        self._runtime = runtime
 
     # -- tools --------------------------------------------------------------------------------
     def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
@@ -193,12 +157,9 @@ class MCPServer:
 
     def resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to ``uri`` that it changed."""
-        message: JSONObject = {"jsonrpc": "2.0", "method": "notifications/resources/updated",
-                               "params": {"uri": uri}}
-        for session in list(self._sessions):
-            if session.state.wants(message):
-                session.post(message)
-        self.bus.publish(message)
+        if self._runtime is not None:
+            self._runtime.changed({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                                   "params": {"uri": uri}})
 
     # -- prompts ------------------------------------------------------------------------------
     def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
@@ -236,19 +197,6 @@ class MCPServer:
 
         return register
 
-    # -- observers ----------------------------------------------------------------------------
-    def observe(self, observer: RequestObserver) -> None:
-        """Have ``observer`` see every request from now on (after those already observing)."""
-        if observer not in listed(self.observer):
-            self.observer = joined((*listed(self.observer), observer))
-
-    def unobserve(self, observer: RequestObserver) -> None:
-        self.observer = joined(tuple(o for o in listed(self.observer) if o is not observer))
-
-    @property
-    def observers(self) -> tuple[RequestObserver, ...]:
-        return listed(self.observer)
-
     # -- serving ------------------------------------------------------------------------------
     def run(self, transport: Literal["stdio", "http"] = "stdio", *, host: str = "127.0.0.1", port: int = 8000) -> None:
         """Serve this server until stopped, with the settings of the ``WIREMCP_*`` environment: on
@@ -259,27 +207,7 @@ class MCPServer:
 
         run(self, transport, host=host, port=port)
 
-    # -- sessions -----------------------------------------------------------------------------
-    def attach(self, session: ServerSession) -> None:
-        self._sessions.add(session)
-
-    def detach(self, session: ServerSession) -> None:
-        self._sessions.discard(session)
-
-    def compact_sessions(self) -> None:
-        """Rebuild the set of attached sessions at the size it needs now: a set keeps the table of its
-        largest size after items leave it (for after many sessions ended at once). In place: a new set, made
-        among the memory just freed, would hold the arena it landed in for as long as the server lives."""
-        left = list(self._sessions)
-        self._sessions.clear()
-        self._sessions.update(left)
-
     def _list_changed(self, kind: str) -> None:
         self._capabilities = None
-        if self._dispatcher is not None:
-            self._dispatcher.forget_lists()
-        message: JSONObject = {"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}
-        for session in list(self._sessions):
-            if session.state.wants(message):
-                session.post(message)
-        self.bus.publish(message)
+        if self._runtime is not None:
+            self._runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})

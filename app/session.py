@@ -57,7 +57,7 @@ class ServerSession:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
-        server.attach(self)
+        server.runtime.attach(self)
 
     # -- incoming ------------------------------------------------------------------------------
     def begin(self, request: jsonrpc.Request) -> Outcome | None:
@@ -99,7 +99,7 @@ class ServerSession:
             if self.state.initialized:
                 self.state.ready = True
         else:
-            self.server.dispatcher.notify(method, note.params, self)
+            self.server.runtime.dispatcher.notify(method, note.params, self)
 
     def expects(self, request_id: RequestId) -> bool:
         """A request this session sent to the client is waiting for this answer."""
@@ -177,7 +177,7 @@ class ServerSession:
             if not future.done():
                 future.cancel()
         self._pending.clear()
-        self.server.detach(self)
+        self.server.runtime.detach(self)
 
     @property
     def inflight(self) -> int:

@@ -28,7 +28,8 @@ log = logging.getLogger("wiremcp.shutdown")
 async def shut_down(server: MCPServer, *, grace: float, running: Callable[[], Sequence[asyncio.Future[Any]]],
                     quiesce: Callable[[], None] | None = None) -> int:
     """Run the sequence; returns how many requests were still running when ``grace`` ran out."""
-    server.bus.end_all()
+    runtime = server.runtime
+    runtime.bus.end_all()
     if quiesce is not None:
         quiesce()
     deadline = time.monotonic() + grace
@@ -39,7 +40,7 @@ async def shut_down(server: MCPServer, *, grace: float, running: Callable[[], Se
     while (waiting := unfinished()) and (left := deadline - time.monotonic()) > 0:
         await asyncio.wait(waiting, timeout=left, return_when=asyncio.ALL_COMPLETED)
     still = len(unfinished())
-    if server.has_task_runner:
+    if runtime.has_task_runner:
         with contextlib.suppress(Exception):
-            await server.task_runner.shutdown()
+            await runtime.task_runner.shutdown()
     return still

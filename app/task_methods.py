@@ -85,7 +85,7 @@ class TaskMethods:
                 continue
             # Running on another replica: carry its requests for input (the client's answers find their
             # way back by their ids), and wait for the task to change there.
-            with self.runner.server.bus.subscribe() as changes:
+            with self.runner.bus.subscribe() as changes:
                 record = await self._record(params, ctx)
                 if record.status in TERMINAL:
                     break

@@ -26,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wiremcp.asking import ClientRequests
@@ -41,7 +42,8 @@ from wiremcp.types import JSONObject, Send
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
-    from wiremcp.server import MCPServer
+    from wiremcp.replica_link import ReplicaLink
+    from wiremcp.subscriptions import SubscriptionBus
     from wiremcp.tools import Tool
 
 log = logging.getLogger("wiremcp.tasks")
@@ -148,17 +150,34 @@ class TaskBinding:
             runner.changed(record)
 
 
-class TaskRunner:
-    """Runs tool calls as tasks and answers the ``tasks/*`` methods of both eras."""
+@dataclass(frozen=True, slots=True)
+class TaskSettings:
+    """How tasks are run: their lifetimes, the poll interval suggested to clients, and how many one owner may
+    have running at once in this process (one more is refused, -32603)."""
 
-    def __init__(self, server: MCPServer, store: TaskStore | None = None) -> None:
-        self.server = server
+    default_ttl_ms: int = 3_600_000
+    max_ttl_ms: int = 86_400_000
+    poll_interval_ms: int = 1_000
+    max_running_per_owner: int = 100
+
+
+class TaskRunner:
+    """Runs tool calls as tasks and answers the ``tasks/*`` methods of both eras. ``bus``: where task changes
+    go to ``subscriptions/listen``; ``store``: where tasks live; ``replicas``: the other replicas sharing the
+    store (cancels and input answers reach the replica running a task; a task whose replica died is failed)."""
+
+    def __init__(self, bus: SubscriptionBus, store: TaskStore | None = None, *, settings: TaskSettings | None = None,
+                 replicas: ReplicaLink | None = None) -> None:
+        self.bus = bus
         self.store: TaskStore = store or InMemoryTaskStore()
-        self.default_ttl_ms = 3_600_000
-        self.max_ttl_ms = 86_400_000
-        self.poll_interval_ms = 1_000
-        self.max_running_per_owner = 100
-        """Tasks one owner may have running at once in this process; one more is refused (-32603)."""
+        settings = settings or TaskSettings()
+        self.default_ttl_ms = settings.default_ttl_ms
+        self.max_ttl_ms = max(settings.max_ttl_ms, settings.default_ttl_ms)
+        self.poll_interval_ms = settings.poll_interval_ms
+        self.max_running_per_owner = settings.max_running_per_owner
+        self.replicas = replicas
+        self.replica: str | None = replicas.replica if replicas is not None else None
+        """This process life's name among replicas sharing the store (``wiremcp.replicas``)."""
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._bindings: dict[str, TaskBinding] = {}
         self._outlets: dict[str, _Outlet] = {}
@@ -167,12 +186,6 @@ class TaskRunner:
         """How the tasks run here ended, by status (metrics)."""
         self.inputs = TaskInputs(self)
         """The requests for input of the 2026-07-28 tasks running here, and the handlers awaiting answers."""
-        self.replica: str | None = None
-        """This process life's name among replicas sharing the store (set with a shared store; ``wiremcp.replicas``)."""
-        self.cancel_elsewhere: Callable[[str], Awaitable[None]] | None = None
-        """Tells the replica running a task to stop it (set with a shared store)."""
-        self.alive: Callable[[str], Awaitable[bool]] | None = None
-        """Whether a replica still runs (its lease); a task whose replica died is failed."""
 
     # -- running calls as tasks -------------------------------------------------------------------
     async def call(self, tool: Tool, arguments: JSONObject, ctx: Context, requested: Any = None) -> JSONObject:
@@ -300,7 +313,7 @@ class TaskRunner:
     def changed(self, record: TaskRecord | None) -> None:
         """Tell ``subscriptions/listen`` streams following the task (any replica) its new state."""
         if record is not None:
-            self.server.bus.publish({"jsonrpc": "2.0", "method": "notifications/tasks",
+            self.bus.publish({"jsonrpc": "2.0", "method": "notifications/tasks",
                                      "params": record.to_2026_07_28()})
 
     @property
@@ -339,8 +352,8 @@ class TaskRunner:
     async def settle_orphan(self, record: TaskRecord) -> TaskRecord:
         """A task still active whose replica has stopped will never end: fail it, saying why."""
         runner = record.owner_replica
-        if (record.status in ACTIVE and runner is not None and runner != self.replica and self.alive is not None
-                and not await self.alive(runner)):
+        if (record.status in ACTIVE and runner is not None and runner != self.replica and self.replicas is not None
+                and not await self.replicas.alive(runner)):
             failed = await self.store.transition(
                 record.task_id, "failed", expect=ACTIVE, status_message=ORPHANED,
                 error={"code": INTERNAL_ERROR, "message": ORPHANED,
@@ -360,8 +373,8 @@ class TaskRunner:
         running = self._running.get(record.task_id)
         if running is not None:
             running.cancel()  # cooperative: the handler sees CancelledError
-        elif self.cancel_elsewhere is not None:
-            await self.cancel_elsewhere(record.task_id)
+        elif self.replicas is not None:
+            await self.replicas.broadcast_task_cancel(record.task_id)
         return cancelled or await self.store.get(record.task_id, record.principal) or record
 
     def binding(self, task_id: str) -> TaskBinding | None:

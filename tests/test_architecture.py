@@ -218,3 +218,43 @@ def test_every_request_enters_the_core_through_one_function() -> None:
                  and (lines := _calls(p, {"Context", "dispatch"}))}
     assert not offenders, offenders
     assert _calls(APP / "entry.py", {"Context", "dispatch"})
+
+
+def _core_imports(path: Path) -> set[str]:
+    """The core modules ``path`` imports when it runs (at module level or in a function), leaving out what it
+    imports for type checking only (under ``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    typing_only = {id(n) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+                   for n in ast.walk(node)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "wiremcp":
+                found.update(f"wiremcp.{a.name}" for a in node.names if (APP / f"{a.name}.py").exists())
+            elif node.module.startswith("wiremcp."):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("wiremcp."))
+    return {m for m in found if not m.startswith(EDGES)}
+
+
+def test_the_core_imports_no_module_that_imports_it_back() -> None:
+    """The core's modules, as they run, form no import circle (type annotations aside): the server definition
+    knows its ``Runtime``, the runtime the dispatcher and the task runner, and nothing below imports back."""
+    graph = {f"wiremcp.{p.stem}": _core_imports(p) for p in APP.glob("*.py") if p.stem != "__init__"}
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        for dependency in sorted(graph[module]):
+            if dependency in path:
+                cycles.append([*path[path.index(dependency):], dependency])
+            elif len(path) < len(graph):
+                visit(dependency, [*path, dependency])
+
+    for start in sorted(graph):
+        visit(start, [start])
+    assert not cycles, cycles[:5]

@@ -19,7 +19,7 @@ def test_the_public_names() -> None:
     assert wiremcp.__all__ == [
         "Audio", "ClientError", "ClientTimeout", "Completion", "Context", "ElicitResult", "EmbeddedResource",
         "Image", "InputRequired", "MCPError", "MCPServer", "Message", "MissingClientCapability", "Principal", "ResourceLink",
-        "ToolError", "ToolResult", "assistant", "param_header", "text", "user",
+        "Runtime", "TaskSettings", "ToolError", "ToolResult", "assistant", "param_header", "text", "user",
     ]
     assert wiremcp.transports.__all__ == ["Client", "HttpOptions", "MCPHttpApp", "serve_stdio"]
     assert wiremcp.auth.__all__ == [

@@ -109,8 +109,8 @@ class Drain:
         running: list[asyncio.Task[Any]] = [t for live in self.manager.live.values() for t in live.tasks]
         running.extend(self.stateless.tasks)
         server = self.manager.server
-        if server.has_task_runner:
-            running.extend(server.task_runner.running)
+        if server.runtime.has_task_runner:
+            running.extend(server.runtime.task_runner.running)
         return running
 
 

@@ -156,9 +156,9 @@ class SessionManager(ClusterEvents):
 
     async def _end_tasks(self, session_id: str) -> None:
         """A session's own tasks (no principal) cannot be reached once it has ended: cancel them."""
-        if self.server.has_task_runner:
+        if self.server.runtime.has_task_runner:
             with contextlib.suppress(Exception):
-                await self.server.task_runner.cancel_owned(f"session:{session_id}")
+                await self.server.runtime.task_runner.cancel_owned(f"session:{session_id}")
 
     def _forget(self, session_id: str) -> None:
         """Drop this process's copy of a session (ended elsewhere, or idle here)."""
@@ -216,7 +216,7 @@ class SessionManager(ClusterEvents):
         self.live.clear()  # in place: the same dict, with a table sized for what is left
         self.live.update(left)
         self.store.compact()
-        self.server.compact_sessions()
+        self.server.runtime.compact_sessions()
         release_freed_memory()
         log.debug("gave back the memory of %d ended sessions in %.1f ms", ended,
                   1000 * (time.perf_counter() - started))

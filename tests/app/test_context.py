@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from wiremcp import Context, MCPServer
-from wiremcp.context import ElicitResult, elicitation_schema
+from wiremcp.context import ElicitResult
 from wiremcp.transports.memory import Client
 from wiremcp.types import JSONObject
 
@@ -113,15 +113,6 @@ class Person(BaseModel):
     name: str
     age: int
     home: Address
-
-
-@pytest.mark.spec("2025-11-25/client/elicitation#requested-schema")
-def test_a_model_becomes_a_flat_requested_schema() -> None:
-    assert elicitation_schema(Person) == {  # no $ref, no $defs: elicitation forbids them
-        "type": "object", "required": ["name", "age", "home"], "properties": {
-            "name": {"type": "string"}, "age": {"type": "integer"},
-            "home": {"type": "object", "required": ["street"], "properties": {
-                "street": {"type": "string"}, "city": {"default": "Paris", "type": "string"}}}}}
 
 
 def test_only_accept_is_accepted() -> None:

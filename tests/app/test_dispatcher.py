@@ -442,7 +442,7 @@ async def test_cancelling_unknown_or_finished_requests_is_ignored() -> None:
 @pytest.mark.spec("2025-11-25/basic/utilities/cancellation#behavior-requirements")
 async def test_initialize_cannot_be_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
     server = _full_server()
-    dispatcher = server.dispatcher
+    dispatcher = server.runtime.dispatcher
     original = dispatcher._handlers["initialize"]
     entered = asyncio.Event()
     release = asyncio.Event()
@@ -886,7 +886,7 @@ async def test_internal_error_leaks_no_details(monkeypatch: pytest.MonkeyPatch,
     async def broken(params: JSONObject, ctx: Context) -> JSONObject:
         raise RuntimeError("secret: password=hunter2")
 
-    monkeypatch.setitem(server.dispatcher._handlers, "tools/list", broken)
+    monkeypatch.setitem(server.runtime.dispatcher._handlers, "tools/list", broken)
     with caplog.at_level("ERROR", logger="wiremcp.session"):
         async with Client(server) as client:
             response = await client.request_raw("tools/list", id="boom")
@@ -1424,7 +1424,7 @@ async def test_input_from_a_method_that_may_not_return_it_is_an_internal_error(
             raise InputRequired({"k": INPUTS["form"]}, request_state="s")
         return {"completion": {"values": []}}
 
-    monkeypatch.setitem(server.dispatcher._stateless_handlers, "completion/complete", complete)
+    monkeypatch.setitem(server.runtime.dispatcher._stateless_handlers, "completion/complete", complete)
     async with _stateless(server, capabilities={"elicitation": {}, "sampling": {}, "roots": {}}) as client:
         response = await client.request_raw("completion/complete", client.with_meta({
             "ref": {"type": "ref/prompt", "name": "topic"}, "argument": {"name": "subject", "value": "x"}}))
@@ -1661,7 +1661,7 @@ async def test_listen_acknowledges_filters_and_ends_tagged() -> None:
         assert not listen.done()
 
         # the server ends every stream (shutting down): the listen request is answered, tagged
-        server.bus.end_all()
+        server.runtime.bus.end_all()
         response = await asyncio.wait_for(listen, BOUND)
     assert response == {"jsonrpc": "2.0", "id": "sub", "result": {
         "resultType": "complete", "_meta": {META_SUBSCRIPTION: "sub", META_SERVER_INFO: SERVER_INFO}}}
@@ -1684,7 +1684,7 @@ async def test_concurrent_listens_are_told_apart_by_their_ids() -> None:
         (prompt_note,) = await _notification(client, "notifications/prompts/list_changed")
         assert tool_note["params"]["_meta"] == {META_SUBSCRIPTION: 1}
         assert prompt_note["params"]["_meta"] == {META_SUBSCRIPTION: "p"}
-        server.bus.end_all()
+        server.runtime.bus.end_all()
         ended = await asyncio.wait_for(asyncio.gather(tools, prompts), BOUND)
     assert [r["result"]["_meta"][META_SUBSCRIPTION] for r in ended] == [1, "p"]
     assert len(client.notifications) == 4
@@ -1738,7 +1738,7 @@ async def test_listen_follows_the_callers_own_tasks_and_pushes_every_change() ->
         await update(alice, mine, {key: YES})
         done = await pushed(alice, "completed")
         assert done["result"] == {"content": [{"type": "text", "text": "accept: True"}]}
-        server.bus.end_all()
+        server.runtime.bus.end_all()
         ended = await asyncio.wait_for(listen, BOUND)
     notes = [n for n in alice.notifications if n["method"] == "notifications/tasks"]
     assert {n["params"]["taskId"] for n in notes} == {mine}

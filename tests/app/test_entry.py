@@ -224,7 +224,7 @@ async def test_an_unexpected_exception_is_an_internal_error_that_is_logged(
     async def broken(params: JSONObject, ctx: Context) -> JSONObject:
         raise RuntimeError("secret detail")
 
-    monkeypatch.setitem(server.dispatcher._handlers, "tools/list", broken)
+    monkeypatch.setitem(server.runtime.dispatcher._handlers, "tools/list", broken)
     with caplog.at_level(logging.ERROR, logger="wiremcp.entry"):
         done = await serve(server, Inbound(jsonrpc.Request("boom", "tools/list", {})), Sent(), session=session)
     assert done is not None
@@ -243,7 +243,7 @@ async def test_an_unexpected_exception_is_an_internal_error_that_is_logged(
 async def test_the_observer_sees_a_request_start_and_finish(sessions: list[ServerSession]) -> None:
     server = make_server()
     recorder = Recorder()
-    server.observe(recorder)
+    server.runtime.observe(recorder)
     session = open_session(sessions, server, handshake_state())
     done = await serve(server, Inbound(call(1, "echo", {"text": "a"})), Sent(), session=session)
     failed = await serve(server, Inbound(call(2, "refuse")), Sent(), session=session)
@@ -258,7 +258,7 @@ async def test_a_request_id_already_in_flight_is_refused(sessions: list[ServerSe
     gate = Gate()
     server = make_server(gate)
     recorder = Recorder()
-    server.observe(recorder)
+    server.runtime.observe(recorder)
     session = open_session(sessions, server, handshake_state())
     first = asyncio.create_task(serve(server, Inbound(call(7, "wait")), Sent(), session=session))
     await gate.entered.wait()
@@ -281,7 +281,7 @@ async def test_a_request_the_client_cancels_has_no_outcome(sessions: list[Server
     gate = Gate()
     server = make_server(gate)
     recorder = Recorder()
-    server.observe(recorder)
+    server.runtime.observe(recorder)
     session = open_session(sessions, server, handshake_state())
     running = asyncio.create_task(serve(server, Inbound(call("c-1", "wait")), Sent(), session=session))
     await gate.entered.wait()

@@ -1,4 +1,4 @@
-"""Request observers: ``wiremcp.entry.serve`` tells ``server.observer`` when each request starts and how it ended,
+"""Request observers: ``wiremcp.entry.serve`` tells ``server.runtime.observer`` when each request starts and how it ended,
 in both eras, and sets the JSON-RPC request id that logs carry."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _server() -> MCPServer:
 async def test_every_request_is_seen_with_its_outcome_in_the_handshake_era() -> None:
     server = _server()
     recorder = Recorder()
-    server.observe(recorder)
+    server.runtime.observe(recorder)
     async with Client(server) as client:
         await client.call_tool("echo", {"text": "hi"})
         await client.call_tool("fails")
@@ -76,7 +76,7 @@ async def test_every_request_is_seen_with_its_outcome_in_the_handshake_era() -> 
 async def test_stateless_requests_are_seen_too() -> None:
     server = _server()
     recorder = Recorder()
-    server.observe(recorder)
+    server.runtime.observe(recorder)
     async with Client(server, protocol_version=STATELESS) as client:
         await client.call_tool("echo", {"text": "hi"})
     assert recorder.finished_ == [("tools/call", "ok", None)]
@@ -85,7 +85,7 @@ async def test_stateless_requests_are_seen_too() -> None:
 async def test_a_cancelled_request_ends_as_cancelled() -> None:
     server = MCPServer("cancel")
     recorder = Recorder()
-    server.observe(recorder)
+    server.runtime.observe(recorder)
     started = asyncio.Event()
 
     @server.tool()
@@ -114,19 +114,19 @@ async def test_the_request_id_is_known_while_the_request_runs_and_only_then() ->
 async def test_observers_are_called_in_order_and_can_be_removed() -> None:
     server = _server()
     first, second = Recorder(), Recorder()
-    assert server.observer is None
-    server.observe(first)
-    server.observe(second)
-    server.observe(first)  # already observing: not twice
-    assert server.observers == (first, second)
-    assert isinstance(server.observer, Observers)
+    assert server.runtime.observer is None
+    server.runtime.observe(first)
+    server.runtime.observe(second)
+    server.runtime.observe(first)  # already observing: not twice
+    assert server.runtime.observers == (first, second)
+    assert isinstance(server.runtime.observer, Observers)
     async with Client(server) as client:
         await client.call_tool("echo", {"text": "a"})
-        server.unobserve(first)
-        assert server.observer is second
+        server.runtime.unobserve(first)
+        assert server.runtime.observer is second
         await client.call_tool("echo", {"text": "b"})
-        server.unobserve(second)
-        assert server.observer is None
+        server.runtime.unobserve(second)
+        assert server.runtime.observer is None
         await client.call_tool("echo", {"text": "c"})
     assert len(first.finished_) == 2  # initialize and the first call
     assert len(second.finished_) == 3
@@ -144,7 +144,7 @@ def test_outcomes() -> None:
 
 
 def test_method_labels_are_the_methods_a_server_answers() -> None:
-    dispatcher = MCPServer("all").dispatcher
+    dispatcher = MCPServer("all").runtime.dispatcher
     assert set(dispatcher._handlers) | set(dispatcher._stateless_handlers) == METHODS
     assert method_label("tools/call") == "tools/call"
     assert method_label("made/up") == "other"

@@ -29,6 +29,7 @@ from wiremcp.request_state import (
     decode_key,
     params_digest,
 )
+from wiremcp.runtime import Runtime
 from wiremcp.transports.memory import Client
 from wiremcp.types import JSONObject
 
@@ -302,7 +303,8 @@ class Booking:
 
     def __init__(self, keys: list[bytes] | None = None) -> None:
         self.runs = {"book": 0, "plan": 0}
-        self.server = server = MCPServer("booking", request_state_keys=keys or [KEY])
+        self.server = server = MCPServer("booking")
+        Runtime(server, request_states=RequestStateSealer(keys or [KEY]))
 
         @server.tool()
         async def book(city: str, nights: int, ctx: Context) -> str:
@@ -393,7 +395,7 @@ async def test_a_retry_with_an_altered_state_is_refused_before_the_handler_runs(
 async def test_an_expired_state_is_refused_before_the_handler_runs() -> None:
     booking = Booking()
     clock = FakeClock(5_000.0)
-    booking.server.request_states = RequestStateSealer([KEY], ttl=30, clock=clock)
+    booking.server.runtime.request_states = RequestStateSealer([KEY], ttl=30, clock=clock)
     async with booking.client() as client:
         params, first = await first_round(client)
         clock.advance(31)
@@ -456,7 +458,7 @@ async def test_another_server_holding_the_same_keys_finishes_the_exchange() -> N
             **params, "inputResponses": {"elicitation-1": accept(dates="May")}, "requestState": first["requestState"]})
         assert refused_there["error"]["code"] == INVALID_PARAMS
         # Sealed with KEY (the first server's second key) instead, the second server takes it.
-        first_server.server.request_states = RequestStateSealer([KEY])
+        first_server.server.runtime.request_states = RequestStateSealer([KEY])
         params, first = await first_round(first_client)
         second = await second_client.request_raw("tools/call", {
             **params, "inputResponses": {"elicitation-1": accept(dates="June")}, "requestState": first["requestState"]})

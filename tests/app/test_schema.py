@@ -16,6 +16,7 @@ from wiremcp.schema import (
     SchemaChecker,
     arguments_model,
     context_parameter,
+    elicitation_schema,
     output_spec,
     resolve_hints,
     typeddict_compat,
@@ -373,3 +374,24 @@ def test_schema_checker_honours_an_explicit_dialect() -> None:
 def test_schema_checker_rejects_an_invalid_schema() -> None:
     with pytest.raises(jsonschema.SchemaError):
         SchemaChecker({"type": "object", "properties": {"a": {"type": 5}}})
+
+
+# -- elicitation ------------------------------------------------------------------------------------------------
+class Address(BaseModel):
+    street: str
+    city: str = "Paris"
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+    home: Address
+
+
+@pytest.mark.spec("2025-11-25/client/elicitation#requested-schema")
+def test_a_model_becomes_a_flat_requested_schema() -> None:
+    assert elicitation_schema(Person) == {  # no $ref, no $defs: elicitation forbids them
+        "type": "object", "required": ["name", "age", "home"], "properties": {
+            "name": {"type": "string"}, "age": {"type": "integer"},
+            "home": {"type": "object", "required": ["street"], "properties": {
+                "street": {"type": "string"}, "city": {"default": "Paris", "type": "string"}}}}}

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from wiremcp import MCPServer
-from wiremcp.jsonrpc import Request
 from wiremcp.prompts import Prompt
 from wiremcp.resources import Resource
 from wiremcp.tools import Tool
@@ -120,7 +119,7 @@ def test_the_capabilities_follow_every_change() -> None:
 @pytest.mark.spec("2025-11-25/server/tools#list-changed-notification")
 async def test_every_definition_change_is_published_on_the_bus() -> None:
     server = MCPServer("s")
-    with server.bus.subscribe() as changes:
+    with server.runtime.bus.subscribe() as changes:
         events = aiter(changes)
         server.add_tool(Tool(_noop, name="t"))
         server.remove_tool("t")
@@ -134,34 +133,3 @@ async def test_every_definition_change_is_published_on_the_bus() -> None:
             "notifications/prompts/list_changed", "notifications/prompts/list_changed",
             "notifications/resources/list_changed", "notifications/resources/list_changed",
             "notifications/resources/updated"]
-
-
-# -- observers ------------------------------------------------------------------------------------------------------------
-
-
-class Named:
-    """An observer that sees nothing, told apart by its name."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def started(self, request: Request, session_id: str | None) -> Any:
-        return None
-
-    def finished(self, token: Any, answer: Any) -> None:
-        return None
-
-
-def test_observers_are_kept_in_order_once_each_and_can_be_removed() -> None:
-    server = MCPServer("s")
-    first, second = Named("first"), Named("second")
-    assert not server.observers
-    assert server.observer is None
-    server.observe(first)
-    server.observe(second)
-    server.observe(first)
-    assert list(server.observers) == [first, second]
-    server.unobserve(first)
-    assert list(server.observers) == [second]
-    server.unobserve(second)
-    assert not server.observers

@@ -10,7 +10,7 @@ from wiremcp.shutdown import shut_down
 
 async def test_listen_requests_end_and_the_transport_quiesces_before_the_grace() -> None:
     server = MCPServer("s")
-    subscription = server.bus.subscribe()
+    subscription = server.runtime.bus.subscribe()
     quiesced: list[bool] = []
 
     async def listened() -> list[object]:

@@ -96,7 +96,7 @@ async def test_keys_are_never_reused_within_a_task() -> None:
 async def test_an_unanswered_elicitation_times_out_and_is_withdrawn() -> None:
     server = task_server(Gate())
     async with connect(server) as client:
-        with server.bus.subscribe() as changes:
+        with server.runtime.bus.subscribe() as changes:
             task_id = (await start(client, "impatient"))["taskId"]
             seen: list[JSONObject] = []
             async with asyncio.timeout(BOUND):
@@ -105,7 +105,7 @@ async def test_an_unanswered_elicitation_times_out_and_is_withdrawn() -> None:
                         seen.append(event["params"])
                         if event["params"]["status"] == "completed":
                             break
-        record = await server.task_runner.store.get(task_id, None)
+        record = await server.runtime.task_runner.store.get(task_id, None)
     asked = [s for s in seen if s["status"] == "input_required"]
     assert len(asked) == 1
     assert len(asked[0]["inputRequests"]) == 1

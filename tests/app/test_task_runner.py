@@ -217,9 +217,9 @@ async def test_at_shutdown_a_task_still_running_is_failed_saying_why_and_its_han
     async with Client(server) as client:
         task = await create(client, "slow", {"text": "a"})
         await gate.started.wait()
-        await server.task_runner.shutdown()
+        await server.runtime.task_runner.shutdown()
         state = await client.request("tasks/get", {"taskId": task["taskId"]})
-        assert server.task_runner.running == []
+        assert server.runtime.task_runner.running == []
     assert gate.ended == ["cancelled"]
     assert state["status"] == "failed"
     assert "shut down before the task finished" in state["statusMessage"]
@@ -229,7 +229,7 @@ async def test_at_shutdown_a_task_still_running_is_failed_saying_why_and_its_han
 async def test_an_owner_over_its_running_task_limit_is_refused_until_one_finishes() -> None:
     gate = Gate()
     server = task_server(gate)
-    server.task_runner.max_running_per_owner = 1
+    server.runtime.task_runner.max_running_per_owner = 1
     async with Client(server) as client:
         first = await create(client, "slow", {"text": "a"})
         with pytest.raises(MCPError) as refused:
@@ -283,7 +283,7 @@ async def test_a_store_away_for_a_moment_when_the_task_ends_still_gets_its_outco
     gate = Gate()
     gate.release.set()
     server = task_server(gate)
-    server.task_runner.store = store = Flaky()
+    server.runtime.task_runner.store = store = Flaky()
     async with Client(server) as client:
         task = await create(client, "slow", {"text": "a"})
         result = await client.request("tasks/result", {"taskId": task["taskId"]})
@@ -299,7 +299,7 @@ async def test_a_requested_ttl_is_kept_within_a_second_and_the_maximum() -> None
         tiny = await create(client, "batch", {"n": 1}, ttl=0)
         huge = await create(client, "batch", {"n": 1}, ttl=10**12)
         asked = await create(client, "batch", {"n": 1}, ttl=5_000)
-    assert (tiny["ttl"], huge["ttl"], asked["ttl"]) == (1_000, server.task_runner.max_ttl_ms, 5_000)
+    assert (tiny["ttl"], huge["ttl"], asked["ttl"]) == (1_000, server.runtime.task_runner.max_ttl_ms, 5_000)
 
 
 # == the stateless era (2026-07-28): the tasks extension ================================================
@@ -395,7 +395,7 @@ async def test_with_the_extension_a_legacy_task_param_does_not_set_the_ttl() -> 
                                                       "task": {"ttl": 1}})
         await until(client, created["taskId"], status("completed"))
     assert created["resultType"] == "task"
-    assert created["ttlMs"] == client.server.task_runner.default_ttl_ms
+    assert created["ttlMs"] == client.server.runtime.task_runner.default_ttl_ms
 
 
 @pytest.mark.spec(f"{EXT}#tasks")

@@ -29,7 +29,6 @@ from tests.support.http import (
 )
 from tests.support.tokens import challenge_params
 from wiremcp import MCPServer
-from wiremcp.dispatcher import Dispatcher
 from wiremcp.errors import INVALID_REQUEST, RESOURCE_NOT_FOUND
 from wiremcp.mirrored_headers import NAMED
 from wiremcp.protocol import (
@@ -111,7 +110,7 @@ NAME_NOTHING = {"initialize", "ping", "server/discover", "logging/setLevel", "re
 
 
 def test_the_enumeration_covers_every_method_of_both_eras() -> None:
-    handshake, stateless = Dispatcher(MCPServer("any")).methods()
+    handshake, stateless = MCPServer("any").runtime.dispatcher.methods()
     assert {c.method for c in HANDSHAKE_CASES} | FILTERED | NAME_NOTHING >= handshake
     assert {c.method for c in STATELESS_CASES} | FILTERED | NAME_NOTHING >= stateless
     # and nothing enumerated here is a method the era does not have

@@ -123,7 +123,7 @@ async def test_deleting_a_session_cancels_the_tasks_it_owned(http: httpx.AsyncCl
             await job.cancelled.wait()
         other = await initialize(http, base + "/mcp")
         assert error_of(await other.request("tasks/get", {"taskId": task_id}))[0] == -32602
-    assert job.server.task_runner.running == []
+    assert job.server.runtime.task_runner.running == []
 
 
 @pytest.mark.timeout(30)
@@ -140,7 +140,7 @@ async def test_a_task_still_running_when_the_drain_is_over_is_failed_at_shutdown
     assert sent == [{"type": "lifespan.shutdown.complete"}]
     # The drain gave the task its window, then the task was failed and its handler stopped.
     assert job.cancelled.is_set()
-    record = await job.server.task_runner.store.get(task_id, f"session:{session.sid}")
+    record = await job.server.runtime.task_runner.store.get(task_id, f"session:{session.sid}")
     assert record is not None
     assert record.status == "failed"
     assert record.status_message == SHUT_DOWN

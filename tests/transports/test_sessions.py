@@ -348,7 +348,7 @@ class Swept:
 
     def _attached(self) -> set[weakref.ref[ServerSession]]:
         """The set inside the server's ``WeakSet`` of attached sessions."""
-        data: set[weakref.ref[ServerSession]] = self.server._sessions.data  # type: ignore[attr-defined]
+        data: set[weakref.ref[ServerSession]] = self.server.runtime._sessions.data  # type: ignore[attr-defined]
         return data
 
 
@@ -366,7 +366,7 @@ async def test_a_sweep_that_ends_many_sessions_leaves_nothing_of_them_and_shrink
     gone, alive = swept.sessions(ended), swept.sessions(kept)
     assert all(ref() is not None for ref in gone)
     table = swept.manager.live
-    tables = (swept.store._states, swept.server._sessions, swept._attached())
+    tables = (swept.store._states, swept.server.runtime._sessions, swept._attached())
     peak = swept.table_sizes()
     swept.clock.advance(IDLE / 2 + 1)
 
@@ -378,10 +378,10 @@ async def test_a_sweep_that_ends_many_sessions_leaves_nothing_of_them_and_shrink
     # Rebuilt in place: a table made now would land among the memory just freed, and hold it.
     assert swept.manager.live is table
     assert all(now is before for now, before in
-               zip((swept.store._states, swept.server._sessions, swept._attached()), tables, strict=True))
+               zip((swept.store._states, swept.server.runtime._sessions, swept._attached()), tables, strict=True))
     assert sorted(swept.manager.live) == sorted(kept)
     assert await swept.store.count() == 3
-    assert len(swept.server._sessions) == 3
+    assert len(swept.server.runtime._sessions) == 3
     # The tables are the size of what is left, smaller than at their peak.
     sizes = swept.table_sizes()
     assert sizes == swept.compact_sizes()

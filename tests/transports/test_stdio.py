@@ -707,7 +707,7 @@ async def test_at_eof_a_running_task_is_failed_and_its_handler_stopped() -> None
     created = next(a for a in answers if a.get("id") == 2)
     task_id = created["result"]["task"]["taskId"]
     assert cancelled.is_set()
-    record = await server.task_runner.store.get(task_id, None)
+    record = await server.runtime.task_runner.store.get(task_id, None)
     assert record is not None
     assert record.status == "failed"
     assert record.status_message == SHUT_DOWN

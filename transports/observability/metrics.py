@@ -59,7 +59,7 @@ class Metrics:
         """Observe ``app``'s requests (on its server) and read its sessions, streams and events at scrape time."""
         self._app = app
         self._server = app.server
-        app.server.observe(self)
+        app.server.runtime.observe(self)
 
     # -- RequestObserver ---------------------------------------------------------------------------
     def started(self, request: Request, session_id: str | None) -> Any:
@@ -125,8 +125,8 @@ class _Gauges:
             streams += stateless
         yield GaugeMetricFamily("wiremcp_sse_streams_open", "SSE streams open now (every era).", value=streams)
         server = app.server
-        if server.has_task_runner:
-            runner = server.task_runner
+        if server.runtime.has_task_runner:
+            runner = server.runtime.task_runner
             yield GaugeMetricFamily("wiremcp_tasks_running", "Tasks whose handler runs in this process now.",
                                     value=len(runner.running))
             ended = CounterMetricFamily("wiremcp_tasks_ended", "Tasks run here that ended, by status.",

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 from wiremcp.event_store import EventStore, InMemoryEventStore
 from wiremcp.logs import setup_logging
 from wiremcp.request_state import RequestStateSealer
+from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
+from wiremcp.task_runner import TaskSettings
 from wiremcp.transports.asgi import ASGIApp
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.serving.loader import load_server
@@ -29,21 +31,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("wiremcp")
 
 
-def configure(server: MCPServer, settings: Settings) -> MCPServer:
-    """Apply the settings that belong to the server itself (shared ``requestState`` keys, tasks)."""
-    if settings.request_state_keys:
-        try:
-            server.request_states = RequestStateSealer.from_strings(settings.request_state_keys,
-                                                                    ttl=settings.request_state_ttl_seconds)
-        except ValueError as exc:
-            raise ConfigError(f"WIREMCP_REQUEST_STATE_KEYS: {exc}") from None
-    if "tasks" in server.capabilities():
-        runner = server.task_runner
-        runner.default_ttl_ms = max(1, round(settings.task_ttl_seconds * 1000))
-        runner.max_ttl_ms = max(runner.max_ttl_ms, runner.default_ttl_ms)
-        runner.poll_interval_ms = max(1, settings.task_poll_interval_ms)
-        runner.max_running_per_owner = max(1, settings.max_tasks_per_owner)
-    return server
+def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | None = None) -> Runtime:
+    """What serves ``server`` under ``settings``: ``requestState`` keys, the task settings and, with Redis,
+    its bus, task store and the link between replicas, all given to the runtime as it is made."""
+    try:
+        sealer = RequestStateSealer.from_strings(settings.request_state_keys, ttl=settings.request_state_ttl_seconds)
+    except ValueError as exc:
+        raise ConfigError(f"WIREMCP_REQUEST_STATE_KEYS: {exc}") from None
+    tasks = TaskSettings(default_ttl_ms=max(1, round(settings.task_ttl_seconds * 1000)),
+                         poll_interval_ms=max(1, settings.task_poll_interval_ms),
+                         max_running_per_owner=max(1, settings.max_tasks_per_owner))
+    if redis is None:
+        return Runtime(server, request_states=sealer, tasks=tasks)
+    return Runtime(server, bus=redis.bus, task_store=redis.tasks, replicas=redis.cluster, request_states=sealer,
+                   tasks=tasks)
 
 
 def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = None,
@@ -87,8 +88,8 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
     options = HttpOptions(json_response=settings.json_response, max_body_bytes=settings.max_message_bytes,
                           sse_after=settings.sse_after_seconds, sse_keepalive=settings.sse_keepalive_seconds,
                           sse_retry_ms=settings.sse_retry_ms)
-    configure(server, settings)
-    redis = build_redis(server, settings)
+    redis = build_redis(settings)
+    runtime = build_runtime(server, settings, redis)
     events: EventStore
     if redis is not None:
         events = redis.events
@@ -107,12 +108,12 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
                      drain_seconds=settings.drain_seconds, session_cache_seconds=settings.session_cache_seconds)
     if redis is not None and not settings.request_state_keys:
         backend = redis
-        mcp.on_startup.append(lambda: backend.share_request_state_key(server, settings.request_state_ttl_seconds))
+        mcp.on_startup.append(lambda: backend.share_request_state_key(runtime.request_states))
     checks = {"redis": redis.cluster.ping} if redis is not None else None
     return build_operations(mcp, metrics, checks)
 
 
-def build_redis(server: MCPServer, settings: Settings) -> RedisBackend | None:
+def build_redis(settings: Settings) -> RedisBackend | None:
     """The Redis backend when ``WIREMCP_REDIS_URL`` is set: sessions, events, routing and the bus."""
     if not settings.redis_url:
         return None
@@ -123,7 +124,6 @@ def build_redis(server: MCPServer, settings: Settings) -> RedisBackend | None:
                                    lease=settings.replica_lease_seconds, idle_timeout=settings.session_idle_seconds,
                                    max_events_per_stream=settings.event_store_max_events,
                                    max_event_age=settings.event_store_max_age_seconds)
-    backend.attach(server)
     log.info("sessions in Redis at %s as replica %s", _redacted(settings.redis_url), backend.cluster.replica)
     return backend
 
@@ -163,12 +163,12 @@ def enable_tracing(server: MCPServer) -> bool:
         from wiremcp.transports.observability.tracing import Tracing, tracing_observer
     except ImportError:
         return False
-    if any(isinstance(o, Tracing) for o in server.observers):
+    if any(isinstance(o, Tracing) for o in server.runtime.observers):
         return True
     observer = tracing_observer()
     if observer is None:
         return False
-    server.observe(observer)
+    server.runtime.observe(observer)
     return True
 
 
@@ -200,9 +200,9 @@ def serve_stdio(server: MCPServer, settings: Settings) -> None:
     """Serve ``server`` on the process's stdin and stdout (the wire ``claim_stdio`` took, or takes now)."""
     from wiremcp.transports.stdio import serve_stdio as serve
 
+    build_runtime(server, settings)
     enable_tracing(server)
-    asyncio.run(serve(configure(server, settings), max_message_bytes=settings.max_message_bytes,
-                      drain_seconds=settings.stdio_drain_seconds))
+    asyncio.run(serve(server, max_message_bytes=settings.max_message_bytes, drain_seconds=settings.stdio_drain_seconds))
 
 
 def serve(load: Callable[[Settings], MCPServer], transport: str, *, host: str = "127.0.0.1", port: int = 8000) -> None:

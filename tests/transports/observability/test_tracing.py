@@ -62,7 +62,7 @@ def provider(exporter: InMemorySpanExporter) -> TracerProvider:
 
 def _traced(provider: TracerProvider) -> MCPServer:
     server = _server()
-    server.observe(Tracing(provider))
+    server.runtime.observe(Tracing(provider))
     return server
 
 
@@ -167,9 +167,9 @@ def test_tracing_is_on_only_with_a_configured_provider(monkeypatch: pytest.Monke
     assert tracing_observer() is None
     server = _server()
     assert not enable_tracing(server)
-    assert server.observer is None
+    assert server.runtime.observer is None
     monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
     assert isinstance(tracing_observer(), Tracing)
     assert enable_tracing(server)
     assert enable_tracing(server)  # once is enough
-    assert len(server.observers) == 1
+    assert len(server.runtime.observers) == 1

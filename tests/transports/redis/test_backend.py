@@ -13,6 +13,7 @@ import pytest
 from tests.support import http_fixture_server as fixture
 from tests.support.cluster import make_cluster, next_item, started, until
 from tests.support.redis import RedisServer
+from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.transports.redis.backend import RedisBackend
 from wiremcp.transports.redis.connection import Keys
@@ -32,8 +33,7 @@ async def backend(redis_server: RedisServer, redis_keys: Keys) -> AsyncIterator[
 async def test_the_task_runner_hears_of_its_tasks_cancelled_or_answered_on_another_replica(
         backend: RedisBackend, redis_server: RedisServer, redis_keys: Keys, monkeypatch: pytest.MonkeyPatch) -> None:
     server = MCPServer("backend-tasks")
-    backend.attach(server)
-    runner = server.task_runner
+    runner = Runtime(server, bus=backend.bus, task_store=backend.tasks, replicas=backend.cluster).task_runner
     cancelled: asyncio.Queue[str] = asyncio.Queue()
     answered: asyncio.Queue[str] = asyncio.Queue()
     monkeypatch.setattr(runner, "cancel_local", cancelled.put_nowait)

@@ -24,7 +24,7 @@ from wiremcp.transports.serving.deployment import (
     build_http_app,
     build_metrics,
     build_redis,
-    configure,
+    build_runtime,
     default_asgi,
     run,
 )
@@ -46,19 +46,20 @@ def no_wiremcp_variables(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- the server ----------------------------------------------------------------------------------------------
 
 
-def test_shared_request_state_keys_replace_the_servers_own() -> None:
+def test_the_runtime_seals_with_the_shared_request_state_keys() -> None:
     server = MCPServer("keys")
-    own = server.request_states
-    configure(server, Settings(request_state_keys=(KEY,), request_state_ttl_seconds=42.0))
-    assert isinstance(server.request_states, RequestStateSealer)
-    assert server.request_states is not own
-    assert server.request_states.ttl == 42.0
+    runtime = build_runtime(server, Settings(request_state_keys=(KEY,), request_state_ttl_seconds=42.0))
+    assert server.runtime is runtime
+    assert isinstance(runtime.request_states, RequestStateSealer)
+    assert runtime.request_states.ttl == 42.0
+    sealed = runtime.request_states.seal(owner="", method="m", params={}, answers={}, app_state=None)
+    assert RequestStateSealer.from_strings([KEY]).open(sealed, owner="", method="m", params={}).answers == {}
 
 
 @pytest.mark.parametrize("key", ["not base64!", "AAEC"])
 def test_a_bad_request_state_key_is_a_config_error(key: str) -> None:
     with pytest.raises(ConfigError, match="WIREMCP_REQUEST_STATE_KEYS"):
-        configure(MCPServer("keys"), Settings(request_state_keys=(key,)))
+        build_runtime(MCPServer("keys"), Settings(request_state_keys=(key,)))
 
 
 def test_a_server_without_task_tools_gets_no_task_runner() -> None:
@@ -68,19 +69,19 @@ def test_a_server_without_task_tools_gets_no_task_runner() -> None:
     def echo(text: str) -> str:
         return text
 
-    assert configure(server, Settings(max_tasks_per_owner=3)) is server
-    assert not server.has_task_runner
+    assert build_runtime(server, Settings(max_tasks_per_owner=3)) is server.runtime
+    assert not server.runtime.has_task_runner
 
 
 @pytest.mark.spec("2025-11-25/basic/utilities/tasks")
 def test_the_task_settings_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wiremcp.transports.serving.deployment import configure
+    from wiremcp.transports.serving.deployment import build_runtime
     from wiremcp.transports.serving.settings import Settings
 
     monkeypatch.setenv("WIREMCP_TASK_TTL_SECONDS", "120")
     monkeypatch.setenv("WIREMCP_TASK_POLL_INTERVAL_MS", "250")
     monkeypatch.setenv("WIREMCP_MAX_TASKS_PER_OWNER", "3")
-    runner = configure(task_server(Gate()), Settings.from_env()).task_runner
+    runner = build_runtime(task_server(Gate()), Settings.from_env()).task_runner
     assert (runner.default_ttl_ms, runner.poll_interval_ms, runner.max_running_per_owner) == (120_000, 250, 3)
 
 
@@ -143,7 +144,7 @@ async def test_the_http_app_serves_the_endpoint_at_the_configured_path_behind_th
 def test_metrics_unless_switched_off_and_redis_only_when_configured() -> None:
     assert isinstance(build_metrics(Settings()), Metrics)
     assert build_metrics(Settings(metrics=False)) is None
-    assert build_redis(MCPServer("local"), Settings()) is None
+    assert build_redis(Settings()) is None
 
 
 def test_a_redis_url_is_logged_without_its_password() -> None:

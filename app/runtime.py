@@ -1,0 +1,128 @@
+"""What serves a server definition (``Runtime``): the dispatcher, the task runner and the ``tasks/*``
+methods, the bus that carries change events to ``subscriptions/listen``, the sealer of ``requestState``,
+the observers of every request, and the handshake-era sessions being served (for ``list_changed`` and
+``resources/updated``).
+
+The definition (``MCPServer``: tools, resources, prompts, completions, identity) knows nothing of these; it
+tells its runtime when a list changes or a resource is updated. Everything a runtime is served with comes in
+through its constructor: the bus, the task store, the link between replicas, the sealer and the task
+settings (the composition root passes the Redis backend's when ``WIREMCP_REDIS_URL`` is set). A server
+served without one gets a runtime with the in-memory defaults when it first serves (``server.runtime``).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+from wiremcp.dispatcher import Dispatcher
+from wiremcp.observer import RequestObserver, joined, listed
+from wiremcp.replica_link import ClusterEvents, ReplicaLink
+from wiremcp.request_state import RequestStateSealer
+from wiremcp.subscriptions import InMemorySubscriptionBus, SubscriptionBus
+from wiremcp.task_methods import TaskMethods
+from wiremcp.task_runner import TaskRunner, TaskSettings
+from wiremcp.tasks import TaskStore
+from wiremcp.types import JSONObject
+
+if TYPE_CHECKING:
+    from wiremcp.server import MCPServer
+    from wiremcp.session import ServerSession
+
+
+class Runtime:
+    """Serves ``server``; made once per server, before it serves (it becomes ``server.runtime``)."""
+
+    def __init__(self, server: MCPServer, *, bus: SubscriptionBus | None = None, task_store: TaskStore | None = None,
+                 replicas: ReplicaLink | None = None, request_states: RequestStateSealer | None = None,
+                 tasks: TaskSettings | None = None) -> None:
+        self.server = server
+        self.bus: SubscriptionBus = bus or InMemorySubscriptionBus()
+        """Where change events go to ``subscriptions/listen`` streams (every replica's, with Redis)."""
+        self.request_states = request_states or RequestStateSealer()
+        """Seals ``requestState``; replicas that share the keys can finish each other's exchanges."""
+        self.replicas = replicas
+        self.observer: RequestObserver | None = None
+        """Sees every request (metrics, tracing); see ``observe``."""
+        self.dispatcher = Dispatcher(self)
+        self._task_store = task_store
+        self._task_settings = tasks
+        self._task_runner: TaskRunner | None = None
+        self._task_methods: TaskMethods | None = None
+        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        server.served_by(self)
+
+    # -- tasks --------------------------------------------------------------------------------------
+    @property
+    def has_task_runner(self) -> bool:
+        return self._task_runner is not None
+
+    @property
+    def task_runner(self) -> TaskRunner:
+        """Runs task-augmented tool calls (both eras), made when first needed."""
+        if self._task_runner is None:
+            runner = self._task_runner = TaskRunner(self.bus, self._task_store, settings=self._task_settings,
+                                                    replicas=self.replicas)
+            if self.replicas is not None:
+                self.replicas.listen(TaskEvents(runner))
+        return self._task_runner
+
+    @property
+    def task_methods(self) -> TaskMethods:
+        """Answers the ``tasks/*`` requests of both eras for ``task_runner``."""
+        if self._task_methods is None:
+            self._task_methods = TaskMethods(self.task_runner)
+        return self._task_methods
+
+    # -- observers ----------------------------------------------------------------------------------
+    def observe(self, observer: RequestObserver) -> None:
+        """Have ``observer`` see every request from now on (after those already observing)."""
+        if observer not in listed(self.observer):
+            self.observer = joined((*listed(self.observer), observer))
+
+    def unobserve(self, observer: RequestObserver) -> None:
+        self.observer = joined(tuple(o for o in listed(self.observer) if o is not observer))
+
+    @property
+    def observers(self) -> tuple[RequestObserver, ...]:
+        return listed(self.observer)
+
+    # -- the sessions being served, and what the definition tells them ---------------------------------
+    def attach(self, session: ServerSession) -> None:
+        self._sessions.add(session)
+
+    def detach(self, session: ServerSession) -> None:
+        self._sessions.discard(session)
+
+    def compact_sessions(self) -> None:
+        """Rebuild the set of attached sessions at the size it needs now: a set keeps the table of its
+        largest size after items leave it (for after many sessions ended at once). In place: a new set, made
+        among the memory just freed, would hold the arena it landed in for as long as the server lives."""
+        left = list(self._sessions)
+        self._sessions.clear()
+        self._sessions.update(left)
+
+    def changed(self, message: JSONObject) -> None:
+        """The definition changed (a list, a resource): tell the sessions that want it and the bus."""
+        if message.get("method", "").endswith("/list_changed"):
+            self.dispatcher.forget_lists()
+        for session in list(self._sessions):
+            if session.state.wants(message):
+                session.post(message)
+        self.bus.publish(message)
+
+
+class TaskEvents(ClusterEvents):
+    """The task runner's side of the link between replicas: tasks cancelled or answered on another replica,
+    run here."""
+
+    __slots__ = ("_runner",)
+
+    def __init__(self, runner: TaskRunner) -> None:
+        self._runner = runner
+
+    def task_cancelled(self, task_id: str) -> None:
+        self._runner.cancel_local(task_id)
+
+    def task_input_arrived(self, task_id: str) -> None:
+        self._runner.inputs.wake_soon(task_id)
