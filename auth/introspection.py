@@ -28,7 +28,7 @@ from collections.abc import Callable
 import httpx
 
 from wiremcp.auth.jwt_verifier import audience_matches
-from wiremcp.auth.verifier import Backoff, InvalidToken, TokenVerifier, VerifierUnavailable, describe
+from wiremcp.auth.verifier import Backoff, InvalidToken, RemoteVerifier, VerifierUnavailable, describe
 from wiremcp.principal import Principal
 from wiremcp.scopes import parse
 
@@ -37,7 +37,7 @@ log = logging.getLogger("wiremcp.auth")
 MAX_CACHED = 10_000
 
 
-class IntrospectionVerifier(TokenVerifier):
+class IntrospectionVerifier(RemoteVerifier):
     def __init__(self, *, endpoint: str, client_id: str, client_secret: str, audience: str | None = None,
                  issuer: str | None = None, cache_ttl: float = 60.0, negative_ttl: float = 5.0,
                  timeout: float = 10.0, backoff: float = 1.0, max_backoff: float = 60.0,
@@ -48,11 +48,7 @@ class IntrospectionVerifier(TokenVerifier):
         self.issuer = issuer
         self.cache_ttl = cache_ttl
         self.negative_ttl = negative_ttl
-        self.timeout = timeout
-        """The longest one introspection may take, all of it: also the longest a request waits for one."""
-        self._client = client or httpx.AsyncClient(timeout=timeout)
-        self._own_client = client is None
-        self._clock = clock
+        super().__init__(timeout=timeout, client=client, clock=clock)
         self._cache: OrderedDict[str, tuple[float, Principal | None]] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Principal | None]] = {}
         self._retry = Backoff(first=backoff, cap=max_backoff)
@@ -134,5 +130,4 @@ class IntrospectionVerifier(TokenVerifier):
         for future in pending:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await future
-        if self._own_client:
-            await self._client.aclose()
+        await super().aclose()

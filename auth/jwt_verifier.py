@@ -32,7 +32,7 @@ import httpx
 from joserfc import jwk, jwt
 from joserfc.errors import InvalidKeyIdError, JoseError
 
-from wiremcp.auth.verifier import Backoff, InvalidToken, TokenVerifier, VerifierUnavailable, describe
+from wiremcp.auth.verifier import Backoff, InvalidToken, RemoteVerifier, VerifierUnavailable, describe
 from wiremcp.principal import Principal
 from wiremcp.scopes import parse
 
@@ -83,7 +83,7 @@ def jws_header(token: str, algorithms: Sequence[str]) -> dict[str, Any]:
     return header
 
 
-class JWKSVerifier(TokenVerifier):
+class JWKSVerifier(RemoteVerifier):
     def __init__(self, *, jwks_url: str, issuer: str, audience: str, algorithms: Sequence[str] = DEFAULT_ALGORITHMS,
                  leeway: float = 30.0, refresh_interval: float = 60.0, cache_ttl: float = 3600.0,
                  timeout: float = 10.0, backoff: float = 1.0, client: httpx.AsyncClient | None = None,
@@ -98,11 +98,7 @@ class JWKSVerifier(TokenVerifier):
         self.leeway = leeway
         self.refresh_interval = refresh_interval
         self.cache_ttl = cache_ttl
-        self.timeout = timeout
-        """The longest one fetch may take, all of it (connecting, waiting, reading): also the longest wait."""
-        self._client = client or httpx.AsyncClient(timeout=timeout)
-        self._own_client = client is None
-        self._clock = clock
+        super().__init__(timeout=timeout, client=client, clock=clock)
         self._keys: jwk.KeySet | None = None
         self._fetched_at = 0.0
         self._retry = Backoff(first=backoff, cap=refresh_interval)
@@ -222,5 +218,4 @@ class JWKSVerifier(TokenVerifier):
             with contextlib.suppress(asyncio.CancelledError):
                 await flight
             self._flight = None
-        if self._own_client:
-            await self._client.aclose()
+        await super().aclose()

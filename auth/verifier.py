@@ -4,7 +4,7 @@ A verifier either returns a ``Principal``, refuses the token (``InvalidToken``: 
 or cannot decide right now because the authorization server's keys or introspection endpoint cannot
 be reached (``VerifierUnavailable``: 503 with ``Retry-After``; a 401 would send the client back into
 its OAuth flow for a server-side outage). ``Backoff`` is how the network verifiers space their
-attempts at an upstream that keeps failing.
+attempts at an upstream that keeps failing; ``RemoteVerifier`` what they share.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import hmac
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import httpx
 
@@ -96,6 +96,22 @@ class TokenVerifier(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the verifier holds (HTTP clients, a fetch in flight)."""
+
+
+class RemoteVerifier(TokenVerifier):
+    """A verifier that asks the authorization server over HTTP (its keys, its introspection endpoint): the
+    HTTP client, owned unless one is given, and how long one call may take, all of it (connecting, waiting,
+    reading): also the longest a request waits for one."""
+
+    def __init__(self, *, timeout: float, client: httpx.AsyncClient | None, clock: Callable[[], float]) -> None:
+        self.timeout = timeout
+        self._client = client or httpx.AsyncClient(timeout=timeout)
+        self._own_client = client is None
+        self._clock = clock
+
+    async def aclose(self) -> None:
+        if self._own_client:
+            await self._client.aclose()
 
 
 class StaticTokenVerifier(TokenVerifier):

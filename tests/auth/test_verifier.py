@@ -10,6 +10,7 @@ import pytest
 from wiremcp.auth.verifier import (
     Backoff,
     InvalidToken,
+    RemoteVerifier,
     StaticTokenVerifier,
     TokenVerifier,
     VerifierUnavailable,
@@ -117,3 +118,18 @@ def test_static_token_pairs() -> None:
 def test_a_static_token_the_middleware_would_refuse_is_refused_at_startup(pair: str) -> None:
     with pytest.raises(ValueError, match="b64token"):
         StaticTokenVerifier.from_pairs([pair])
+
+
+async def test_a_remote_verifier_closes_only_the_client_it_made() -> None:
+    class Remote(RemoteVerifier):
+        async def verify(self, token: str) -> Principal:
+            raise InvalidToken("never")
+
+    made = Remote(timeout=1.0, client=None, clock=lambda: 0.0)
+    await made.aclose()
+    assert made._client.is_closed
+    given = httpx.AsyncClient()
+    lent = Remote(timeout=1.0, client=given, clock=lambda: 0.0)
+    await lent.aclose()
+    assert not given.is_closed
+    await given.aclose()
