@@ -6,8 +6,8 @@ the observers of every request, and the handshake-era sessions being served (for
 The definition (``MCPServer``: tools, resources, prompts, completions, identity) knows nothing of these; it
 tells its runtime when a list changes or a resource is updated. Everything a runtime is served with comes in
 through its constructor: the bus, the task store, the link between replicas, the sealer and the task
-settings (the composition root passes the Redis backend's when ``WIREMCP_REDIS_URL`` is set). A server
-served without one gets a runtime with the in-memory defaults when it first serves (``server.runtime``).
+settings (the composition root passes the Redis backend's when ``WIREMCP_REDIS_URL`` is set). Until one is
+made for it, a server has a runtime with the in-memory defaults (``server.runtime``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 class Runtime:
-    """Serves ``server``; made once per server, before it serves (it becomes ``server.runtime``)."""
+    """Serves ``server``; made before it serves, it becomes ``server.runtime``."""
 
     def __init__(self, server: MCPServer, *, bus: SubscriptionBus | None = None, task_store: TaskStore | None = None,
                  replicas: ReplicaLink | None = None, request_states: RequestStateSealer | None = None,

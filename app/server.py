@@ -54,7 +54,9 @@ class MCPServer:
         self.resources = Resources(lambda: self._list_changed("resources"))
         self.completers: dict[tuple[str, str, str], Completer] = {}
         self._capabilities: JSONObject | None = None
-        self._runtime: Runtime | None = None
+        self.runtime: Runtime = Runtime(self)
+        """What serves this server: one with the in-memory defaults until a ``Runtime`` is made for it (with
+        its stores, bus and replicas: ``Runtime(server, ...)`` replaces it)."""
 
     # -- identity ---------------------------------------------------------------------------
     def info(self) -> JSONObject:
@@ -93,18 +95,9 @@ class MCPServer:
         return caps
 
     # -- what serves it -------------------------------------------------------------------------
-    @property
-    def runtime(self) -> Runtime:
-        """What serves this server: the ``Runtime`` made for it (with its stores, bus and replicas), or else
-        one with the in-memory defaults, made now."""
-        if self._runtime is None:
-            Runtime(self)
-        assert self._runtime is not None
-        return self._runtime
-
     def served_by(self, runtime: Runtime) -> None:
         """``runtime`` serves this server from now on (``Runtime`` calls it as it is made)."""
-        self._runtime = runtime
+        self.runtime = runtime
 
     # -- tools --------------------------------------------------------------------------------
     def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
@@ -157,9 +150,7 @@ class MCPServer:
 
     def resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to ``uri`` that it changed."""
-        if self._runtime is not None:
-            self._runtime.changed({"jsonrpc": "2.0", "method": "notifications/resources/updated",
-                                   "params": {"uri": uri}})
+        self.runtime.changed({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
 
     # -- prompts ------------------------------------------------------------------------------
     def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
@@ -209,5 +200,4 @@ class MCPServer:
 
     def _list_changed(self, kind: str) -> None:
         self._capabilities = None
-        if self._runtime is not None:
-            self._runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+        self.runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})

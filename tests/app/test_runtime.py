@@ -16,7 +16,7 @@ from wiremcp.subscriptions import InMemorySubscriptionBus
 from wiremcp.tasks import InMemoryTaskStore
 
 
-def test_a_server_gets_a_runtime_with_the_in_memory_defaults_when_it_first_serves() -> None:
+def test_a_server_has_a_runtime_with_the_in_memory_defaults_until_one_is_made_for_it() -> None:
     server = MCPServer("s")
     runtime = server.runtime
     assert server.runtime is runtime
@@ -73,15 +73,12 @@ def test_a_resource_update_reaches_only_its_subscribers() -> None:
     subscribed.close()
 
 
-def test_a_definition_changed_before_it_is_served_tells_nobody() -> None:
+def test_a_runtime_made_for_a_server_replaces_its_default() -> None:
     server = MCPServer("s")
-    server.resource_updated("r://a")  # no runtime yet: nothing is served, nobody to tell
-
-    @server.tool()
-    def echo(text: str) -> str:
-        return text
-
-    assert server._runtime is None
+    default = server.runtime
+    made = Runtime(server)
+    assert server.runtime is made
+    assert made is not default
 
 
 def test_task_events_from_other_replicas_reach_the_task_runner(monkeypatch: pytest.MonkeyPatch) -> None:
