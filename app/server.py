@@ -57,6 +57,7 @@ class MCPServer:
         self.runtime: Runtime = Runtime(self)
         """What serves this server: one with the in-memory defaults until a ``Runtime`` is made for it (with
         its stores, bus and replicas: ``Runtime(server, ...)`` replaces it)."""
+        self._default_runtime = self.runtime
 
     # -- identity ---------------------------------------------------------------------------
     def info(self) -> JSONObject:
@@ -98,6 +99,11 @@ class MCPServer:
     def served_by(self, runtime: Runtime) -> None:
         """``runtime`` serves this server from now on (``Runtime`` calls it as it is made)."""
         self.runtime = runtime
+
+    @property
+    def has_own_runtime(self) -> bool:
+        """Whether a ``Runtime`` was made for this server (else it has the in-memory defaults)."""
+        return self.runtime is not self._default_runtime
 
     # -- tools --------------------------------------------------------------------------------
     def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,

@@ -76,9 +76,11 @@ def test_a_resource_update_reaches_only_its_subscribers() -> None:
 def test_a_runtime_made_for_a_server_replaces_its_default() -> None:
     server = MCPServer("s")
     default = server.runtime
+    assert not server.has_own_runtime
     made = Runtime(server)
     assert server.runtime is made
     assert made is not default
+    assert server.has_own_runtime
 
 
 def test_task_events_from_other_replicas_reach_the_task_runner(monkeypatch: pytest.MonkeyPatch) -> None:

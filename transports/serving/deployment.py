@@ -33,7 +33,15 @@ log = logging.getLogger("wiremcp")
 
 def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | None = None) -> Runtime:
     """What serves ``server`` under ``settings``: ``requestState`` keys, the task settings and, with Redis,
-    its bus, task store and the link between replicas, all given to the runtime as it is made."""
+    its bus, task store and the link between replicas, all given to the runtime as it is made. A runtime the
+    server's own code made is kept (its settings are its code's), unless Redis is configured: its stores can
+    only be given to a runtime made here."""
+    if server.has_own_runtime:
+        if redis is not None:
+            raise ConfigError("WIREMCP_REDIS_URL is set but the server's module makes its own Runtime: leave the "
+                              "runtime to wiremcp, or give it the Redis stores yourself and unset WIREMCP_REDIS_URL")
+        log.info("serving with the server's own Runtime; WIREMCP_TASK_* and WIREMCP_REQUEST_STATE_* do not apply")
+        return server.runtime
     try:
         sealer = RequestStateSealer.from_strings(settings.request_state_keys, ttl=settings.request_state_ttl_seconds)
     except ValueError as exc:

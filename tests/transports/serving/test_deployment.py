@@ -14,7 +14,7 @@ import pytest
 from tests.support.http import CLIENT_INFO, asgi_request, post_headers, request_body
 from tests.support.tasks import Gate, task_server
 from tests.support.tokens import challenge_params
-from wiremcp import MCPServer
+from wiremcp import MCPServer, Runtime, TaskSettings
 from wiremcp.auth.metadata import WELL_KNOWN
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.transports.observability.metrics import Metrics
@@ -171,3 +171,11 @@ def test_an_unknown_transport_ends_server_run_with_one_line(capsys: pytest.Captu
         run(MCPServer("x"), "websocket", host="127.0.0.1", port=8000)
     assert exited.value.code == 2
     assert capsys.readouterr().err == "wiremcp: error: transport must be 'stdio' or 'http', not 'websocket'\n"
+
+
+def test_a_runtime_the_servers_code_made_is_kept_and_refused_only_with_redis() -> None:
+    server = MCPServer("own")
+    own = Runtime(server, tasks=TaskSettings(max_running_per_owner=5))
+    assert build_runtime(server, Settings(max_tasks_per_owner=3)) is own
+    with pytest.raises(ConfigError, match="makes its own Runtime"):
+        build_runtime(server, Settings(redis_url="redis://127.0.0.1:1/0"), redis=object())  # type: ignore[arg-type]
