@@ -40,7 +40,7 @@ def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | N
         if redis is not None:
             raise ConfigError("WIREMCP_REDIS_URL is set but the server's module makes its own Runtime: leave the "
                               "runtime to wiremcp, or give it the Redis stores yourself and unset WIREMCP_REDIS_URL")
-        log.info("serving with the server's own Runtime; WIREMCP_TASK_* and WIREMCP_REQUEST_STATE_* do not apply")
+        log.debug("serving with the server's own Runtime; WIREMCP_TASK_* and WIREMCP_REQUEST_STATE_* do not apply")
         return server.runtime
     try:
         sealer = RequestStateSealer.from_strings(settings.request_state_keys, ttl=settings.request_state_ttl_seconds)
