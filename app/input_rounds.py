@@ -50,6 +50,8 @@ def open_inputs(method: str, params: JSONObject, ctx: Context, sealer: RequestSt
             if not isinstance(value, dict):
                 raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be an object")
     token = params.get("requestState")
+    if responses is None and token is None:
+        return  # a first round: nothing to open (an exchange is made when the handler first asks)
     answers: JSONObject = {}
     app_state = None
     if token is not None:

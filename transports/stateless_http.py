@@ -65,7 +65,6 @@ class StatelessHandler:
         queue: asyncio.Queue[JSONObject] | None = None
         loop = asyncio.get_running_loop()
         wake: asyncio.Future[None] = loop.create_future()
-        room = asyncio.Event()  # set while the stream's reader keeps up
 
         def woken(_: object = None) -> None:
             if not wake.done():
@@ -81,10 +80,15 @@ class StatelessHandler:
                 room.clear()
                 await room.wait()
 
-        task = loop.create_task(serve(self.server, inbound, related, principal=caller(scope)))
+        async def run() -> Outcome | None:
+            try:
+                return await serve(self.server, inbound, related, principal=caller(scope))
+            finally:  # said from inside the task, not by done callbacks: the answer goes out a loop turn sooner
+                self.tasks.discard(task)
+                woken()
+
+        task = loop.create_task(run())
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-        task.add_done_callback(woken)
         if request.method == "subscriptions/listen":
             self.listens.add(task)
             task.add_done_callback(self.listens.discard)
@@ -116,6 +120,7 @@ class StatelessHandler:
             assert done is not None  # no session: only closing the stream cancels, and it has not
             await respond_json(send, http_status(done, stateless=True), done.message, challenge_headers(scope, done))
             return
+        room = asyncio.Event()  # set while the stream's reader keeps up
         queue = asyncio.Queue()
         task.add_done_callback(lambda _: queue.put_nowait(_DONE) if queue is not None else None)
 
