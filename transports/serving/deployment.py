@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any
 
 from wiremcp.event_store import EventStore, InMemoryEventStore
 from wiremcp.logs import setup_logging
@@ -210,7 +210,19 @@ def serve_stdio(server: MCPServer, settings: Settings) -> None:
 
     build_runtime(server, settings)
     enable_tracing(server)
-    asyncio.run(serve(server, max_message_bytes=settings.max_message_bytes, drain_seconds=settings.stdio_drain_seconds))
+    run_loop(serve(server, max_message_bytes=settings.max_message_bytes, drain_seconds=settings.stdio_drain_seconds))
+
+
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on uvloop where it is installed (a dependency where it builds), as uvicorn does for HTTP;
+    else on asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main)
 
 
 def serve(load: Callable[[Settings], MCPServer], transport: str, *, host: str = "127.0.0.1", port: int = 8000) -> None:
