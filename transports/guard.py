@@ -27,8 +27,13 @@ def _split_host(value: str) -> tuple[str, str]:
     return host, port
 
 
+_REMEMBERED = 256
+"""Header values whose verdict is kept (clients send the same few again and again); past this, forgotten."""
+
+
 class _Patterns:
     def __init__(self, patterns: Iterable[str]) -> None:
+        self._verdicts: dict[tuple[str, bool], bool] = {}
         self.any = False
         self.items: list[tuple[str, str, str]] = []  # (scheme, host, port) with "*" wildcards
         for raw in patterns:
@@ -47,6 +52,14 @@ class _Patterns:
     def match(self, value: str, *, with_scheme: bool) -> bool:
         if self.any:
             return True
+        verdict = self._verdicts.get((value, with_scheme))
+        if verdict is None:
+            if len(self._verdicts) >= _REMEMBERED:
+                self._verdicts.clear()
+            verdict = self._verdicts[(value, with_scheme)] = self._match(value, with_scheme)
+        return verdict
+
+    def _match(self, value: str, with_scheme: bool) -> bool:
         scheme = ""
         rest = value
         if with_scheme:
