@@ -92,8 +92,10 @@ class StatelessHandler:
         if request.method == "subscriptions/listen":
             self.listens.add(task)
             task.add_done_callback(self.listens.discard)
-        # Closing the connection cancels the request. Most requests end sooner than a client gives up,
-        # so the connection is only watched once one has run for a moment (no task per quick request).
+        # One loop turn first: most requests are answered in their task's first step, and then nothing is
+        # made to wait for them. Closing the connection cancels the request. Most requests end sooner than a
+        # client gives up, so the connection is only watched once one has run for a moment.
+        await asyncio.sleep(0)
         gone: list[asyncio.Task[None]] = []
 
         def watch() -> None:
@@ -102,13 +104,14 @@ class StatelessHandler:
                 watcher.add_done_callback(woken)
                 gone.append(watcher)
 
-        timer = loop.call_later(_WATCH_AFTER, watch)
-        try:
-            await wake
-        finally:
-            timer.cancel()
-            for watcher in gone:
-                watcher.cancel()
+        if not wake.done():
+            timer = loop.call_later(_WATCH_AFTER, watch)
+            try:
+                await wake
+            finally:
+                timer.cancel()
+                for watcher in gone:
+                    watcher.cancel()
         if gone and gone[0].done() and not gone[0].cancelled() and not task.done():
             task.cancel()  # the client went away: that is cancellation in this era
             return

@@ -263,7 +263,11 @@ class StreamableHTTPEndpoint:
         if self.options.json_response:
             await asyncio.shield(task)
         else:
-            await run.changed.wait(self.options.sse_after)
+            # One loop turn first: most requests are answered in their task's first step, and then no
+            # timer or waiter is made for them.
+            await asyncio.sleep(0)
+            if not run.changed.is_set:
+                await run.changed.wait(self.options.sse_after)
         if run.done and not run.buffer:
             if request.method in MUTATING:
                 await self.manager.save(live)
