@@ -332,7 +332,8 @@ def test_the_metrics_table_and_help_list_every_request_outcome() -> None:
     assert re.findall(r"`(\w+)`", row.split("`outcome`")[1].split(")")[0]) == list(OUTCOMES)
     from wiremcp.transports.observability.metrics import Metrics
 
-    help_text = Metrics().requests._documentation
+    exposed = Metrics().render()[0].decode()
+    help_text = next(line for line in exposed.splitlines() if line.startswith("# HELP wiremcp_requests_total"))
     assert all(outcome in help_text for outcome in OUTCOMES), help_text
 
 

@@ -1,20 +1,22 @@
 """Prometheus metrics of one HTTP deployment, in a registry of its own (any number of apps per process).
 
 Counted as they happen: requests by JSON-RPC method and outcome (a ``RequestObserver`` on the
-server), their latency by method (and tool), HTTP responses by method and status (from
+server's runtime), their latency by method (and tool), HTTP responses by method and status (from
 ``operations.Operations``) and authentication failures by reason (``auth.BearerAuth``'s
 ``on_failure``). Read at scrape time: requests in flight, live sessions, open SSE streams and
-the event store's size.
+the event store's size. The counts of every request are plain integers on the event loop's thread,
+turned into Prometheus families when scraped: no lock, no object per sample on the request path.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from wiremcp.observer import OUTCOMES, method_label, outcome
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+REQUESTS_HELP = (f"JSON-RPC requests answered, by method and outcome ({', '.join(OUTCOMES)}) and JSON-RPC error "
+                 "code.")
 OTHER = "other"
 """The label of a method (JSON-RPC or HTTP) or tool this server does not have: labels stay few."""
 
@@ -36,23 +40,17 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.requests = Counter("wiremcp_requests", "JSON-RPC requests answered, by method and outcome "
-                                f"({', '.join(OUTCOMES)}) and JSON-RPC error code.",
-                                ("method", "outcome", "code"), registry=self.registry)
-        self.latency = Histogram("wiremcp_request_duration_seconds",
-                                 "Time to answer a JSON-RPC request, by method (and tool for tools/call).",
-                                 ("method", "tool"), buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.http_responses = Counter("wiremcp_http_responses", "HTTP responses of the MCP routes, by HTTP "
-                                      "method and status.", ("method", "status"), registry=self.registry)
         self.auth_failures = Counter("wiremcp_auth_failures", "Requests refused by bearer-token "
                                      "authentication, by reason.", ("reason",), registry=self.registry)
         self.inflight = 0
         self._server: MCPServer | None = None
         self._app: MCPHttpApp | None = None
-        # Label children, resolved once: the hot path is one dict lookup per metric.
-        self._counted: dict[tuple[str, str, str], Any] = {}
-        self._timed: dict[tuple[str, str], Any] = {}
-        self._responses: dict[tuple[str, int], Any] = {}
+        self._counted: dict[tuple[str, str, str], int] = {}
+        """Requests answered, by (method, outcome, code)."""
+        self._timed: dict[tuple[str, str], list[float]] = {}
+        """By (method, tool): the count in each latency bucket (the last: past them all), then the sum."""
+        self._responses: dict[tuple[str, str], int] = {}
+        self.registry.register(_Counted(self))
         self.registry.register(_Gauges(self))
 
     def instrument(self, app: MCPHttpApp) -> None:
@@ -76,23 +74,19 @@ class Metrics:
             name = request.params.get("name")
             tool = name if isinstance(name, str) and self._server is not None and name in self._server.tools \
                 else OTHER
+        seconds = time.perf_counter() - began
         timed = self._timed.get((method, tool))
         if timed is None:
-            timed = self._timed[(method, tool)] = self.latency.labels(method, tool)
-        timed.observe(time.perf_counter() - began)
+            timed = self._timed[(method, tool)] = [0.0] * (len(LATENCY_BUCKETS) + 2)
+        timed[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        timed[-1] += seconds
         key = (method, kind, "" if code is None else str(code))
-        counted = self._counted.get(key)
-        if counted is None:
-            counted = self._counted[key] = self.requests.labels(*key)
-        counted.inc()
+        self._counted[key] = self._counted.get(key, 0) + 1
 
     # -- hooks of the HTTP layers ------------------------------------------------------------------
     def http_response(self, method: str, status: int) -> None:
-        counted = self._responses.get((method, status))
-        if counted is None:
-            label = method if method in HTTP_METHODS else OTHER
-            counted = self._responses[(method, status)] = self.http_responses.labels(label, str(status))
-        counted.inc()
+        key = (method if method in HTTP_METHODS else OTHER, str(status))
+        self._responses[key] = self._responses.get(key, 0) + 1
 
     def auth_failure(self, reason: str) -> None:
         """``BearerAuth``'s ``on_failure``."""
@@ -102,6 +96,35 @@ class Metrics:
     def render(self) -> tuple[bytes, str]:
         """The metrics in the Prometheus text format, and that format's content type."""
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class _Counted:
+    """The request counts, as Prometheus families at scrape time."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        metrics = self.metrics
+        requests = CounterMetricFamily("wiremcp_requests", REQUESTS_HELP, labels=("method", "outcome", "code"))
+        for counted, count in list(metrics._counted.items()):
+            requests.add_metric(counted, count)
+        yield requests
+        latency = HistogramMetricFamily("wiremcp_request_duration_seconds",
+                                        "Time to answer a JSON-RPC request, by method (and tool for tools/call).",
+                                        labels=("method", "tool"))
+        for timed_key, timed in list(metrics._timed.items()):
+            cumulative, buckets = 0.0, []
+            for bound, in_bucket in zip((*LATENCY_BUCKETS, float("inf")), timed[:-1], strict=True):
+                cumulative += in_bucket
+                buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+            latency.add_metric(timed_key, buckets, timed[-1])
+        yield latency
+        responses = CounterMetricFamily("wiremcp_http_responses", "HTTP responses of the MCP routes, by HTTP "
+                                        "method and status.", labels=("method", "status"))
+        for response, count in list(metrics._responses.items()):
+            responses.add_metric(response, count)
+        yield responses
 
 
 class _Gauges:
