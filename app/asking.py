@@ -1,5 +1,5 @@
-"""Asking the client for input (elicitation, sampling, roots): one way per request, chosen when its
-context is built (``wiremcp.entry``), and one rule for what the client must have declared.
+"""Asking the client for input (elicitation, sampling, roots): one way per request, which follows from what
+its context was built with (``Context.asker``), and one rule for what the client must have declared.
 
 - ``ClientRequests`` (handshake era): a JSON-RPC request to the client on the request's own stream; the
   handler waits for the answer.

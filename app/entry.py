@@ -3,10 +3,11 @@
 
 Every transport (Streamable HTTP in both eras, HTTP+SSE, stdio, in memory) classifies what it reads and
 hands each request to ``serve``: the request runs in the state of its era (the handshake session's, or the
-envelope its ``_meta`` declares), in a ``Context`` whose way of asking the client for input is chosen here
-(``wiremcp.asking``), through the dispatcher. A request on a session is tracked by it, so that the client
-can cancel it (``notifications/cancelled``); a JSON-RPC batch comes in through ``serve_batch``. The runtime's observer (``server.runtime``), when set, sees it start and end. The
-transport turns the outcome into its wire (``wiremcp.transports.outcomes`` for HTTP).
+envelope its ``_meta`` declares), in a ``Context`` (whose way of asking the client for input follows from
+that: ``wiremcp.asking``), through the dispatcher. A request on a session is tracked by it, so that the
+client can cancel it (``notifications/cancelled``); a JSON-RPC batch comes in through ``serve_batch``. The
+runtime's observer (``server.runtime``), when set, sees each request start and end. The transport turns the
+outcome into its wire (``wiremcp.transports.outcomes`` for HTTP).
 """
 
 from __future__ import annotations
@@ -103,10 +104,9 @@ def serve_batch(server: MCPServer, items: list[jsonrpc.Message], send: Send, *, 
     batch = Batch()
     for item in items:
         if isinstance(item, jsonrpc.Request):
-            inbound = classify(item, server)
             if item.method == "initialize":
                 batch.replies.append(jsonrpc.error(item.id, INVALID_REQUEST, "initialize must not be batched"))
-            elif isinstance(inbound, Outcome):
+            elif isinstance(inbound := classify(item, server), Outcome):
                 batch.replies.append(inbound.message)
             else:
                 batch.running.append(asyncio.ensure_future(

@@ -37,7 +37,8 @@ class NotOnePerPost(BadRequest):
     """The stateless era over HTTP takes one request or notification per POST."""
 
     def __init__(self) -> None:
-        super().__init__(INVALID_REQUEST, "Invalid Request: the stateless era takes one request or notification per POST")
+        super().__init__(INVALID_REQUEST,
+                         "Invalid Request: the stateless era takes one request or notification per POST")
 
 
 @dataclass(slots=True)

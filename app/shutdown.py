@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from wiremcp.server import MCPServer
-
-log = logging.getLogger("wiremcp.shutdown")
-
 
 async def shut_down(server: MCPServer, *, grace: float, running: Callable[[], Sequence[asyncio.Future[Any]]],
                     quiesce: Callable[[], None] | None = None) -> int:

@@ -121,13 +121,12 @@ class TaskBinding:
     client for input (``wiremcp.asking``): in the stateless era through the task's record (``TaskInputs``),
     in the handshake era with a request to the client (``direct``) while the task shows ``input_required``."""
 
-    __slots__ = ("_count", "direct", "owner", "runner", "stateless", "task_id")
+    __slots__ = ("_count", "direct", "owner", "runner", "task_id")
 
-    def __init__(self, runner: TaskRunner, task_id: str, owner: str | None, stateless: bool, count: int) -> None:
+    def __init__(self, runner: TaskRunner, task_id: str, owner: str | None, count: int) -> None:
         self.runner = runner
         self.task_id = task_id
         self.owner = owner
-        self.stateless = stateless
         self._count = count
         self.direct: ClientRequests | None = None
         """Handshake era: how the task's requests reach the client."""
@@ -215,7 +214,7 @@ class TaskRunner:
             await self.store.create(record)
             task_id = record.task_id
             count = ctx.exchange.asked if ctx.exchange is not None else 0
-            binding = self._bindings[task_id] = TaskBinding(self, task_id, record.principal, ctx.stateless, count)
+            binding = self._bindings[task_id] = TaskBinding(self, task_id, record.principal, count)
             send: Send = _discard
             if not ctx.stateless:
                 send = (outlet := _Outlet(task_id, self.store, self.changed)).send

@@ -7,6 +7,7 @@ check off with ``*``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from wiremcp.errors import INVALID_REQUEST
@@ -27,13 +28,10 @@ def _split_host(value: str) -> tuple[str, str]:
     return host, port
 
 
-_REMEMBERED = 256
-"""Header values whose verdict is kept (clients send the same few again and again); past this, forgotten."""
-
-
 class _Patterns:
     def __init__(self, patterns: Iterable[str]) -> None:
-        self._verdicts: dict[tuple[str, bool], bool] = {}
+        # Verdicts are kept per value: clients send the same few again and again.
+        self.match = functools.lru_cache(maxsize=256)(self._match)
         self.any = False
         self.items: list[tuple[str, str, str]] = []  # (scheme, host, port) with "*" wildcards
         for raw in patterns:
@@ -49,17 +47,9 @@ class _Patterns:
             host, port = _split_host(rest.rstrip("/"))
             self.items.append((scheme, host, port or "*"))
 
-    def match(self, value: str, *, with_scheme: bool) -> bool:
+    def _match(self, value: str, with_scheme: bool) -> bool:
         if self.any:
             return True
-        verdict = self._verdicts.get((value, with_scheme))
-        if verdict is None:
-            if len(self._verdicts) >= _REMEMBERED:
-                self._verdicts.clear()
-            verdict = self._verdicts[(value, with_scheme)] = self._match(value, with_scheme)
-        return verdict
-
-    def _match(self, value: str, with_scheme: bool) -> bool:
         scheme = ""
         rest = value
         if with_scheme:

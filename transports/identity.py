@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from wiremcp.principal import SCOPE_KEY, Principal
+from wiremcp.principal import SCOPE_KEY, Principal, key_of
 from wiremcp.transports.asgi import Scope
 
 
@@ -16,5 +16,4 @@ def caller(scope: Scope) -> Principal | None:
 def owner_key(scope: Scope) -> str | None:
     """The identity a session made by this request is bound to (``Principal.key``); None without
     authentication."""
-    principal = scope.get(SCOPE_KEY)  # (caller's, inline: this runs on every request)
-    return principal.key if principal is not None else None
+    return key_of(caller(scope))

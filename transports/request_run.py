@@ -54,7 +54,7 @@ class RequestRun:
     """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
 
     __slots__ = ("buffer", "changed", "channel", "close_requested", "done", "inbound", "live", "outcome", "principal",
-                 "response", "to_standalone")
+                 "to_standalone")
 
     def __init__(self, live: LiveSession, inbound: Inbound, to_standalone: bool,
                  principal: Principal | None = None) -> None:
@@ -65,10 +65,14 @@ class RequestRun:
         self.buffer: list[JSONObject] = []
         self.changed = _Wake()
         self.channel: EventChannel | None = None
-        self.response: JSONObject | None = None
         self.done = False
         self.to_standalone = to_standalone
         self.close_requested = False
+
+    @property
+    def response(self) -> JSONObject | None:
+        """The answer (None: none yet, or the client cancelled the request)."""
+        return self.outcome.message if self.outcome is not None else None
 
     def close_stream(self) -> bool:
         """``StreamControl``: end the SSE connection now; the client resumes with ``Last-Event-ID``."""
@@ -95,7 +99,6 @@ class RequestRun:
             session = self.live.session
             self.outcome = await serve(session.server, self.inbound, self.send, session=session, control=self,
                                        principal=self.principal)
-            self.response = self.outcome.message if self.outcome is not None else None
         finally:
             self.done = True
             self.changed.set()

@@ -10,6 +10,7 @@ resume with ``GET`` and ``Last-Event-ID``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import dataclass
@@ -70,20 +71,14 @@ class HttpOptions:
     """The ``retry`` a 2025-11-25 client gets in the priming event."""
 
 
-_ACCEPTED: dict[tuple[str, tuple[str, ...]], bool] = {}
-"""Verdicts on ``Accept`` values (clients send the same one with every request); at most 256 are kept."""
-
-
 def _accepts(scope: Scope, *types: str) -> bool:
-    accept = header(scope, b"accept") or ""
-    verdict = _ACCEPTED.get((accept, types))
-    if verdict is None:
-        offered = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-        verdict = "*/*" in offered or all(t in offered for t in types)
-        if len(_ACCEPTED) >= 256:
-            _ACCEPTED.clear()
-        _ACCEPTED[(accept, types)] = verdict
-    return verdict
+    return _offers(header(scope, b"accept") or "", types)
+
+
+@functools.lru_cache(maxsize=256)  # clients send the same Accept value with every request
+def _offers(accept: str, types: tuple[str, ...]) -> bool:
+    offered = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return "*/*" in offered or all(t in offered for t in types)
 
 
 class StreamableHTTPEndpoint:

@@ -6,8 +6,8 @@ answer validated into it), sampling requests (only the fields given), and the se
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel
 
+from tests.support.forms import Person
 from wiremcp import Context, MCPServer
 from wiremcp.context import ElicitResult
 from wiremcp.transports.memory import Client
@@ -102,17 +102,6 @@ async def test_a_log_message_carries_its_data_and_logger() -> None:
 
 
 # -- forms ------------------------------------------------------------------------------------------------
-
-
-class Address(BaseModel):
-    street: str
-    city: str = "Paris"
-
-
-class Person(BaseModel):
-    name: str
-    age: int
-    home: Address
 
 
 def test_only_accept_is_accepted() -> None:

@@ -10,6 +10,7 @@ import pytest
 import typing_extensions
 from pydantic import BaseModel, Field, ValidationError
 
+from tests.support.forms import Person
 from wiremcp.content import Image, ResourceLink
 from wiremcp.context import Context
 from wiremcp.schema import (
@@ -377,17 +378,6 @@ def test_schema_checker_rejects_an_invalid_schema() -> None:
 
 
 # -- elicitation ------------------------------------------------------------------------------------------------
-class Address(BaseModel):
-    street: str
-    city: str = "Paris"
-
-
-class Person(BaseModel):
-    name: str
-    age: int
-    home: Address
-
-
 @pytest.mark.spec("2025-11-25/client/elicitation#requested-schema")
 def test_a_model_becomes_a_flat_requested_schema() -> None:
     assert elicitation_schema(Person) == {  # no $ref, no $defs: elicitation forbids them
