@@ -4,7 +4,7 @@ event loop. What it measures is the Python between the ASGI call and the answer 
 dispatch, the tool, serialization), so that two versions of wiremcp can be compared without the noise of a
 network benchmark: run it under each and compare.
 
-    python bench/asgi_calls.py [--calls 20000] [--rounds 5]
+    python bench/asgi_calls.py [--calls 20000] [--rounds 5] [--app endpoint|served] [--loop uvloop|asyncio]
 
 It prints one line per era and method: microseconds per request (the best round, and the median).
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.servers import wiremcp_server
 from wiremcp.transports import MCPHttpApp
+from wiremcp.transports.asgi import ASGIApp
 
 HANDSHAKE, STATELESS = "2025-11-25", "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": STATELESS, "io.modelcontextprotocol/clientCapabilities": {},
@@ -40,7 +42,7 @@ def _scope(headers: dict[str, str]) -> dict[str, Any]:
             "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000)}
 
 
-async def _post(app: MCPHttpApp, scope: dict[str, Any], body: bytes) -> list[dict[str, Any]]:
+async def _post(app: ASGIApp, scope: dict[str, Any], body: bytes) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
     message = {"type": "http.request", "body": body, "more_body": False}
 
@@ -54,8 +56,35 @@ async def _post(app: MCPHttpApp, scope: dict[str, Any], body: bytes) -> list[dic
     return sent
 
 
-async def measure(calls: int, rounds: int) -> dict[str, list[float]]:
-    app = MCPHttpApp(wiremcp_server)
+_LIFESPANS: list[asyncio.Future[None]] = []
+"""The served app's lifespan tasks, kept while the process runs."""
+
+
+async def _served() -> ASGIApp:
+    """What ``uvicorn app:asgi`` serves (operations, metrics, guard, routes, endpoint), its lifespan started."""
+    os.environ["WIREMCP_SERVER"] = "bench.servers:wiremcp_server"
+    from wiremcp.transports.serving.deployment import build_asgi
+
+    app = build_asgi()
+    started = asyncio.Event()
+    messages = [{"type": "lifespan.startup"}]
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop()
+        await asyncio.Event().wait()  # shutdown never comes: the process ends
+        return {}
+
+    async def send(out: Any) -> None:
+        started.set()
+
+    _LIFESPANS.append(asyncio.ensure_future(app({"type": "lifespan"}, receive, send)))
+    await started.wait()
+    return app
+
+
+async def measure(calls: int, rounds: int, served: bool) -> dict[str, list[float]]:
+    app: ASGIApp = await _served() if served else MCPHttpApp(wiremcp_server)
     opened = await _post(app, _scope({}), orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}))
     session = dict(opened[0]["headers"])[b"mcp-session-id"].decode()
@@ -90,6 +119,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
                         help="the event loop (default: uvloop, as uvicorn picks it where installed)")
+    parser.add_argument("--app", choices=("endpoint", "served"), default="endpoint",
+                        help="endpoint: MCPHttpApp alone; served: what `uvicorn app:asgi` serves, with its "
+                             "operations layer (probes, metrics, access log) and default settings")
     args = parser.parse_args()
     factory = None
     if args.loop == "uvloop":
@@ -97,7 +129,7 @@ def main() -> None:
 
         factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=factory) as runner:
-        results = runner.run(measure(args.calls, args.rounds))
+        results = runner.run(measure(args.calls, args.rounds, args.app == "served"))
     for name, values in results.items():
         print(f"{name:<24} best {min(values):7.1f} us  median {statistics.median(values):7.1f} us")
 
