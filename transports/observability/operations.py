@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from wiremcp.logs import SESSION_ID
-from wiremcp.transports.asgi import ASGIApp, Message, Receive, Scope, SendASGI, respond, respond_json
+from wiremcp.transports.asgi import ASGIApp, Message, Receive, Scope, SendASGI, header, respond, respond_json
 
 if TYPE_CHECKING:
     from wiremcp.transports.observability.metrics import Metrics
@@ -33,7 +33,6 @@ ReadinessCheck = Callable[[], Awaitable[object]]
 TRACE_HEADERS: ContextVar[dict[str, str] | None] = ContextVar("wiremcp_trace_headers", default=None)
 """The ``traceparent`` / ``tracestate`` headers of the HTTP request being served, if it had any."""
 
-_TRACE_NAMES = {b"traceparent": "traceparent", b"tracestate": "tracestate"}
 _NO_STORE = [(b"cache-control", b"no-store")]
 
 
@@ -76,16 +75,10 @@ class Operations:
 
     # -- MCP traffic -------------------------------------------------------------------------------
     async def _forward(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
-        session_id: str | None = None
-        trace: dict[str, str] | None = None
-        for name, value in scope["headers"]:
-            if name == b"mcp-session-id":
-                session_id = value.decode("latin-1")
-            elif name in _TRACE_NAMES:
-                if trace is None:
-                    trace = {}
-                trace[_TRACE_NAMES[name]] = value.decode("latin-1")
-        session_token = SESSION_ID.set(session_id)
+        parent, state = header(scope, b"traceparent"), header(scope, b"tracestate")
+        trace = None if parent is None and state is None else \
+            {name: value for name, value in (("traceparent", parent), ("tracestate", state)) if value is not None}
+        session_token = SESSION_ID.set(header(scope, b"mcp-session-id"))
         trace_token = TRACE_HEADERS.set(trace)
         try:
             metrics = self.metrics
@@ -94,10 +87,10 @@ class Operations:
                 return
             method = scope["method"]
 
-            async def counting(message: Message) -> None:
+            def counting(message: Message) -> Awaitable[None]:  # no coroutine of its own: one frame less
                 if message["type"] == "http.response.start":
                     metrics.http_response(method, message["status"])
-                await send(message)
+                return send(message)
 
             await self.app(scope, receive, counting)
         finally:
