@@ -78,17 +78,20 @@ async def read_body(receive: Receive, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
-        chunks.append(chunk)
         if not message.get("more_body", False):
+            if not chunks:
+                return chunk  # the whole body in one message, as most are
+            chunks.append(chunk)
             return b"".join(chunks)
+        chunks.append(chunk)
 
 
 async def read_json_body(scope: Scope, receive: Receive, send: SendASGI, limit: int) -> bytes | None:
     """A POSTed JSON-RPC body, or None once the request was answered: 415 unless ``Content-Type`` is
     ``application/json``, 413 past ``limit`` bytes (by ``Content-Length`` before reading, or while reading).
     ``ClientDisconnected`` if the client goes away first."""
-    content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
-    if content_type != "application/json":
+    content_type = header(scope, b"content-type")
+    if content_type != "application/json" and (content_type or "").split(";")[0].strip().lower() != "application/json":
         await respond_error(send, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
         return None
     length = header(scope, b"content-length")
