@@ -11,6 +11,12 @@ Servers (each process imports only its own framework):
   HTTP ``python -m uvicorn --factory bench.official_server:json_app`` (stateful, JSON answers);
 * ``fastmcp`` (``fastmcp==4.1.6``, its own venv: ``bench/peers.py``): stdio ``python -m bench.fastmcp_server
   stdio``; HTTP ``python -m uvicorn --factory bench.fastmcp_server:json_app``;
+* ``ts-v1`` (``@modelcontextprotocol/sdk`` 1.32.2) and ``ts-v2`` (``@modelcontextprotocol/server`` 2.4.0), on
+  Node 22 (``bench/peers.py`` installs both under ``bench/.peers/``): stdio ``node v1_server.mjs stdio``
+  (``StdioServerTransport``) and ``node v2_server.mjs stdio`` (``serveStdio``); HTTP ``node v1_server.mjs http
+  PORT`` (stateful, JSON answers) and ``node v2_server.mjs http PORT``. ts-v2's endpoint is sessionless: it
+  answers this ``initialize`` (a 2025-era request) through its default stateless fallback, over SSE and
+  without an ``Mcp-Session-Id``, which is what is checked for it;
 * ``floor``: no framework. stdio: a ``python -c`` that reads one line and writes a fixed answer; HTTP:
   ``uvicorn bench.cold_start:floor_app``, a bare ASGI app answering a fixed ``initialize`` result.
 
@@ -52,7 +58,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -60,11 +66,16 @@ if str(ROOT) not in sys.path:
 
 from bench.machine import busy_cpu_seconds, wait_quiet, warn_if_busy  # noqa: E402
 
+if TYPE_CHECKING:
+    from bench.peers import TsPeer
+
 PROTOCOL_VERSION = "2025-11-25"
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "wiremcp-bench", "version": "1.0.0"}}}
 TRANSPORTS = ("stdio", "http")
-SERVERS = ("floor", "wiremcp", "official", "fastmcp")
+SERVERS = ("floor", "wiremcp", "official", "fastmcp", "ts-v1", "ts-v2")
+RATIOS = ("official", "fastmcp", "ts-v1")
+"""The servers every median is divided by, each in a column of its own."""
 
 
 class BenchError(Exception):
@@ -120,9 +131,11 @@ class Command:
     transport: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    session: bool = True
+    """HTTP: the initialize answer carries an ``Mcp-Session-Id`` (not from ts-v2's sessionless endpoint)."""
 
 
-def commands(servers: list[str], fastmcp: str | None) -> list[Command]:
+def commands(servers: list[str], fastmcp: str | None, ts: TsPeer | None = None) -> list[Command]:
     py = sys.executable
     uvicorn = ["-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}", "--log-level", "warning",
                "--no-access-log", "--lifespan", "on"]
@@ -141,6 +154,12 @@ def commands(servers: list[str], fastmcp: str | None) -> list[Command]:
         table[("fastmcp", "stdio")] = Command("fastmcp", "stdio", [fastmcp, "-m", "bench.fastmcp_server", "stdio"])
         table[("fastmcp", "http")] = Command("fastmcp", "http",
                                              [fastmcp, *uvicorn, "--factory", "bench.fastmcp_server:json_app"])
+    if ts is not None:
+        node = str(ts.node)
+        for server, script in (("ts-v1", "v1_server.mjs"), ("ts-v2", "v2_server.mjs")):
+            table[(server, "stdio")] = Command(server, "stdio", [node, str(ts.script(script)), "stdio"])
+            table[(server, "http")] = Command(server, "http", [node, str(ts.script(script)), "http", "{port}"],
+                                              session=server != "ts-v2")
     return [table[(s, t)] for t in TRANSPORTS for s in servers if (s, t) in table]
 
 
@@ -267,7 +286,7 @@ def time_http(cmd: Command, cpu: str | None, timeout: float, importtime: bool, e
         raw = resp.read()
         elapsed = time.perf_counter() - t0
         conn.close()
-        if resp.status != 200 or not resp.getheader("mcp-session-id"):
+        if resp.status != 200 or bool(resp.getheader("mcp-session-id")) != cmd.session:
             raise BenchError(f"{cmd.server} http: HTTP {resp.status}, session {resp.getheader('mcp-session-id')!r}: "
                              f"{raw[:400]!r}")
         text = raw.decode()
@@ -389,7 +408,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         print(f"fastmcp: {describe(Path(fastmcp))}")
-    cmds = [c for c in commands(servers, fastmcp) if c.transport in transports]
+    ts: TsPeer | None = None
+    if "ts-v1" in servers or "ts-v2" in servers:
+        from bench.peers import PeerError, describe_ts, ts_peer
+
+        try:
+            ts = ts_peer()
+        except PeerError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"ts-v1, ts-v2: {describe_ts(ts)}")
+    cmds = [c for c in commands(servers, fastmcp, ts) if c.transport in transports]
     print(f"python {sys.version.split()[0]}, servers on CPU {cpu}, {args.warmup} warm-up + {args.runs} rounds",
           flush=True)
     warn_if_busy()
@@ -414,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     print(f"{'transport':<9} {'server':<9} {'median ms':>9} {'min ms':>8} {'max ms':>8} {'listening ms':>12}"
-          f" {'/ official':>10} {'/ fastmcp':>10} {'clean':>6}")
+          f" {'/ official':>10} {'/ fastmcp':>10} {'/ ts-v1':>10} {'clean':>6}")
     rows: list[dict[str, Any]] = []
     for transport in transports:
         base = {s: statistics.median(t.total for t in kept(timings[(s, transport)])) for s in servers
@@ -428,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
             totals = [t.total for t in got]
             listening = [t.listening for t in got]
             median = statistics.median(totals)
-            ratios = [f"{median / base[ref]:>10.2f}" if ref in base else f"{'–':>10}" for ref in ("official", "fastmcp")]
+            ratios = [f"{median / base[ref]:>10.2f}" if ref in base else f"{'–':>10}" for ref in RATIOS]
             print(f"{transport:<9} {server:<9} {ms(totals)} {min(totals) * 1000:8.0f} {max(totals) * 1000:8.0f} "
                   f"{ms(listening) if transport == 'http' else '–':>12} {' '.join(ratios)} "
                   f"{len(clean):>3}/{len(timings[(server, transport)]):<2}")

@@ -6,14 +6,18 @@
     .venv/bin/python bench/http_load.py --eras 2026-07-28 --servers wiremcp,official-modern,ceiling
     .venv/bin/python bench/http_load.py --servers wiremcp,wiremcp-redis --eras 2025-11-25 --methods tools/call
 
-Every server runs under uvicorn on a free 127.0.0.1 port pinned to one core (``taskset -c 0``); wrk runs
-pinned to the other core (``taskset -c 1``) with 32 keep-alive connections. ``wiremcp-redis`` is wiremcp with
-its sessions in Redis (``WIREMCP_REDIS_URL``): the harness starts one ``redis-server`` for it, without
-persistence, pinned to the server's core unless ``--redis-cpu`` says otherwise. The peers: the official SDK
+Every server runs under uvicorn (the TypeScript ones under node) on a free 127.0.0.1 port pinned to one core
+(``taskset -c 0``); wrk runs pinned to the other core (``taskset -c 1``) with 32 keep-alive connections.
+``wiremcp-redis`` is wiremcp with its sessions in Redis (``WIREMCP_REDIS_URL``): the harness starts one
+``redis-server`` for it, without persistence, pinned to the server's core unless ``--redis-cpu`` says
+otherwise. The peers: the official SDK
 (``mcp==2.3.0``) stateful with JSON answers (``official``), with SSE answers (``official-sse``), in its stateless
 mode for handshake-era requests (``official-stateless``: no initialize, no session) and for 2026-07-28 requests
-(``official-modern``); and FastMCP 4.1.6 (``fastmcp``), run from a venv of its own that ``bench/peers.py`` makes
-under ``bench/.peers/`` when first needed. Two protocol eras:
+(``official-modern``); FastMCP 4.1.6 (``fastmcp``), run from a venv of its own that ``bench/peers.py`` makes
+under ``bench/.peers/`` when first needed; and the TypeScript SDKs on Node 22, not under uvicorn but each its own
+``node:http`` server (``bench/ts/``, installed by ``bench/peers.py`` under ``bench/.peers/``): v1 1.32.2 stateful
+with JSON answers (``ts-v1``, handshake era) and v2 2.4.0 sessionless with JSON answers (``ts-v2``, stateless
+era). Two protocol eras:
 
 * 2025-11-25 (handshake era): the harness does initialize + notifications/initialized over HTTP and
   all 32 connections send their requests on that one ``Mcp-Session-Id``;
@@ -54,7 +58,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.machine import busy_cpu_seconds, wait_quiet, warn_if_busy  # noqa: E402
-from bench.peers import PeerError, describe, fastmcp_python  # noqa: E402
+from bench.peers import PeerError, describe, describe_ts, fastmcp_python, ts_peer  # noqa: E402
 from bench.servers import (  # noqa: E402
     CATALOG_SIZE,
     EXPECTED,
@@ -86,7 +90,8 @@ def split_workload(workload: str) -> tuple[str, int]:
 class ServerSpec:
     name: str
     apps: dict[int, tuple[str, dict[str, str]]]
-    """uvicorn's app (and extra environment) for each catalog size the server has: 1 and/or 500 tools."""
+    """uvicorn's app (and extra environment) for each catalog size the server has: 1 and/or 500 tools; for a
+    ``ts`` peer, the script in ``bench/ts/`` (run as ``node SCRIPT http PORT``, plus ``--catalog`` for 500)."""
     eras: tuple[str, ...]
     factory: bool = False
     note: str = ""
@@ -96,7 +101,8 @@ class ServerSpec:
     """Serves handshake-era requests without a session: no initialize, no ``Mcp-Session-Id`` (the SDK's
     stateless mode)."""
     peer: str = ""
-    """Runs under a peer's own venv (``bench/peers.py``) instead of this one: ``fastmcp``; or ``baseline``:
+    """Runs under a peer's own venv (``bench/peers.py``) instead of this one: ``fastmcp``; ``ts``: a Node server
+    from ``bench/ts/`` with the node and ``node_modules`` of ``bench/peers.py``, not uvicorn; or ``baseline``:
     wiremcp as an earlier commit has it (``--baseline``)."""
 
 
@@ -136,13 +142,20 @@ SERVERS: dict[str, ServerSpec] = {
                                CATALOG_SIZE: ("bench.fastmcp_server:catalog_json_app", {})}, ERAS,
                    factory=True, peer="fastmcp",
                    note="fastmcp 4.1.6 http_app(json_response=True, stateless_http=False), in bench/.peers/"),
+        ServerSpec("ts-v1", {1: ("v1_server.mjs", {}), CATALOG_SIZE: ("v1_server.mjs", {})}, (HANDSHAKE,), peer="ts",
+                   note="@modelcontextprotocol/sdk 1.32.2 on node:http, StreamableHTTPServerTransport("
+                        "sessionIdGenerator: randomUUID, enableJsonResponse: true)"),
+        ServerSpec("ts-v2", {1: ("v2_server.mjs", {}), CATALOG_SIZE: ("v2_server.mjs", {})}, (STATELESS,), peer="ts",
+                   note="@modelcontextprotocol/server 2.4.0 on node:http, toNodeHandler(createMcpHandler(factory, "
+                        "{responseMode: 'json'})): sessionless"),
     )
 }
-DEFAULT_SERVERS = "ceiling,wiremcp,wiremcp-json,official,official-stateless,official-sse,official-modern,fastmcp"
+DEFAULT_SERVERS = ("ceiling,wiremcp,wiremcp-json,official,official-stateless,official-sse,official-modern,fastmcp,"
+                   "ts-v1,ts-v2")
 OFFICIAL = {HANDSHAKE: "official", STATELESS: "official-modern"}
 """The official SDK's configuration each era's ratios are taken against (JSON answers in both)."""
-PEERS = {HANDSHAKE: ("official", "official-stateless", "official-sse", "fastmcp", "ceiling"),
-         STATELESS: ("official-modern", "official-sse", "fastmcp", "ceiling")}
+PEERS = {HANDSHAKE: ("official", "official-stateless", "official-sse", "fastmcp", "ts-v1", "ceiling"),
+         STATELESS: ("official-modern", "official-sse", "fastmcp", "ts-v2", "ceiling")}
 """What wiremcp is compared with in each era (wiremcp has no session-less handshake-era mode: against
 official-stateless it is measured on its one session)."""
 BACKENDS = {"wiremcp-redis": "wiremcp"}
@@ -246,11 +259,22 @@ def wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path, timeout:
     raise BenchError(f"the server did not listen on port {port} within {timeout} s")
 
 
+WORKER_SERVERS = ("ceiling", "wiremcp", "wiremcp-redis", "wiremcp-json", "wiremcp-baseline")
+"""The servers ``--workers N`` runs as N uvicorn workers (the peers always run as one process)."""
+
+
+def with_workers(spec: ServerSpec, era: str, workers: int) -> bool:
+    """Whether ``spec`` serves ``era`` as ``workers`` uvicorn workers: an in-memory session lives in the worker
+    that made it, so with more than one worker the handshake era runs only with Redis (or without sessions)."""
+    return workers == 1 or spec.name not in WORKER_SERVERS or era != HANDSHAKE or spec.redis or spec.name == "ceiling"
+
+
 @contextlib.contextmanager
 def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, http: str,
-                   logdir: Path, redis: RedisServer | None = None) -> Iterator[tuple[int, int]]:
-    """Run ``spec``'s app for ``catalog`` under uvicorn on a free loopback port (with its sessions in
-    ``redis`` if given); yields (port, pid) and always stops the process."""
+                   logdir: Path, redis: RedisServer | None = None, workers: int = 1) -> Iterator[tuple[int, int]]:
+    """Run ``spec``'s app for ``catalog`` under uvicorn (a ``ts`` peer: its Node script) on a free loopback port
+    (with its sessions in ``redis`` if given; as ``uvicorn --workers N`` if ``workers`` > 1 and ``spec`` is one
+    of WORKER_SERVERS); yields (port, pid: uvicorn's, the supervisor's with workers) and always stops it."""
     app, extra_env = spec.apps[catalog]
     port = free_port()
     python = str(fastmcp_python()) if spec.peer == "fastmcp" else sys.executable
@@ -261,6 +285,11 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
             "--log-level", "warning", "--no-access-log", "--lifespan", "on", "--loop", loop, "--http", http]
     if spec.factory:
         argv.append("--factory")
+    if workers > 1 and spec.name in WORKER_SERVERS:
+        argv += ["--workers", str(workers)]
+    if spec.peer == "ts":
+        ts = ts_peer(verbose=False)
+        argv = [str(ts.node), str(ts.script(app)), "http", str(port), *(["--catalog"] if catalog > 1 else [])]
     env = {**os.environ, "WIREMCP_LOG_LEVEL": "WARNING", "PYTHONPATH": str(root), **extra_env}
     env.pop("WIREMCP_REDIS_URL", None)  # never inherited: only the Redis variants get one, ours
     if redis is not None:
@@ -320,12 +349,34 @@ def redis_commands(port: int) -> int:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a live process, from /proc (0.0 where /proc is missing)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of a live process and of its live descendants (``uvicorn --workers N``: the
+    supervisor and its workers), from /proc (0.0 where /proc is missing)."""
+    total = 0.0
+    for one in (pid, *descendants(pid)):
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def descendants(pid: int) -> list[int]:
+    """The live descendants of ``pid`` (children first), from the parent pids in /proc/*/stat."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, queue = [], list(parents.get(pid, ()))
+    while queue:
+        child = queue.pop(0)
+        found.append(child)
+        queue.extend(parents.get(child, ()))
+    return found
 
 
 def wait_idle(pid: int, timeout: float = 120.0) -> float:
@@ -534,7 +585,7 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
         plan: list[tuple[ServerSpec, str, str, Target]] = []  # one round's runs, in order
         for era in args.eras:
             for spec in specs:
-                if era not in spec.eras:
+                if era not in spec.eras or not with_workers(spec, era, args.workers):
                     continue
                 for workload in args.methods:
                     catalog = split_workload(workload)[1]
@@ -544,7 +595,7 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
                     if key not in targets:
                         backend = redis if spec.redis else None
                         port, pid = stack.enter_context(uvicorn_server(spec, catalog, args.server_cpu, args.loop,
-                                                                       args.http, logdir, backend))
+                                                                       args.http, logdir, backend, args.workers))
                         targets[key] = Target(port, pid, redis=backend)
                         print(f"{spec.name} ({catalog} tool{'s' if catalog > 1 else ''}): {spec.note} "
                               f"(port {port})", flush=True)
@@ -552,6 +603,10 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
                     if era == HANDSHAKE and target.session is None and not spec.sessionless:
                         target.session = handshake(target.port)
                     check(target.port, era, target.session if era == HANDSHAKE else None, workload)
+                    if args.workers > 1 and spec.name in WORKER_SERVERS:  # every worker answers, on the one session
+                        from bench.workers import every_worker
+
+                        every_worker(target.port, target.pid, args.workers, era, target.session)
                     plan.append((spec, era, workload, target))
         runs: dict[tuple[str, str, str], list[Result]] = {}
         for round_no in range(args.repeat):
@@ -707,13 +762,16 @@ def environment(args: argparse.Namespace) -> str:
     def installed(module: str) -> str:
         return "installed" if importlib.util.find_spec(module) else "not installed"
 
-    peers = "".join(f"; {name}: {describe(fastmcp_python())}" for name in sorted({SERVERS[n].peer for n in args.names})
-                    if name == "fastmcp")
+    used = {SERVERS[n].peer for n in args.names}
+    peers = f"; fastmcp: {describe(fastmcp_python())}" if "fastmcp" in used else ""
+    peers += f"; ts-v1, ts-v2: {describe_ts(ts_peer(verbose=False))}" if "ts" in used else ""
     if "wiremcp-baseline" in args.names:
         peers += f"; wiremcp-baseline: {BASELINE.checkout} ({source_revision(BASELINE.checkout)})"
     return (f"{source_revision()}, python {sys.version.split()[0]}, uvicorn --loop {args.loop} --http {args.http} "
             f"(uvloop {installed('uvloop')}, httptools {installed('httptools')}), {os.cpu_count()} CPUs, "
-            f"server on CPU {args.server_cpu}, wrk on CPU {args.client_cpu}, "
+            f"server on CPU {args.server_cpu}"
+            f"{f' ({args.workers} uvicorn workers: ceiling, wiremcp*)' if args.workers > 1 else ''}, "
+            f"wrk on CPU {args.client_cpu or 'any (not pinned)'}, "
             f"{f'redis-server on CPU {args.redis_cpu}, ' if args.redis_used else ''}-t{args.threads} -c{args.connections}, "
             f"{args.warmup:g} s warm-up + {args.repeat} round(s) of {args.duration:g} s per server, era and workload"
             f"{peers}")
@@ -748,8 +806,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retries", type=int, default=2, help="extra attempts for a noisy run (default: 2)")
     parser.add_argument("--settle", type=float, default=60.0,
                         help="before each run, wait up to this many seconds for the CPUs to be quiet (default: 60)")
-    parser.add_argument("--server-cpu", default="0", help="CPU list for the server (taskset -c; default 0)")
-    parser.add_argument("--client-cpu", default="1", help="CPU list for wrk (taskset -c; default 1)")
+    parser.add_argument("--server-cpu", default=None,
+                        help="CPU list for the server (taskset -c; default 0, with --workers N: 0-(N-1))")
+    parser.add_argument("--client-cpu", default=None,
+                        help="CPU list for wrk (taskset -c; default 1, with --workers N > 1: not pinned)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="uvicorn --workers N for ceiling and the wiremcp servers (the peers stay one process); "
+                             "with N > 1 the handshake era of in-memory wiremcp is skipped (sessions stay in one "
+                             "worker: use wiremcp-redis); bench/workers.py compares 1 and N (default: 1)")
     parser.add_argument("--redis-cpu", default=None,
                         help="CPU list for the redis-server of wiremcp-redis (default: --server-cpu, so that the "
                              "server and its Redis share one core)")
@@ -779,6 +843,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1 or args.duration < 1 or args.warmup < 0 or args.retries < 0:
         parser.error("--repeat and --duration must be at least 1, --warmup and --retries at least 0 "
                      "(wrk takes whole seconds)")
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
+    if args.server_cpu is None:  # N workers need N cores; wrk, unpinned, then shares them
+        args.server_cpu = "0" if args.workers == 1 else f"0-{min(args.workers, os.cpu_count() or 1) - 1}"
+    if args.client_cpu is None and args.workers == 1:
+        args.client_cpu = "1"
     if args.no_pin:
         args.server_cpu = args.client_cpu = args.redis_cpu = None
     elif args.redis_cpu is None:
@@ -789,12 +859,14 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{tool} is not installed (apt-get install -y {'wrk' if tool == 'wrk' else 'util-linux'})")
 
     signal.signal(signal.SIGTERM, _terminate)  # so that the finally blocks stop the servers
-    if any(SERVERS[name].peer == "fastmcp" for name in names):
-        try:
-            fastmcp_python()  # made once, before anything is measured
-        except PeerError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+    try:  # made once, before anything is measured
+        if any(SERVERS[name].peer == "fastmcp" for name in names):
+            fastmcp_python()
+        if any(SERVERS[name].peer == "ts" for name in names):
+            ts_peer()
+    except PeerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     measured = environment(args)  # the revision the servers load now, not whatever HEAD is at the end
     print(measured, flush=True)
     warn_if_busy()
@@ -817,7 +889,7 @@ def main(argv: list[str] | None = None) -> int:
     report(results)
     if args.json is not None:
         args.json.write_text(json.dumps({"environment": measured, "date": time.strftime("%Y-%m-%d"),
-                                         "results": [asdict(r) for r in results]}, indent=2))
+                                         "workers": args.workers, "results": [asdict(r) for r in results]}, indent=2))
     failed = [r for r in results if r.failures]
     if failed:
         print(f"\nWARNING: failed answers in {', '.join(f'{r.server} {r.era} {r.workload}' for r in failed)}")

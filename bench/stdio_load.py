@@ -1,4 +1,4 @@
-"""stdio load test: pipelined tools/call against wiremcp, the official MCP SDK and two bare line-echo ceilings.
+"""stdio load test: pipelined tools/call against wiremcp, the MCP SDKs and two bare line-echo ceilings.
 
     .venv/bin/python bench/stdio_load.py                    # 20,000 calls per server after a 2,000-call warm-up
     .venv/bin/python bench/stdio_load.py --window 0         # all 20,000 written at once, unthrottled
@@ -9,13 +9,16 @@ other core - write ``--calls`` tools/call requests as fast as the pipe takes the
 ``--window`` unanswered (default 1000; 0 writes them all at once), while reading every answer. Every
 answer is parsed and checked (its id is one of ours, its result the expected ``structuredContent``).
 Calls/s = calls / (last answer - first write); server CPU = the server process's user + system time
-over the batch (``/proc/<pid>/stat``), per call. See bench/README.md.
+over the batch (``/proc/<pid>/stat``), per call. The TypeScript SDKs (``ts-v1``: ``@modelcontextprotocol/sdk``
+1.32.2, ``StdioServerTransport``; ``ts-v2``: ``@modelcontextprotocol/server`` 2.4.0, ``serveStdio``) run on the
+Node 22 that ``bench/peers.py`` installs under ``bench/.peers/``, with its ``node_modules``. See bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import select
 import signal
@@ -24,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,6 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine_line, warn_if_busy  # noqa: E402
+from bench.peers import PeerError, describe_ts, ts_peer  # noqa: E402
 from bench.servers import EXPECTED, PROTOCOL_VERSION, TEXT  # noqa: E402
 
 
@@ -44,6 +48,8 @@ class ServerSpec:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     note: str = ""
+    peer: str = ""
+    """``ts``: ``argv`` is a script of ``bench/ts/`` and its arguments, run with the node of ``bench/peers.py``."""
 
 
 SERVERS: dict[str, ServerSpec] = {
@@ -56,6 +62,10 @@ SERVERS: dict[str, ServerSpec] = {
                    env={"WIREMCP_LOG_LEVEL": "WARNING"}, note="python -m wiremcp stdio"),
         ServerSpec("official", [sys.executable, "-m", "bench.servers", "official-stdio"],
                    note="mcp 2.3.0 MCPServer.run('stdio')"),
+        ServerSpec("ts-v1", ["v1_server.mjs", "stdio"], peer="ts",
+                   note="@modelcontextprotocol/sdk 1.32.2 StdioServerTransport, node 22"),
+        ServerSpec("ts-v2", ["v2_server.mjs", "stdio"], peer="ts",
+                   note="@modelcontextprotocol/server 2.4.0 serveStdio, node 22"),
     )
 }
 
@@ -235,7 +245,12 @@ def pinned(cpus: set[int] | None) -> Iterator[None]:
 @contextlib.contextmanager
 def stdio_server(spec: ServerSpec, args: argparse.Namespace, log: IO[bytes]) -> Iterator[Client]:
     """Start ``spec`` pinned to the server CPU, handshake, warm up; always stops the process."""
-    argv = spec.argv if args.server_cpu is None else ["taskset", "-c", args.server_cpu, *spec.argv]
+    argv = spec.argv
+    if spec.peer == "ts":
+        ts = ts_peer(verbose=False)
+        argv = [str(ts.node), str(ts.script(argv[0])), *argv[1:]]
+    if args.server_cpu is not None:
+        argv = ["taskset", "-c", args.server_cpu, *argv]
     env = {**os.environ, "PYTHONPATH": str(ROOT), **spec.env}
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
     try:
@@ -294,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-cpu", default="1", help="CPU list for this client (default 1)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the processes")
     parser.add_argument("--log", type=Path, help="append the servers' stderr here (default: discarded)")
+    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.servers.split(",") if n.strip()]
     unknown = [n for n in names if n not in SERVERS]
@@ -307,10 +323,17 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _terminate)  # so that the finally blocks stop the servers
     window = f"at most {args.window} unanswered" if args.window else "all written at once"
-    print(machine_line(), flush=True)
+    machine = machine_line()
+    print(machine, flush=True)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, server on CPU {args.server_cpu}, "
           f"client on CPU {args.client_cpu}; {args.warmup} warm-up + {args.repeat} round(s) of {args.calls} "
           f"tools/call, {window}", flush=True)
+    if any(SERVERS[name].peer == "ts" for name in names):
+        try:
+            print(f"ts-v1, ts-v2: {describe_ts(ts_peer())}", flush=True)  # made once, before anything is measured
+        except PeerError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     warn_if_busy()
     with open(args.log or os.devnull, "ab") as log, pinned(client_cpus):
         try:
@@ -325,10 +348,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{SERVERS[r.server].note}")
     rates = {r.server: r.rate for r in results}
     if "wiremcp" in rates:
-        for ref in ("official", "ceiling", "echo"):
+        for ref in ("official", "ts-v1", "ts-v2", "ceiling", "echo"):
             if rates.get(ref):
                 print(f"wiremcp / {ref}: {rates['wiremcp'] / rates[ref]:.2f}"
                       + (" (issue 7's target: at least 0.50)" if ref == "ceiling" else ""))
+    if args.json is not None:
+        loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"  # what `wiremcp stdio` runs on
+        args.json.write_bytes(orjson.dumps({
+            "machine": machine, "date": time.strftime("%Y-%m-%d"), "wiremcp_loop": loop, "calls": args.calls,
+            "warmup": args.warmup, "window": args.window, "repeat": args.repeat,
+            "results": [{**asdict(r), "rate": r.rate, "cpu_us": r.cpu_us} for r in results]}, option=orjson.OPT_INDENT_2))
     if any(r.errors for r in results):
         print("\nWARNING: some answers were errors (see above)")
         return 1
