@@ -39,6 +39,8 @@ _B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 
 def decode(value: str, name: str) -> str:
     """A header value as sent: plain visible ASCII, or ``=?base64?...?=`` around UTF-8."""
+    if value.isascii() and value.isprintable() and not value.startswith(_SENTINEL_START):
+        return value  # the common case, without a regular expression
     if not _VISIBLE.fullmatch(value):
         raise HeaderMismatch(f"{name} header value has invalid characters")
     if value.startswith(_SENTINEL_START) and value.endswith(_SENTINEL_END) and len(value) >= 11:
