@@ -103,9 +103,6 @@ class ReplicaLink(Protocol):
     async def broadcast_delete(self, sid: str) -> None:
         """``session_deleted`` on every other replica."""
 
-    async def broadcast_changed(self, sid: str) -> None:
-        """``session_changed`` on every other replica."""
-
     async def broadcast_task_cancel(self, task_id: str) -> None:
         """``task_cancelled`` on every replica (the one running the task stops it)."""
 

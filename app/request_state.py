@@ -5,7 +5,8 @@ seals what it needs (the answers gathered in earlier rounds and the handler's ow
 with AES-GCM, together with what binds it to one exchange: the principal, the method, a
 digest of the request's parameters and an expiry. Any process holding one of the keys
 can open it, so a retry may land on any replica; the first key seals, all of them open,
-which is how keys rotate.
+which is how keys rotate. The ciphers are made (and ``cryptography`` imported) when the first state is
+sealed or opened: most servers never do, and none needs to before answering ``initialize``.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from wiremcp.errors import InvalidParams
 from wiremcp.types import JSONObject
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 _NONCE = 12
 _KEY_ID = 4
@@ -54,9 +56,30 @@ class OpenedState:
 
 def decode_key(text: str) -> bytes:
     raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if len(raw) not in (16, 24, 32):
+    if len(raw) not in _KEY_SIZES:
         raise ValueError("a requestState key must be 16, 24 or 32 bytes (base64)")
     return raw
+
+
+_KEY_SIZES = (16, 24, 32)
+"""AES-128, AES-192 or AES-256."""
+
+
+class _Ciphers:
+    """AES-GCM with each key of a set, by key id; and the error a forged or damaged state raises."""
+
+    __slots__ = ("by_id", "invalid")
+
+    def __init__(self, keys: Sequence[bytes]) -> None:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        self.by_id: dict[bytes, AESGCM] = {_key_id(k): AESGCM(k) for k in keys}
+        self.invalid: type[Exception] = InvalidTag
+
+
+def _key_id(key: bytes) -> bytes:
+    return hashlib.sha256(key).digest()[:_KEY_ID]
 
 
 class RequestStateSealer:
@@ -66,14 +89,23 @@ class RequestStateSealer:
                  clock: Callable[[], float] = time.time) -> None:
         self.ttl = ttl
         self._clock = clock
-        self.use_keys(list(keys or [AESGCM.generate_key(bit_length=256)]))
+        self.use_keys(list(keys or [os.urandom(32)]))  # a random AES-256 key (AESGCM.generate_key's)
 
     def use_keys(self, keys: Sequence[bytes]) -> None:
         """Seal with the first of ``keys`` and open with any of them from now on (replicas agreeing on a
         shared key at startup)."""
-        self._sealing = keys[0]
-        self._keys = {hashlib.sha256(k).digest()[:_KEY_ID]: AESGCM(k) for k in keys}
-        self._sealing_id = hashlib.sha256(self._sealing).digest()[:_KEY_ID]
+        if not keys or any(len(k) not in _KEY_SIZES for k in keys):
+            raise ValueError("requestState keys must be 16, 24 or 32 bytes")
+        self._keys = list(keys)
+        self._sealing_id = _key_id(keys[0])
+        self._made: _Ciphers | None = None
+
+    def _ciphers(self) -> _Ciphers:
+        """The ciphers of the keys in use, made once (the first state sealed or opened)."""
+        made = self._made
+        if made is None:
+            made = self._made = _Ciphers(self._keys)
+        return made
 
     @classmethod
     def from_strings(cls, keys: Sequence[str], *, ttl: float = 600.0) -> RequestStateSealer:
@@ -86,7 +118,7 @@ class RequestStateSealer:
         if app_state is not None:
             payload["s"] = app_state
         nonce = os.urandom(_NONCE)
-        sealed = self._keys[self._sealing_id].encrypt(nonce, orjson.dumps(payload), self._sealing_id)
+        sealed = self._ciphers().by_id[self._sealing_id].encrypt(nonce, orjson.dumps(payload), self._sealing_id)
         return base64.urlsafe_b64encode(self._sealing_id + nonce + sealed).decode().rstrip("=")
 
     def open(self, token: object, *, owner: str, method: str, params: JSONObject) -> OpenedState:
@@ -99,12 +131,13 @@ class RequestStateSealer:
         if base64.urlsafe_b64encode(raw).decode().rstrip("=") != token:  # the decoder skips stray characters
             raise RequestStateRejected("not a state this server issued")
         key_id, nonce, sealed = raw[:_KEY_ID], raw[_KEY_ID:_KEY_ID + _NONCE], raw[_KEY_ID + _NONCE:]
-        aead = self._keys.get(key_id)
+        ciphers = self._ciphers()
+        aead = ciphers.by_id.get(key_id)
         if aead is None or len(nonce) != _NONCE:
             raise RequestStateRejected("not a state this server issued")
         try:
             payload = orjson.loads(aead.decrypt(nonce, sealed, key_id))
-        except (InvalidTag, orjson.JSONDecodeError, ValueError):
+        except (ciphers.invalid, orjson.JSONDecodeError, ValueError):
             raise RequestStateRejected("it failed verification (tampered or not issued here)") from None
         if not isinstance(payload, dict):
             raise RequestStateRejected("malformed")

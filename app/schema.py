@@ -11,7 +11,6 @@ import typing
 from collections.abc import Callable
 from typing import Any, get_args, get_origin, get_type_hints
 
-import jsonschema
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
@@ -203,6 +202,8 @@ class SchemaChecker:
     """Validates values against a hand-written JSON Schema (2020-12 unless ``$schema`` says otherwise)."""
 
     def __init__(self, schema: JSONObject) -> None:
+        import jsonschema  # only a tool or form with a hand-written schema needs it: not imported before
+
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
         self._validator = cls(schema)

@@ -74,7 +74,7 @@ async def read_body(receive: Receive, limit: int) -> bytes:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise ClientDisconnected
-        chunk = message.get("body", b"")
+        chunk: bytes = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge

@@ -33,13 +33,12 @@ class MCPHttpApp:
                  allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
                  allowed_origins: Iterable[str] = LOOPBACK_ORIGINS,
                  authenticate: Callable[[ASGIApp], ASGIApp] | None = None, cluster: ReplicaLink | None = None,
-                 drain_seconds: float = 10.0, session_cache_seconds: float = 0.0) -> None:
+                 drain_seconds: float = 10.0) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
         self.cluster = cluster
         self.manager = SessionManager(server, store, events if events is not None else InMemoryEventStore(),
-                                      idle_timeout=idle_timeout, max_sessions=max_sessions, cluster=cluster,
-                                      fresh_for=session_cache_seconds)
+                                      idle_timeout=idle_timeout, max_sessions=max_sessions, cluster=cluster)
         self.endpoint = StreamableHTTPEndpoint(self.manager, options)
         self.drain = Drain(self.manager, self.endpoint.stateless, seconds=drain_seconds)
         self.on_startup: list[Callable[[], Awaitable[None]]] = []

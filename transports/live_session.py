@@ -30,7 +30,7 @@ def new_stream_id() -> str:
 class LiveSession:
     """A session as served by this process: the protocol runner plus its SSE streams."""
 
-    __slots__ = ("_clock", "channels", "checked", "followers", "last_seen", "renewed", "session", "standalone",
+    __slots__ = ("_clock", "channels", "followers", "last_seen", "renewed", "session", "standalone",
                  "streams_open", "tasks")
 
     def __init__(self, server: MCPServer, state: SessionState, events: EventStore | None,
@@ -53,7 +53,6 @@ class LiveSession:
         """When a request last arrived, or a stream of the session last closed (requests: ``idle_since``)."""
         self.renewed = self.last_seen
         """When this process last renewed the session's expiry in a self-expiring store."""
-        self.checked = float("-inf")
         """When the shared store last confirmed this copy (``SessionManager.get``)."""
 
     @property

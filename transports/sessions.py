@@ -48,7 +48,7 @@ class SessionManager(ClusterEvents):
     def __init__(self, server: MCPServer, store: SessionStore | None = None, events: EventStore | None = None, *,
                  idle_timeout: float = 1800.0, max_sessions: int = 10_000,
                  clock: Callable[[], float] = time.monotonic, cluster: ReplicaLink | None = None,
-                 fresh_for: float = 0.0) -> None:
+) -> None:
         self.server = server
         self.store = store or InMemorySessionStore()
         self.events = events
@@ -60,7 +60,6 @@ class SessionManager(ClusterEvents):
         self.cluster = cluster
         self.draining = False
         """Set on shutdown: no new sessions (503), streams are closed so that clients reconnect elsewhere."""
-        self.fresh_for = fresh_for
         """Seconds a copy of a session confirmed by the shared store is used without asking again (0: the
         store is asked on every request; see ``get``)."""
         self.get_streams: dict[str, int] = {}
@@ -91,20 +90,10 @@ class SessionManager(ClusterEvents):
         """The session, served from this process; None if the store no longer has it.
 
         The store is asked, so that a session ended elsewhere (DELETE or expiry on another replica
-        sharing the store) gets 404 here too, and state changed there is seen here.
-
-        With a cluster and ``fresh_for`` > 0, a copy the store confirmed less than ``fresh_for`` seconds
-        ago is used as it is: the other replicas announce deletions and changes, which drop or stale the
-        copy as soon as the announcement arrives (usually before the client's next request, but a
-        request racing it may still be served from the copy), and asking the store at most once per
-        ``fresh_for`` keeps the session's expiry renewed.
+        sharing the store) gets 404 here too, and state changed there is seen here. (A shared store may
+        answer from a copy of its own: ``RedisSessionStore``'s, kept while fresh and dropped when another
+        replica announces a change.)
         """
-        live = self.live.get(session_id)
-        if live is not None and self.cluster is not None:
-            now = time.monotonic()
-            if now - live.checked < self.fresh_for and self.cluster.connected:
-                live.last_seen = self._clock()
-                return live
         state = await self.store.get(session_id)
         if state is None:
             self._forget(session_id)
@@ -116,26 +105,11 @@ class SessionManager(ClusterEvents):
         elif live.session.state is not state:
             live.session.state = state
         live.last_seen = live.renewed = self._clock()  # a lookup renews a self-expiring store's expiry
-        live.checked = time.monotonic()
         return live
 
     async def save(self, live: LiveSession) -> None:
         live.last_seen = self._clock()
-        await self.store.save(live.session.state)
-        if self.cluster is not None:
-            live.checked = time.monotonic()
-            await self.cluster.broadcast_changed(live.id)  # other replicas' copies are stale now
-
-    def session_changed(self, session_id: str) -> None:
-        """Another replica changed the session: ask the store before using this copy again."""
-        live = self.live.get(session_id)
-        if live is not None:
-            live.checked = float("-inf")
-
-    def reconnected(self) -> None:
-        """Announcements may have been missed (pub/sub reconnected): trust no copy without asking."""
-        for live in self.live.values():
-            live.checked = float("-inf")
+        await self.store.save(live.session.state)  # a shared store tells the other replicas (their copies are stale)
 
     async def delete(self, session_id: str) -> bool:
         live = self.live.pop(session_id, None)

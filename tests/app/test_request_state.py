@@ -251,6 +251,25 @@ def test_keys_of_other_sizes_are_refused(size: int) -> None:
         decode_key(base64.urlsafe_b64encode(os.urandom(size)).decode())
 
 
+@pytest.mark.parametrize("size", [0, 8, 31, 64])
+def test_raw_keys_of_other_sizes_are_refused_when_given(size: int) -> None:
+    with pytest.raises(ValueError, match="16, 24 or 32 bytes"):
+        RequestStateSealer([KEY, os.urandom(size)])
+
+
+def test_the_ciphers_are_made_at_the_first_state_and_again_for_new_keys() -> None:
+    sealer = RequestStateSealer([KEY])
+    assert sealer._made is None  # cryptography is not needed until a state is sealed or opened
+    issued = seal(sealer)
+    made = sealer._made
+    assert made is not None
+    assert open_(sealer, issued).answers == ANSWERS
+    assert sealer._made is made
+    sealer.use_keys([NEW_KEY, KEY])
+    assert sealer._made is None
+    assert open_(sealer, issued).answers == ANSWERS
+
+
 def test_from_strings_seals_with_the_first_key() -> None:
     sealer = RequestStateSealer.from_strings([base64.urlsafe_b64encode(k).decode() for k in (NEW_KEY, KEY)])
     issued = seal(sealer)

@@ -57,6 +57,7 @@ async def test_cancelling_reaches_the_handler_and_a_terminal_task_cannot_be_canc
         with pytest.raises(MCPError) as outcome:
             await client.request("tasks/result", {"taskId": task["taskId"]})
         assert (await client.request("tasks/get", {"taskId": task["taskId"]}))["status"] == "cancelled"
+        await asyncio.wait_for(gate.cancelled.wait(), BOUND)  # cooperative: at the handler's next step
     assert gate.ended == ["cancelled"]
     assert again.value.code == INVALID_PARAMS
     assert outcome.value.code != 0

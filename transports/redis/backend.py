@@ -14,7 +14,7 @@ from wiremcp.transports.redis.bus import RedisSubscriptionBus
 from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Keys, connect, reachable
 from wiremcp.transports.redis.events import RedisEventStore
-from wiremcp.transports.redis.sessions import RedisSessionStore
+from wiremcp.transports.redis.sessions import DEFAULT_FRESH_FOR, RedisSessionStore
 from wiremcp.transports.redis.tasks import RedisTaskStore
 
 
@@ -29,16 +29,18 @@ class RedisBackend:
     @classmethod
     def connect(cls, url: str, *, prefix: str = "wiremcp", timeout: float = 2.0, replica: str = "",
                 lease: float = 5.0, idle_timeout: float = 1800.0, max_events_per_stream: int = 10_000,
-                max_event_age: float = 600.0) -> RedisBackend:
-        """Nothing is sent before ``start``; a Redis that is down makes requests fail with 503, not startup."""
+                max_event_age: float = 600.0, session_cache: float = DEFAULT_FRESH_FOR) -> RedisBackend:
+        """Nothing is sent before ``start``; a Redis that is down makes requests fail with 503, not startup.
+        ``session_cache``: seconds a replica uses its copy of a session (``RedisSessionStore``)."""
         client = connect(url, timeout=timeout)
         keys = Keys(prefix)
         name = life_name(replica)
         cluster = Cluster(client, connect(url, timeout=timeout, blocking=True), keys, replica=name, lease=lease)
-        return cls(cluster=cluster,
-                   sessions=RedisSessionStore(client, keys, idle_timeout=idle_timeout),
+        sessions = RedisSessionStore(client, keys, idle_timeout=idle_timeout, link=cluster, fresh_for=session_cache)
+        session_life = idle_timeout + sessions.fresh_for  # the longest a session lives after its last request
+        return cls(cluster=cluster, sessions=sessions,
                    events=RedisEventStore(client, keys, replica=name, max_events_per_stream=max_events_per_stream,
-                                          max_age=max_event_age, counter_ttl=max(idle_timeout, max_event_age)),
+                                          max_age=max_event_age, counter_ttl=max(session_life, max_event_age)),
                    bus=RedisSubscriptionBus(cluster), tasks=RedisTaskStore(client, keys))
 
     async def share_request_state_key(self, sealer: RequestStateSealer) -> None:

@@ -250,10 +250,10 @@ class Cluster:
         with reachable("forwarding a task's input"):
             await self.client.publish(self.keys.broadcast, orjson.dumps(["i", task_id]))
 
-    async def broadcast_changed(self, sid: str) -> None:
-        """A session's state was saved here: other replicas' copies of it are stale."""
-        with reachable("announcing a changed session"):
-            await self.client.publish(self.keys.broadcast, orjson.dumps(["u", sid, self.replica]))
+    def changed_message(self, sid: str) -> bytes:
+        """What announces a session saved or deleted here (``session_changed`` on every other replica); the
+        session store publishes it with every write, in the same script or transaction."""
+        return orjson.dumps(["u", sid, self.replica])
 
     def publish_bus(self, event: JSONObject) -> None:
         """Send a change event to every replica's bus; never blocks, safe from any thread."""

@@ -1,19 +1,45 @@
 """``SessionStore`` on Redis: any replica reads and writes any session; Redis ends idle ones.
 
-A session is one key holding its state as JSON, with the idle timeout as its TTL (renewed by
-every request). A sorted set maps session ids to their expiry times, so that the live-session
-cap holds across replicas: creation checks and inserts in one script.
+A session is one key holding its state as JSON, with the idle timeout as its TTL (renewed when the
+session is read or written). A sorted set maps session ids to their expiry times, so that the
+live-session cap holds across replicas: creation checks and inserts in one script.
+
+Given the link between replicas (``Cluster``), each replica keeps a copy of the sessions it recently read
+or wrote, so that most requests need no round trip to Redis. It is the scheme of Redis's own client-side
+caching (``CLIENT TRACKING``), over the link's pub/sub:
+
+- a copy is used for ``fresh_for`` seconds at most after it was read (or written) here; the next lookup
+  reads the session again, and renews its expiry on the way: a session's expiry is renewed at most once
+  per ``fresh_for`` on each replica instead of on every request, and its TTL is the idle timeout plus
+  ``fresh_for`` to make up for that (a session never ends sooner than the idle timeout after its last
+  request, and at most ``fresh_for`` later);
+- every save and delete announces itself to the other replicas (``["u", sid, replica]``, published by
+  the same script or transaction as the write), which drop their copy on receipt (``session_changed``);
+  a lookup under way when its session's announcement arrives answers its callers but fills no copy,
+  since its answer may predate the change (the "caching-in-progress" race of Redis's client-side caching);
+- while the link is down no copy is used, and once it is back every copy is dropped (announcements may
+  have been lost meanwhile); a lost message or a link that died unnoticed leaves a copy stale for
+  ``fresh_for`` at most;
+- at most ``max_cached`` copies are kept, the oldest dropped first; those past their freshness go as new
+  ones come.
+
+Without a link (or with ``fresh_for`` 0) every lookup reads Redis.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
+from wiremcp.replica_link import ClusterEvents
 from wiremcp.session_store import SessionStore
 from wiremcp.state import SessionState
+from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Keys, Redis, reachable
 from wiremcp.unavailable import StoreUnavailable
 
@@ -40,105 +66,233 @@ if ARGV[3] == '' then
 else
   if redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[1], 'XX') == false then return false end
   value = ARGV[3]
+  if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
 end
 redis.call('ZADD', KEYS[1], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
 return value
 """
+"""Restart a session's idle clock and answer its state; with a state (ARGV[3]), store it first (only
+if the session still exists) and publish ARGV[5] on ARGV[4] if given."""
 
 _COUNT = _NOW_MS + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
 return redis.call('ZCARD', KEYS[1])
 """
 
+DEFAULT_FRESH_FOR = 1.0
+"""Seconds a replica uses its copy of a session without reading it again (``WIREMCP_SESSION_CACHE_SECONDS``)."""
+MAX_CACHED = 10_000
+"""Copies of sessions a replica keeps at most."""
 
-class RedisSessionStore(SessionStore):
+
+class _Lookup:
+    """One read of a session from Redis and the callers waiting for its answer."""
+
+    __slots__ = ("sid", "started", "waiters")
+
+    def __init__(self, sid: str, started: float) -> None:
+        self.sid = sid
+        self.started = started
+        self.waiters: list[asyncio.Future[SessionState | None]] = []
+
+
+class RedisSessionStore(SessionStore, ClusterEvents):
     self_expiring = True
 
-    def __init__(self, client: Redis, keys: Keys, *, idle_timeout: float) -> None:
+    def __init__(self, client: Redis, keys: Keys, *, idle_timeout: float, link: Cluster | None = None,
+                 fresh_for: float = DEFAULT_FRESH_FOR, max_cached: int = MAX_CACHED,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._client = client
         self._keys = keys
-        self._ttl_ms = max(1, int(idle_timeout * 1000))
+        self._link = link
+        self.fresh_for = max(0.0, min(fresh_for, idle_timeout / 4)) if link is not None else 0.0
+        """Seconds a copy is used without reading the session again (0: never); a quarter of the idle
+        timeout at most."""
+        self._ttl_ms = max(1, int((idle_timeout + self.fresh_for) * 1000))
+        self._max_cached = max(1, max_cached)
+        self._clock = clock
         self._create = client.register_script(_CREATE)
         self._touch = client.register_script(_TOUCH)
         self._count = client.register_script(_COUNT)
-        self._pending: list[tuple[str, asyncio.Future[bytes | None]]] | None = None
-        self._lookups: set[asyncio.Task[None]] = set()
+        self._cached: OrderedDict[str, tuple[SessionState, float]] = OrderedDict()
+        """Session id -> (its state, used until then), the oldest first."""
+        self._lookups: dict[str, _Lookup] = {}
+        """The read of each session under way whose answer may still fill its copy (an announcement of
+        the session's change takes it out: its callers get its answer, the cache does not)."""
+        self._heard = 0
+        """Announcements of changed sessions heard so far (and reconnections): a write during which one
+        arrived keeps no copy, as the announced change may have come after it in Redis."""
+        self._batch: list[_Lookup] | None = None
+        self._sending: set[asyncio.Task[None]] = set()
+        if link is not None:
+            link.listen(self)
 
     async def create(self, state: SessionState, limit: int | None = None) -> bool:
         assert state.id is not None
+        started = self._clock()
         with reachable("session store"):
             created = await self._create(
                 keys=[self._keys.sessions, self._keys.session(state.id)],
                 args=[orjson.dumps(state.to_dict()), self._ttl_ms, limit if limit is not None else 2**53, state.id])
+        if created:
+            self._keep(state, started)
         return bool(created)
 
     async def get(self, session_id: str) -> SessionState | None:
-        """The state, restarting the session's idle clock (every request reads it).
+        """The state: this replica's copy while it is fresh (no round trip), else read from Redis, which
+        restarts the session's idle clock.
 
         Lookups made in the same turn of the event loop (concurrent requests) travel together, in one
-        pipeline: one round trip for all of them."""
+        pipeline: one round trip for all of them; concurrent lookups of one session share one read."""
+        cached = self._cached.get(session_id)
+        if cached is not None and cached[1] > self._clock() and self._linked():
+            return cached[0]
         loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[bytes | None] = loop.create_future()
-        if self._pending is None:
-            self._pending = []
-            loop.call_soon(self._send_lookups)
-        self._pending.append((session_id, waiter))
-        raw = await waiter
-        if raw is None:
-            return None
-        return SessionState.from_dict(orjson.loads(raw))
+        lookup = self._lookups.get(session_id)
+        if lookup is None:
+            lookup = self._lookups[session_id] = _Lookup(session_id, self._clock())
+            if self._batch is None:
+                self._batch = []
+                loop.call_soon(self._send_batch)
+            self._batch.append(lookup)
+        waiter: asyncio.Future[SessionState | None] = loop.create_future()
+        lookup.waiters.append(waiter)
+        return await waiter
 
-    def _send_lookups(self) -> None:
-        batch, self._pending = self._pending or [], None
-        task = asyncio.get_running_loop().create_task(self._lookup(batch))
-        self._lookups.add(task)
-        task.add_done_callback(self._lookups.discard)
+    def _send_batch(self) -> None:
+        batch, self._batch = self._batch or [], None
+        task = asyncio.get_running_loop().create_task(self._read(batch))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
 
-    async def _lookup(self, batch: list[tuple[str, asyncio.Future[bytes | None]]]) -> None:
+    async def _read(self, batch: list[_Lookup]) -> None:
         try:
             with reachable("session store"):
                 if len(batch) == 1:
-                    sid = batch[0][0]
-                    results = [await self._renew(sid)]
+                    results = [await self._renew(batch[0].sid)]
                 else:
                     async with self._client.pipeline(transaction=False) as pipe:
-                        for sid, _ in batch:
-                            await self._renew(sid, client=pipe)
+                        for lookup in batch:
+                            await self._renew(lookup.sid, client=pipe)
                         results = await pipe.execute()
         except BaseException as exc:
-            for _, waiter in batch:
-                if not waiter.done():
-                    waiter.set_exception(exc if isinstance(exc, Exception) else StoreUnavailable(str(exc)))
+            error = exc if isinstance(exc, Exception) else StoreUnavailable(str(exc))
+            for lookup in batch:
+                if self._lookups.get(lookup.sid) is lookup:
+                    del self._lookups[lookup.sid]
+                for waiter in lookup.waiters:
+                    if not waiter.done():
+                        waiter.set_exception(error)
             if not isinstance(exc, Exception):
                 raise
             return
-        for (_, waiter), raw in zip(batch, results, strict=True):
-            if not waiter.done():
-                waiter.set_result(raw)
+        for lookup, raw in zip(batch, results, strict=True):
+            state = None if raw is None else SessionState.from_dict(orjson.loads(raw))
+            if self._lookups.get(lookup.sid) is lookup:  # no change announced meanwhile
+                del self._lookups[lookup.sid]
+                if state is None:
+                    self._cached.pop(lookup.sid, None)
+                else:
+                    self._keep(state, lookup.started)
+            for waiter in lookup.waiters:
+                if not waiter.done():
+                    waiter.set_result(state)
 
-    async def _renew(self, session_id: str, state: bytes = b"", client: Any = None) -> Any:
-        """The touch script: restart the session's idle clock, storing ``state`` if given; the stored state,
-        or None if the session is gone. With a pipeline as ``client``, queued (the pipeline answers)."""
+    async def _renew(self, session_id: str, state: bytes = b"", announce: bytes = b"", client: Any = None) -> Any:
+        """The touch script: restart the session's idle clock, storing ``state`` if given (and then publishing
+        ``announce``, if given, to every replica); the stored state, or None if the session is gone. With a
+        pipeline as ``client``, queued (the pipeline answers)."""
         return await self._touch(keys=[self._keys.sessions, self._keys.session(session_id)],
-                                 args=[self._ttl_ms, session_id, state], client=client)
+                                 args=[self._ttl_ms, session_id, state, self._keys.broadcast, announce],
+                                 client=client)
 
     async def save(self, state: SessionState) -> None:
-        assert state.id is not None
-        with reachable("session store"):
-            await self._renew(state.id, orjson.dumps(state.to_dict()))
+        sid = state.id
+        assert sid is not None
+        self._lookups.pop(sid, None)  # a read under way may predate this write: it fills no copy
+        started, heard = self._clock(), self._heard
+        announce = self._link.changed_message(sid) if self._link is not None else b""
+        try:
+            with reachable("session store"):
+                stored = await self._renew(sid, orjson.dumps(state.to_dict()), announce)
+        except BaseException:
+            self._forget(sid)  # written or not: unknown
+            raise
+        self._lookups.pop(sid, None)  # nor one sent while the write was on its way
+        if stored is None or self._heard != heard:
+            self._cached.pop(sid, None)  # gone (ended elsewhere), or maybe changed there since
+        else:
+            self._keep(state, started)
 
     async def touch(self, session_id: str) -> None:
         with reachable("session store"):
-            await self._renew(session_id)
+            if await self._renew(session_id) is None:
+                self._forget(session_id)
 
     async def delete(self, session_id: str) -> bool:
+        self._forget(session_id)
         with reachable("session store"):
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.delete(self._keys.session(session_id))
                 pipe.zrem(self._keys.sessions, session_id)
-                deleted, _ = await pipe.execute()
+                if self._link is not None:
+                    pipe.publish(self._keys.broadcast, self._link.changed_message(session_id))
+                deleted, *_ = await pipe.execute()
+        self._forget(session_id)  # a read sent meanwhile may have found it still there
         return bool(deleted)
 
     async def count(self) -> int:
         with reachable("session store"):
             return int(await self._count(keys=[self._keys.sessions]))
+
+    # -- the copies ------------------------------------------------------------------------------
+    def _linked(self) -> bool:
+        """Hearing the other replicas' announcements right now: only then is a copy used or kept."""
+        return self._link is not None and self._link.connected
+
+    def _keep(self, state: SessionState, since: float) -> None:
+        """Keep ``state`` (read or written at ``since``) as this replica's copy for ``fresh_for``; drop the
+        oldest copies past their freshness, or past the bound."""
+        until = since + self.fresh_for
+        now = self._clock()
+        if until <= now or not self._linked():
+            return
+        assert state.id is not None
+        cached = self._cached
+        cached[state.id] = (state, until)
+        cached.move_to_end(state.id)
+        while len(cached) > self._max_cached or next(iter(cached.values()))[1] <= now:
+            cached.popitem(last=False)
+
+    @property
+    def cached(self) -> int:
+        """How many copies this replica holds (fresh or not yet dropped)."""
+        return len(self._cached)
+
+    def _forget(self, session_id: str) -> None:
+        """Drop this replica's copy of a session and let no read under way fill it."""
+        self._cached.pop(session_id, None)
+        self._lookups.pop(session_id, None)
+
+    def compact(self) -> None:
+        """Drop the copies past their freshness, in a table sized for those left."""
+        now = self._clock()
+        left = [(sid, entry) for sid, entry in self._cached.items() if entry[1] > now]
+        self._cached.clear()
+        self._cached.update(left)
+
+    # -- what the other replicas announce ----------------------------------------------------------
+    def session_changed(self, session_id: str) -> None:
+        """Saved or deleted on another replica: this copy is stale."""
+        self._heard += 1
+        self._forget(session_id)
+
+    def session_deleted(self, session_id: str) -> None:
+        self._heard += 1
+        self._forget(session_id)
+
+    def reconnected(self) -> None:
+        """The link was down: announcements may have been lost, so no copy is trusted."""
+        self._heard += 1
+        self._cached.clear()
+        self._lookups.clear()

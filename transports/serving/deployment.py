@@ -8,22 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
-from wiremcp.event_store import EventStore, InMemoryEventStore
 from wiremcp.logs import setup_logging
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.task_runner import TaskSettings
-from wiremcp.transports.asgi import ASGIApp
-from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.serving.loader import load_server
 from wiremcp.transports.serving.settings import ConfigError, Settings
-from wiremcp.transports.streamable_http import HttpOptions
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the HTTP stack is imported by build_http_app: ``wiremcp stdio`` starts without it
+    from wiremcp.event_store import EventStore
+    from wiremcp.transports.asgi import ASGIApp
+    from wiremcp.transports.http_app import MCPHttpApp
     from wiremcp.transports.observability.metrics import Metrics
     from wiremcp.transports.observability.operations import Operations, ReadinessCheck
     from wiremcp.transports.redis.backend import RedisBackend
@@ -93,6 +94,10 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
 
 
 def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
+    from wiremcp.event_store import InMemoryEventStore
+    from wiremcp.transports.http_app import MCPHttpApp
+    from wiremcp.transports.streamable_http import HttpOptions
+
     options = HttpOptions(json_response=settings.json_response, max_body_bytes=settings.max_message_bytes,
                           sse_after=settings.sse_after_seconds, sse_keepalive=settings.sse_keepalive_seconds,
                           sse_retry_ms=settings.sse_retry_ms)
@@ -113,7 +118,7 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
                      legacy_sse_path="/sse" if settings.legacy_sse and redis is None else None,
                      allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins,
                      authenticate=build_auth(settings, metrics.auth_failure if metrics is not None else None),
-                     drain_seconds=settings.drain_seconds, session_cache_seconds=settings.session_cache_seconds)
+                     drain_seconds=settings.drain_seconds)
     if redis is not None and not settings.request_state_keys:
         backend = redis
         mcp.on_startup.append(lambda: backend.share_request_state_key(runtime.request_states))
@@ -131,7 +136,8 @@ def build_redis(settings: Settings) -> RedisBackend | None:
                                    timeout=settings.redis_timeout_seconds, replica=settings.replica_id,
                                    lease=settings.replica_lease_seconds, idle_timeout=settings.session_idle_seconds,
                                    max_events_per_stream=settings.event_store_max_events,
-                                   max_event_age=settings.event_store_max_age_seconds)
+                                   max_event_age=settings.event_store_max_age_seconds,
+                                   session_cache=settings.session_cache_seconds)
     log.info("sessions in Redis at %s as replica %s", _redacted(settings.redis_url), backend.cluster.replica)
     return backend
 
@@ -167,6 +173,8 @@ def build_operations(mcp: MCPHttpApp, metrics: Metrics | None = None,
 
 def enable_tracing(server: MCPServer) -> bool:
     """Trace ``server``'s requests if OpenTelemetry is installed and a tracer provider is configured."""
+    if "opentelemetry.trace" not in sys.modules and "OTEL_PYTHON_TRACER_PROVIDER" not in os.environ:
+        return False  # nothing configured one (setting it imports opentelemetry.trace): not imported for nothing
     try:
         from wiremcp.transports.observability.tracing import Tracing, tracing_observer
     except ImportError:

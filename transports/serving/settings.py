@@ -134,10 +134,12 @@ class Settings:
     """The prefix of every Redis key and channel (several deployments can share one Redis)."""
     redis_timeout_seconds: float = 2.0
     """How long one Redis command may take before the request fails with 503."""
-    session_cache_seconds: float = 0.0
+    session_cache_seconds: float = 1.0
     """With Redis: how long a replica may use its copy of a session without asking Redis again (0: it
-    asks on every request). Deletions and changes made on other replicas reach the copy by pub/sub,
-    usually before the next request; a request racing them may still be served from the copy."""
+    asks on every request; at most a quarter of ``session_idle_seconds``). Changes and deletions made on
+    other replicas drop the copy as soon as their pub/sub announcement arrives; a request racing one, or
+    one whose announcement was lost, is served from a copy at most this old. An idle session ends between
+    ``session_idle_seconds`` and that plus this after its last request."""
     replica_id: str = ""
     """This process's name among the replicas (logs, routing); unset, a random one."""
     replica_lease_seconds: float = 5.0

@@ -119,7 +119,7 @@ async def test_changed_sessions_reach_the_other_replica_and_task_events_every_re
         replicas: tuple[Cluster, Cluster]) -> None:
     a, b = replicas
     at_a, at_b = Inbox(a), Inbox(b)
-    await a.broadcast_changed("sid-1")
+    await a.client.publish(a.keys.broadcast, a.changed_message("sid-1"))  # as the session store does with a write
     assert await next_item(at_b.changes) == "sid-1"
     await a.broadcast_task_cancel("task-1")
     await a.broadcast_task_input("task-2")

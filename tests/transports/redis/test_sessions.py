@@ -1,19 +1,31 @@
 """``RedisSessionStore`` against a real redis-server: the state, the cross-replica cap, idle expiry by
-TTL (renewed by every use), and a Redis that goes away and comes back."""
+TTL (renewed by every use), and a Redis that goes away and comes back; with the link between replicas,
+each replica's copies of the sessions: a fresh copy answers without any Redis command, saves and deletes
+made on another replica drop it, idle expiry still holds, and a link that goes down stops the copies'
+use and drops them all when it is back.
+
+Replicas are stores with their own Redis clients and ``Cluster`` links. Commands are counted by Redis
+itself (``INFO commandstats``). Nothing waits by sleeping: an announcement is awaited on a listener of
+the receiving replica's link (registered after the store's, it hears each message after the store did)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import httpx
 import pytest
 
 from tests.support import http_fixture_server as fixture
-from tests.support.cluster import TIMEOUT, fail_while_away, until
+from tests.support.cluster import TIMEOUT, fail_while_away, make_cluster, next_item, started, until
 from tests.support.http import FakeClock, initialize, serve_in_process
 from tests.support.redis import RedisServer
+from wiremcp.replica_link import ClusterEvents
 from wiremcp.state import SessionState
+from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Keys, Redis, connect
 from wiremcp.transports.redis.sessions import RedisSessionStore
 from wiremcp.transports.sessions import SessionManager
@@ -21,6 +33,8 @@ from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoi
 from wiremcp.unavailable import StoreUnavailable
 
 pytestmark = pytest.mark.timeout(30)
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -248,3 +262,274 @@ async def test_the_store_renews_a_session_when_a_call_longer_than_its_ttl_ends(
 async def _holding(manager: SessionManager, sid: str) -> bool:
     live = manager.live.get(sid)
     return live is not None and live.session.inflight > 0
+
+
+# -- each replica's copies of the sessions ----------------------------------------------------------------
+class Heard(ClusterEvents):
+    """What a replica's link delivered, registered after its store: once an announcement is here, the store
+    has had it too."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.changes: asyncio.Queue[str] = asyncio.Queue()
+        self.reconnects: asyncio.Queue[None] = asyncio.Queue()
+        cluster.listen(self)
+
+    def session_changed(self, session_id: str) -> None:
+        self.changes.put_nowait(session_id)
+
+    def reconnected(self) -> None:
+        self.reconnects.put_nowait(None)
+
+
+async def commands(client: Redis, only: str | None = None) -> int:
+    """Commands Redis has run so far (``only`` that one), but for ``INFO`` (this count), ``SET`` (the
+    replicas' leases) and what loading a script costs the first time (a failed ``EVALSHA``, ``SCRIPT LOAD``)."""
+    stats = await client.info("commandstats")
+    return sum(int(entry["calls"]) - int(entry.get("failed_calls", 0)) for name, entry in stats.items()
+               if name not in ("cmdstat_info", "cmdstat_set", "cmdstat_script")
+               and (only is None or name == f"cmdstat_{only}"))
+
+
+async def measured(client: Redis, call: Awaitable[T]) -> tuple[T, int]:
+    """What ``call`` answers, and how many commands Redis ran meanwhile (``commands``)."""
+    before = await commands(client)
+    answer = await call
+    return answer, await commands(client) - before
+
+
+async def test_a_fresh_copy_answers_without_any_redis_command_and_a_stale_one_is_read_again(
+        redis_server: RedisServer, client: Redis, redis_keys: Keys) -> None:
+    clock = FakeClock()
+    link = make_cluster(redis_server.url, redis_keys, "A")
+    store = RedisSessionStore(client, redis_keys, idle_timeout=60, link=link, fresh_for=1.0, clock=clock)
+    key = redis_keys.session("s1")
+    async with started(link):
+        state = full_state("s1")
+        assert await store.create(state)
+        before = await commands(client)
+        for _ in range(100):
+            assert await store.get("s1") is state  # the copy made by create: no round trip
+        assert await commands(client) - before == 0
+        # The TTL is the idle timeout plus the freshness bound: a session last renewed up to a bound ago
+        # still has a whole idle timeout ahead of its latest request.
+        assert 60_000 < await client.pttl(key) <= 61_000
+
+        await client.pexpire(key, 30_000)  # as if Redis had counted down since
+        clock.advance(0.999)
+        assert await measured(client, store.get("s1")) == (state, 0)
+        clock.advance(0.002)  # past the bound: read again, which renews the session
+        again, sent = await measured(client, store.get("s1"))
+        assert again == state
+        assert again is not state
+        assert sent == 5  # EVALSHA of the touch script: TIME, GET, PEXPIRE, ZADD
+        assert await client.pttl(key) > 60_000
+        assert await measured(client, store.get("s1")) == (again, 0)
+
+
+async def test_a_save_or_delete_on_one_replica_drops_the_others_copy(
+        redis_server: RedisServer, client: Redis, redis_keys: Keys) -> None:
+    clock = FakeClock()  # never moves: copies stay fresh unless an announcement drops them
+    other = connect(redis_server.url, timeout=TIMEOUT)
+    link_a, link_b = make_cluster(redis_server.url, redis_keys, "A"), make_cluster(redis_server.url, redis_keys, "B")
+    a = RedisSessionStore(client, redis_keys, idle_timeout=60, link=link_a, clock=clock)
+    b = RedisSessionStore(other, redis_keys, idle_timeout=60, link=link_b, clock=clock)
+    try:
+        async with started(link_a, link_b):
+            heard_a, heard_b = Heard(link_a), Heard(link_b)
+            state = full_state("shared")
+            assert await a.create(state)
+            seen = await b.get("shared")
+            assert seen == state
+            assert await b.get("shared") is seen  # B's copy
+
+            changed = full_state("shared")
+            changed.log_level = "error"
+            changed.subscriptions = {"fixture://items/1"}
+            await a.save(changed)
+            assert await a.get("shared") is changed  # A's copy is what A wrote
+            assert await next_item(heard_b.changes) == "shared"  # announced by the save itself
+            now, sent = await measured(client, b.get("shared"))
+            assert now == changed  # read again on B
+            assert sent == 5
+            assert await b.get("shared") is now
+
+            # B's own save reaches A the same way (and B keeps its copy: no announcement comes back to it).
+            now.log_level = "debug"
+            await b.save(now)
+            assert await next_item(heard_a.changes) == "shared"
+            assert (await a.get("shared") or SessionState()).log_level == "debug"
+            assert await measured(client, b.get("shared")) == (now, 0)
+
+            assert await a.delete("shared")
+            assert await next_item(heard_b.changes) == "shared"
+            assert await b.get("shared") is None  # refused on B at once
+            assert await a.get("shared") is None
+            assert b.cached == 0
+    finally:
+        await other.aclose()
+
+
+async def test_a_read_under_way_when_a_change_is_announced_fills_no_copy(
+        redis_server: RedisServer, client: Redis, redis_keys: Keys) -> None:
+    """Redis's "caching-in-progress" race: the answer of a read sent before the announcement may predate
+    the change; its callers get it, the cache does not keep it. Nor is a read kept that was under way while
+    this replica saved the session, nor this replica's own write if an announcement came during it."""
+    link = make_cluster(redis_server.url, redis_keys, "A")
+    store = RedisSessionStore(client, redis_keys, idle_timeout=60, link=link, clock=FakeClock())
+    async with started(link):
+        assert await store.create(full_state("raced"))
+        store.reconnected()  # no copy: the next lookup reads Redis
+        reading = asyncio.ensure_future(store.get("raced"))
+        joining = asyncio.ensure_future(store.get("raced"))
+        await asyncio.sleep(0)  # one loop turn: both lookups are made (one read, shared), none answered
+        assert not reading.done()
+        store.session_changed("raced")  # announced by another replica meanwhile
+        first, second = await reading, await joining
+        assert first is second  # one read, one answer
+        again, sent = await measured(client, store.get("raced"))
+        assert again == first
+        assert sent == 5  # read again: the earlier answer was not kept
+
+        store.reconnected()
+        reading = asyncio.ensure_future(store.get("raced"))
+        await asyncio.sleep(0)  # one loop turn: the read is on its way
+        mine = full_state("raced")
+        mine.log_level = "alert"
+        await store.save(mine)
+        assert (await reading) is not None
+        assert await store.get("raced") is mine  # what this replica wrote, not what the read found
+
+        store.reconnected()
+        saving = asyncio.ensure_future(store.save(mine))
+        await asyncio.sleep(0)  # one loop turn: the write is on its way
+        reading = asyncio.ensure_future(store.get("raced"))
+        await saving
+        assert (await reading) is not None
+        assert await store.get("raced") is mine  # the read sent during the write did not replace it
+
+        # A change announced while this replica's own write is on its way may have come after it in Redis.
+        saving = asyncio.ensure_future(store.save(mine))
+        await asyncio.sleep(0)  # one loop turn: the write is on its way
+        store.session_changed("raced")
+        await saving
+        again, sent = await measured(client, store.get("raced"))
+        assert again == mine
+        assert again is not mine
+        assert sent == 5  # read again: what this replica wrote was not kept
+
+
+async def test_copies_are_bounded_in_number_and_age(redis_server: RedisServer, client: Redis, redis_keys: Keys) -> None:
+    clock = FakeClock()
+    link = make_cluster(redis_server.url, redis_keys, "A")
+    store = RedisSessionStore(client, redis_keys, idle_timeout=60, link=link, fresh_for=1.0, max_cached=3,
+                              clock=clock)
+    async with started(link):
+        for i in range(5):
+            assert await store.create(SessionState(id=f"s{i}"))
+        assert store.cached == 3  # the oldest two went
+        for i in (2, 3, 4):
+            assert (await measured(client, store.get(f"s{i}")))[1] == 0
+        assert (await measured(client, store.get("s0")))[1] == 5
+        clock.advance(1.5)  # every copy is past its freshness: the next one kept drops them
+        assert await store.create(SessionState(id="s5"))
+        assert store.cached == 1
+        clock.advance(1.5)
+        store.compact()
+        assert store.cached == 0
+
+
+async def test_the_freshness_bound_is_a_quarter_of_the_idle_timeout_at_most_and_needs_a_link(
+        redis_server: RedisServer, client: Redis, redis_keys: Keys) -> None:
+    link = make_cluster(redis_server.url, redis_keys, "A")
+    assert RedisSessionStore(client, redis_keys, idle_timeout=60, link=link, fresh_for=1.0).fresh_for == 1.0
+    assert RedisSessionStore(client, redis_keys, idle_timeout=2, link=link, fresh_for=1.0).fresh_for == 0.5
+    assert RedisSessionStore(client, redis_keys, idle_timeout=60, link=link, fresh_for=0).fresh_for == 0
+    assert RedisSessionStore(client, redis_keys, idle_timeout=60, fresh_for=1.0).fresh_for == 0  # no link
+    await link.close()
+
+
+@pytest.mark.spec("2025-11-25/basic/transports#session-management")
+async def test_with_copies_an_idle_session_still_expires_and_one_in_use_never_does(
+        redis_server: RedisServer, client: Redis, redis_keys: Keys) -> None:
+    """Lookups answered from the copy renew nothing, yet at every request the session has at least a whole
+    idle timeout ahead of it in Redis; the renewals are few; the idle session beside it ends on time."""
+    idle_ms = 400
+    link = make_cluster(redis_server.url, redis_keys, "A")
+    store = RedisSessionStore(client, redis_keys, idle_timeout=idle_ms / 1000, link=link, fresh_for=1.0)
+    assert store.fresh_for == idle_ms / 4000  # 0.1 s
+    async with started(link):
+        assert await store.create(SessionState(id="busy"))
+        assert await store.create(SessionState(id="idle"))
+        before = await commands(client, "pexpire")
+        lookups = 0
+        end = time.monotonic() + 3 * idle_ms / 1000
+        while time.monotonic() < end:
+            assert await store.get("busy") is not None
+            served = time.monotonic()
+            lookups += 1
+            left = await client.pttl(redis_keys.session("busy"))
+            ahead = left + 1000 * (time.monotonic() - served)  # from the lookup on, in Redis's count
+            assert ahead >= idle_ms - 5, (lookups, left)
+            await asyncio.sleep(0.01)  # the pace of the client's requests, not a wait for something
+        renewals = await commands(client, "pexpire") - before  # one in every read of the session
+        assert renewals <= 3 * idle_ms / 100 + 2, (renewals, lookups)  # about one per 0.1 s
+        assert renewals < lookups / 3, (renewals, lookups)
+        assert await client.exists(redis_keys.session("idle")) == 0  # three idle timeouts later
+        assert await store.count() == 1
+
+        async def gone() -> bool:  # no lookup: it would renew
+            return await client.exists(redis_keys.session("busy")) == 0
+
+        await until(gone, timeout=5, what="the session's expiry once unused")
+        assert await store.get("busy") is None
+
+
+async def command(client: Redis, *words: str) -> object:
+    return await client.execute_command(*words)  # type: ignore[no-untyped-call]
+
+
+async def test_while_the_link_is_down_no_copy_is_used_and_all_are_dropped_when_it_is_back(
+        redis_server: RedisServer, client: Redis, redis_keys: Keys) -> None:
+    """A's link to the others is cut (its pub/sub connection killed, and kept from reconnecting by
+    disabling its Redis user) while B saves: A misses the announcement. Meanwhile A reads Redis for every
+    lookup, and once the link is back no copy made before survives."""
+    user, password = f"link{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    await command(client, "ACL", "SETUSER", user, "on", f">{password}", "~*", "&*", "+@all")
+    link_a = Cluster(connect(redis_server.url, timeout=TIMEOUT),
+                     connect(redis_server.url.replace("redis://", f"redis://{user}:{password}@"), timeout=TIMEOUT,
+                             blocking=True), redis_keys, replica="A", lease=1.0)
+    link_b = make_cluster(redis_server.url, redis_keys, "B")
+    other = connect(redis_server.url, timeout=TIMEOUT)
+    clock = FakeClock()  # never moves: only the link decides
+    a = RedisSessionStore(client, redis_keys, idle_timeout=60, link=link_a, clock=clock)
+    b = RedisSessionStore(other, redis_keys, idle_timeout=60, link=link_b, clock=clock)
+    try:
+        async with started(link_a, link_b):
+            heard_a = Heard(link_a)
+            first = full_state("s")
+            assert await a.create(first)
+            assert await a.get("s") is first  # A's copy
+
+            await command(client, "ACL", "SETUSER", user, "off")
+            await command(client, "CLIENT", "KILL", "USER", user)
+            await until(lambda: not link_a.connected, what="A noticing its link is down")
+            changed = full_state("s")
+            changed.log_level = "critical"
+            await b.save(changed)  # announced, but not to A
+            now, sent = await measured(client, a.get("s"))
+            assert now == changed  # the copy is not used while the link is down
+            assert sent == 5
+            later, sent = await measured(client, a.get("s"))
+            assert later is not now  # nor is one kept
+            assert sent == 5
+
+            await command(client, "ACL", "SETUSER", user, "on")
+            await next_item(heard_a.reconnects)
+            assert link_a.connected
+            assert a.cached == 0
+            now, sent = await measured(client, a.get("s"))
+            assert now == changed
+            assert sent == 5
+    finally:
+        await other.aclose()
+        await command(client, "ACL", "DELUSER", user)

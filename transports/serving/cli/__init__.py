@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from wiremcp.transports.serving.cli import hosts, inspect, serve
 from wiremcp.transports.serving.settings import ConfigError
@@ -20,16 +20,31 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # only when asked for: not to serve
+
     try:
         return version("wiremcp")
     except PackageNotFoundError:  # run from a tree that was never installed
         return "unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``: argparse's, with the version looked up only when the option is given."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the version and exit", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
+        sys.stdout.write(f"wiremcp {package_version()}\n")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="wiremcp", description="Serve MCP servers, install them in hosts, "
                                   "list and call what a server offers.")
-    top.add_argument("--version", action="version", version=f"wiremcp {package_version()}")
+    top.add_argument("--version", action=_Version)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (serve, inspect, hosts):
         module.register(commands)

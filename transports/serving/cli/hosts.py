@@ -18,7 +18,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,6 +201,8 @@ def write_entry(path: Path, key: str, name: str, server: dict[str, Any]) -> bool
         raise ConfigError(f"{path}: {key!r} is not an object: it was left unchanged")
     replaced = name in servers
     servers[name] = server
+    import tempfile  # here, not at the top: every command (``wiremcp stdio`` too) imports this module
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
