@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from wiremcp import eager, jsonrpc
+from wiremcp import jsonrpc
 from wiremcp.entry import Batch, serve, serve_batch
 from wiremcp.inbound import Inbound, classify
 from wiremcp.outcome import Outcome
@@ -91,13 +91,7 @@ class Connection:
                 # stateless requests (served whatever the session) run concurrently from the start
                 await self._run_in_slot(inbound, principal)
             else:
-                # Most requests are answered in their first step: then no task is made (``wiremcp.eager``).
-                started = eager.start(self._run_in_slot(inbound, principal, True))
-                if isinstance(started, eager.Finished):
-                    started.result()
-                else:
-                    self.session.follow(decoded.id, started)
-                    self._tasks.add(started)
+                self._tasks.add(asyncio.get_running_loop().create_task(self._run_in_slot(inbound, principal, True)))
         elif isinstance(decoded, jsonrpc.Notification):
             self.session.handle_notification(decoded)
         elif isinstance(decoded, jsonrpc.Response):
@@ -148,9 +142,8 @@ class Connection:
 
     async def _run_in_slot(self, inbound: Inbound, principal: Principal | None = None,
                            spawned: bool = False) -> None:
-        """Answer one request in the slot taken for it. ``spawned``: started eagerly; if it has to wait, it goes
-        on in a task of its own, in ``_tasks``, which it leaves itself when done (cheaper than a done callback:
-        no extra loop callback)."""
+        """Answer one request in the slot taken for it. ``spawned``: in a task of its own, in ``_tasks``,
+        which it leaves itself when done (cheaper than a done callback: no extra loop callback)."""
         try:
             done = await serve(self.session.server, inbound, self._send, session=self.session, principal=principal)
             if done is not None:

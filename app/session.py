@@ -71,13 +71,6 @@ class ServerSession:
             self._inflight[rid] = (task, request.method)
         return None
 
-    def follow(self, request_id: RequestId, task: asyncio.Task[Any]) -> None:
-        """The request, started eagerly in its caller's task (``wiremcp.eager``), goes on in ``task``: that
-        is the one a ``notifications/cancelled`` cancels."""
-        entry = self._inflight.get(request_id)
-        if entry is not None:
-            self._inflight[request_id] = (task, entry[1])
-
     def cancelled_by_client(self, request_id: RequestId) -> bool:
         """Whether the request's cancellation came from the client (``notifications/cancelled``): then it
         has no answer, and its task goes on (un-cancelled)."""

@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from wiremcp import eager, jsonrpc
+from wiremcp import jsonrpc
 from wiremcp.entry import serve
 from wiremcp.errors import INVALID_REQUEST
 from wiremcp.inbound import Inbound
@@ -84,29 +84,18 @@ class StatelessHandler:
             try:
                 return await serve(self.server, inbound, related, principal=caller(scope))
             finally:  # said from inside the task, not by done callbacks: the answer goes out a loop turn sooner
+                self.tasks.discard(task)
                 woken()
 
-        # Most requests are answered in their first step: then no task is made, and nothing waits for them.
-        started = eager.start(run())
-        task: asyncio.Future[Outcome | None]
-        if isinstance(started, eager.Finished):
-            done = started.result()
-            if not buffered:
-                assert done is not None  # no session: only closing the stream cancels, and it has not
-                await respond_json(send, http_status(done, stateless=True), done.message,
-                                   challenge_headers(scope, done))
-                return
-            task = loop.create_future()  # it sent messages first: they and the answer go out as a stream
-            task.set_result(done)
-        else:
-            task = started
-            self.tasks.add(started)
-            started.add_done_callback(self.tasks.discard)
-            if request.method == "subscriptions/listen":
-                self.listens.add(started)
-                started.add_done_callback(self.listens.discard)
-        # Closing the connection cancels the request. Most requests end sooner than a client gives up, so
-        # the connection is only watched once one has run for a moment.
+        task = loop.create_task(run())
+        self.tasks.add(task)
+        if request.method == "subscriptions/listen":
+            self.listens.add(task)
+            task.add_done_callback(self.listens.discard)
+        # One loop turn first: most requests are answered in their task's first step, and then nothing is
+        # made to wait for them. Closing the connection cancels the request. Most requests end sooner than a
+        # client gives up, so the connection is only watched once one has run for a moment.
+        await asyncio.sleep(0)
         gone: list[asyncio.Task[None]] = []
 
         def watch() -> None:

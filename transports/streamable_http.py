@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from wiremcp import eager, jsonrpc
+from wiremcp import jsonrpc
 from wiremcp.entry import serve, serve_batch
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from wiremcp.event_store import parse_event_id
@@ -253,16 +253,15 @@ class StreamableHTTPEndpoint:
                        send: SendASGI) -> None:
         request = inbound.request
         run = RequestRun(live, inbound, to_standalone=self.options.json_response, principal=caller(scope))
-        # Most requests are answered in their first step: then no task, timer or waiter is made for them.
-        started = eager.start(run.execute())
-        if isinstance(started, eager.Finished):
-            started.result()
+        task = asyncio.get_running_loop().create_task(run.execute())
+        live.spawn(task)
+        if self.options.json_response:
+            await asyncio.shield(task)
         else:
-            live.session.follow(request.id, started)
-            live.spawn(started)
-            if self.options.json_response:
-                await asyncio.shield(started)
-            elif not run.changed.is_set:
+            # One loop turn first: most requests are answered in their task's first step, and then no
+            # timer or waiter is made for them.
+            await asyncio.sleep(0)
+            if not run.changed.is_set:
                 await run.changed.wait(self.options.sse_after)
         if run.done and not run.buffer:
             if request.method in MUTATING:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from wiremcp import MCPServer, eager, jsonrpc
+from wiremcp import MCPServer, jsonrpc
 from wiremcp.entry import serve
 from wiremcp.inbound import Inbound
 from wiremcp.session import ServerSession
@@ -82,32 +82,6 @@ async def test_duplicate_request_id_in_flight_is_rejected() -> None:
     response = await first
     assert response is not None
     assert response.message["result"]["content"][0]["text"] == "done"
-    assert session.inflight == 0
-    session.close()
-
-
-async def test_a_request_started_eagerly_is_cancelled_in_the_task_it_goes_on_in() -> None:
-    server = MCPServer("s")
-    started = asyncio.Event()
-
-    @server.tool()
-    async def slow() -> str:
-        started.set()
-        await asyncio.Event().wait()
-        return "never"
-
-    session = ServerSession(server, SessionState(initialized=True, ready=True, server_capabilities=["tools"]))
-
-    async def send(message: dict[str, Any]) -> None:
-        return None
-
-    request = jsonrpc.Request(5, "tools/call", {"name": "slow"})
-    run = eager.start(serve(server, Inbound(request), send, session=session))
-    assert isinstance(run, asyncio.Task)  # it waits: it went on in a task of its own
-    session.follow(5, run)
-    await started.wait()
-    session.handle_notification(jsonrpc.Notification("notifications/cancelled", {"requestId": 5}))
-    assert await run is None  # cancelled by the client: no answer, and the caller's task was not touched
     assert session.inflight == 0
     session.close()
 
