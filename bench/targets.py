@@ -123,24 +123,24 @@ def ratio_item(
 
 
 # -- the targets ----------------------------------------------------------------------------------
+def _against_ceiling(got: dict[tuple[str, str, str], Any], title: str, goal_text: str, attr: str,
+                     goal: float) -> Row:
+    """wiremcp against the ceiling on ``attr``, in each era and workload."""
+    row = Row(title, goal_text)
+    for era in ERAS:
+        for workload in (CALL, LIST):
+            row.items.append(ratio_item(f"{era} {workload}", got.get(("wiremcp", era, workload)),
+                                        got.get(("ceiling", era, workload)), attr, goal,
+                                        names=("wiremcp", "ceiling")))
+    return row
+
+
 def http_rows(data: Data | None) -> list[Row]:
     got = http_key(data)
     rows = []
 
-    row = Row("wiremcp req/s / bare-ASGI ceiling's, tools/call and tools/list, both eras", ">= 0.70")
-    for era in ERAS:
-        for workload in (CALL, LIST):
-            row.items.append(
-                ratio_item(
-                    f"{era} {workload}",
-                    got.get(("wiremcp", era, workload)),
-                    got.get(("ceiling", era, workload)),
-                    "rps",
-                    0.7,
-                    names=("wiremcp", "ceiling"),
-                )
-            )
-    rows.append(row)
+    rows.append(_against_ceiling(got, "wiremcp req/s / bare-ASGI ceiling's, tools/call and tools/list, both eras",
+                                 ">= 0.70", "rps", 0.7))
 
     row = Row("wiremcp stateless era req/s / its handshake era's", ">= 1.00")
     for workload in (CALL, LIST):
@@ -158,20 +158,8 @@ def http_rows(data: Data | None) -> list[Row]:
         row.items.append(item)
     rows.append(row)
 
-    row = Row("wiremcp p99 / the ceiling's p99, tools/call and tools/list, both eras", "<= 1.50")
-    for era in ERAS:
-        for workload in (CALL, LIST):
-            row.items.append(
-                ratio_item(
-                    f"{era} {workload}",
-                    got.get(("wiremcp", era, workload)),
-                    got.get(("ceiling", era, workload)),
-                    "p99_ms",
-                    1.5,
-                    names=("wiremcp", "ceiling"),
-                )
-            )
-    rows.append(row)
+    rows.append(_against_ceiling(got, "wiremcp p99 / the ceiling's p99, tools/call and tools/list, both eras",
+                                 "<= 1.50", "p99_ms", 1.5))
 
     for peer, era, goal in (("ts-v1", HANDSHAKE, 1.5), ("ts-v2", STATELESS, 5.0)):
         what = "v1 with sessions, handshake era" if peer == "ts-v1" else "v2, stateless era"

@@ -67,3 +67,15 @@ export function parseArgs(argv, usage) {
     process.stderr.write(`usage: ${usage}\n`);
     process.exit(2);
 }
+
+/** Listen on 127.0.0.1:`port`; on SIGTERM or SIGINT, close every connection and exit. */
+export function listenUntilStopped(server, port) {
+    server.listen(port, '127.0.0.1');
+    const shutdown = () => {
+        server.close();
+        server.closeAllConnections();
+        process.exit(0);
+    };
+    process.on('SIGTERM', shutdown);
+    process.on('SIGINT', shutdown);
+}

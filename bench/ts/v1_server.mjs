@@ -16,7 +16,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 
-import { parseArgs, registerTools } from './tools.mjs';
+import { listenUntilStopped, parseArgs, registerTools } from './tools.mjs';
 
 const { mode, port, catalog } = parseArgs(process.argv, 'node v1_server.mjs {http PORT|stdio} [--catalog]');
 
@@ -74,12 +74,5 @@ if (mode === 'stdio') {
             }
         });
     });
-    server.listen(port, '127.0.0.1');
-    const shutdown = () => {
-        server.close();
-        server.closeAllConnections();
-        process.exit(0);
-    };
-    process.on('SIGTERM', shutdown);
-    process.on('SIGINT', shutdown);
+    listenUntilStopped(server, port);
 }

@@ -20,7 +20,7 @@ import { localhostHostValidation, localhostOriginValidation, toNodeHandler } fro
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 
-import { parseArgs, registerTools } from './tools.mjs';
+import { listenUntilStopped, parseArgs, registerTools } from './tools.mjs';
 
 const { mode, port, catalog } = parseArgs(process.argv, 'node v2_server.mjs {http PORT|stdio} [--catalog]');
 
@@ -45,12 +45,5 @@ if (mode === 'stdio') {
         }
         void handler(req, res);
     });
-    server.listen(port, '127.0.0.1');
-    const shutdown = () => {
-        server.close();
-        server.closeAllConnections();
-        process.exit(0);
-    };
-    process.on('SIGTERM', shutdown);
-    process.on('SIGINT', shutdown);
+    listenUntilStopped(server, port);
 }
