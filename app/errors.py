@@ -106,3 +106,8 @@ class ClientError(MCPError):
 
 class ClientTimeout(TimeoutError):
     """The client did not answer a server-to-client request in time."""
+
+
+class DefinitionError(TypeError, ValueError):
+    """A tool, resource or prompt that cannot be registered as it is written: the message says which, where
+    it is defined, and why (raised as it is registered; ``wiremcp stdio|http`` print it as one line)."""

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
+from pydantic import PydanticUserError
+
 from wiremcp.completions import Completer
+from wiremcp.errors import DefinitionError
 from wiremcp.prompts import Prompt
 from wiremcp.resources import Resource, Resources
 from wiremcp.runtime import Runtime
@@ -13,6 +16,7 @@ from wiremcp.tools import TaskStart, TaskSupport, Tool
 from wiremcp.types import JSONObject
 
 F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C")
 
 
 class MCPServer:
@@ -118,10 +122,11 @@ class MCPServer:
         call or when the handler calls ``ctx.start_task()``."""
 
         def register(fn: F) -> F:
-            self.add_tool(Tool(fn, name=name, title=title, description=description, annotations=annotations,
-                               icons=icons, meta=meta, input_schema=input_schema, output_schema=output_schema,
-                               structured_output=structured_output, scopes=scopes, task_support=task_support,
-                               task_start=task_start))
+            self.add_tool(_defined("tool", fn, lambda: Tool(
+                fn, name=name, title=title, description=description, annotations=annotations, icons=icons,
+                meta=meta, input_schema=input_schema, output_schema=output_schema,
+                structured_output=structured_output, scopes=scopes, task_support=task_support,
+                task_start=task_start)))
             return fn
 
         return register
@@ -144,9 +149,10 @@ class MCPServer:
         ``ttl_ms`` and ``cache_scope`` are the caching hints of its reads (stateless era)."""
 
         def register(fn: F) -> F:
-            self.resources.add(Resource(uri, fn, name=name, title=title, description=description,
-                                        mime_type=mime_type, size=size, annotations=annotations, icons=icons,
-                                        meta=meta, scopes=scopes, ttl_ms=ttl_ms, cache_scope=cache_scope))
+            self.resources.add(_defined("resource", fn, lambda: Resource(
+                uri, fn, name=name, title=title, description=description, mime_type=mime_type, size=size,
+                annotations=annotations, icons=icons, meta=meta, scopes=scopes, ttl_ms=ttl_ms,
+                cache_scope=cache_scope)))
             return fn
 
         return register
@@ -165,8 +171,8 @@ class MCPServer:
         """Register a function as a prompt; its parameters are the prompt's (string) arguments."""
 
         def register(fn: F) -> F:
-            self.add_prompt(Prompt(fn, name=name, title=title, description=description, icons=icons, meta=meta,
-                                   scopes=scopes))
+            self.add_prompt(_defined("prompt", fn, lambda: Prompt(fn, name=name, title=title, description=description,
+                                                                  icons=icons, meta=meta, scopes=scopes)))
             return fn
 
         return register
@@ -207,3 +213,22 @@ class MCPServer:
     def _list_changed(self, kind: str) -> None:
         self._capabilities = None
         self.runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+
+
+def _defined(kind: str, fn: Callable[..., Any], make: Callable[[], C]) -> C:
+    """``make()``, the component defined by ``fn``; what it refuses (a signature or annotation no schema can
+    describe, a bad option) as a ``DefinitionError`` that says which ``kind`` of component, which function
+    and where it is defined, in one line."""
+    try:
+        return make()
+    except DefinitionError:
+        raise
+    except (TypeError, ValueError, PydanticUserError) as exc:
+        code = getattr(fn, "__code__", None)
+        where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
+        name = getattr(fn, "__qualname__", repr(fn))
+        said = str(exc).strip()
+        why = said.splitlines()[0] if said else type(exc).__name__
+        for said_already in (f"{kind} {name}: ", f"{name}: "):
+            why = why.removeprefix(said_already)
+        raise DefinitionError(f"{where}{kind} {name}: {why}") from exc

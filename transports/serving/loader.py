@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from wiremcp.errors import DefinitionError
 from wiremcp.server import MCPServer
 from wiremcp.transports.serving.settings import ConfigError
 
@@ -29,7 +30,13 @@ FILE_MODULE = "__wiremcp_server__"
 
 def load_server(spec: str, app_dir: str | None = None) -> MCPServer:
     """The ``MCPServer`` that ``spec`` names; ``ConfigError`` (one line) when it names none."""
-    spec = spec.strip()
+    try:
+        return _load(spec.strip(), app_dir)
+    except DefinitionError as exc:  # a tool, resource or prompt written wrong: the user's to fix, one line
+        raise ConfigError(str(exc)) from None
+
+
+def _load(spec: str, app_dir: str | None) -> MCPServer:
     file_spec = _file_spec(spec)
     if file_spec:
         module, label = _load_file(Path(file_spec["path"])), file_spec["path"]

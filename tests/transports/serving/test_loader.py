@@ -125,6 +125,27 @@ def test_a_spec_that_does_not_resolve_is_one_line(tmp_path: Path, spec: str) -> 
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize(("body", "line", "reason"), [
+    ("class Opaque:\n    pass\n\nserver = MCPServer('s')\n\n@server.tool()\ndef broken(x: Opaque) -> str:\n"
+     "    return ''\n", 6, "tool broken: Cannot generate a JsonSchema for"),
+    ("server = MCPServer('s')\n\n@server.tool()\ndef broken(*args: str) -> str:\n    return ''\n", 3,
+     "tool broken: *args and **kwargs cannot be described by a schema"),
+    ("server = MCPServer('s')\n\n@server.prompt()\ndef broken(*names: str) -> str:\n    return ''\n", 3,
+     "prompt broken: *args and **kwargs are not supported"),
+])
+def test_a_component_written_wrong_is_one_line_that_says_where(tmp_path: Path, body: str, line: int,
+                                                               reason: str) -> None:
+    """A tool, resource or prompt the framework cannot register: the user's mistake, told as the file and
+    line where its definition starts (the decorator), its name and why, in one line (``wiremcp stdio|http``
+    exit with status 2)."""
+    path = write(tmp_path, "server.py", body)
+    with pytest.raises(ConfigError) as caught:
+        load_server(str(path))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}:{line + 1}: {reason}")  # + 1: the import line write() adds
+
+
 def test_a_module_that_imports_something_missing_shows_the_users_own_error(tmp_path: Path) -> None:
     """Not the spec's fault: the traceback points at the import in the user's module."""
     name = unique()

@@ -45,6 +45,8 @@ def env(**extra: str) -> dict[str, str]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "server.py").write_text(SERVER)
+    (tmp_path / "broken.py").write_text("from wiremcp import MCPServer\nserver = MCPServer('b')\n@server.tool()\n"
+                                        "def broken(*args: str) -> str:\n    return ''\n")
     return tmp_path
 
 
@@ -79,6 +81,7 @@ def test_version() -> None:
 @pytest.mark.parametrize(("argv", "extra", "expected"), [
     (["stdio", "nothere.py"], {}, "nothere.py: no such file"),
     (["stdio", "no_such_module:server"], {}, "no module named 'no_such_module'"),
+    (["stdio", "broken.py"], {}, "broken.py:3: tool broken: *args and **kwargs cannot be described by a schema"),
     (["http", "server.py"], {"WIREMCP_LOG_LEVEL": "LOUD"}, "WIREMCP_LOG_LEVEL must be one of"),
     (["http", "server.py"], {"WIREMCP_MAX_SESSIONS": "many"}, "WIREMCP_MAX_SESSIONS must be an integer"),
     (["http", "server.py"], {"WIREMCP_AUTH_JWKS_URL": "http://x/jwks"}, "WIREMCP_AUTH_RESOURCE"),
