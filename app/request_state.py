@@ -54,15 +54,15 @@ class OpenedState:
     """The handler's own ``request_state``, as it gave it."""
 
 
+_KEY_SIZES = (16, 24, 32)
+"""AES-128, AES-192 or AES-256."""
+
+
 def decode_key(text: str) -> bytes:
     raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     if len(raw) not in _KEY_SIZES:
         raise ValueError("a requestState key must be 16, 24 or 32 bytes (base64)")
     return raw
-
-
-_KEY_SIZES = (16, 24, 32)
-"""AES-128, AES-192 or AES-256."""
 
 
 class _Ciphers:

@@ -28,7 +28,6 @@ from wiremcp.unavailable import StoreUnavailable
 log = logging.getLogger("wiremcp.sessions")
 
 
-
 RENEW_SLACK = 1.0
 """Seconds of work after a self-expiring store last renewed a session that need no renewal of their own."""
 
@@ -47,8 +46,7 @@ class SessionManager(ClusterEvents):
 
     def __init__(self, server: MCPServer, store: SessionStore | None = None, events: EventStore | None = None, *,
                  idle_timeout: float = 1800.0, max_sessions: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic, cluster: ReplicaLink | None = None,
-) -> None:
+                 clock: Callable[[], float] = time.monotonic, cluster: ReplicaLink | None = None) -> None:
         self.server = server
         self.store = store or InMemorySessionStore()
         self.events = events
@@ -60,8 +58,6 @@ class SessionManager(ClusterEvents):
         self.cluster = cluster
         self.draining = False
         """Set on shutdown: no new sessions (503), streams are closed so that clients reconnect elsewhere."""
-        """Seconds a copy of a session confirmed by the shared store is used without asking again (0: the
-        store is asked on every request; see ``get``)."""
         self.get_streams: dict[str, int] = {}
         """Sessions whose GET stream this process holds (shared mode), with how many readers."""
         self._background: set[asyncio.Task[None]] = set()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.states import full_state
 from wiremcp import MCPServer, jsonrpc
 from wiremcp.entry import serve
 from wiremcp.inbound import Inbound
@@ -18,21 +19,6 @@ from wiremcp.tools import Tool
 from wiremcp.transports import Client
 
 
-def _full_state() -> SessionState:
-    return SessionState(
-        id="sess-1",
-        protocol_version="2025-06-18",
-        client_capabilities={"roots": {"listChanged": True}, "elicitation": {"form": {}}},
-        client_info={"name": "client", "version": "1.2"},
-        server_capabilities=["logging", "tools"],
-        log_level="warning",
-        subscriptions={"b://2", "a://1"},
-        initialized=True,
-        ready=True,
-        owner="https://issuer.example|user-1",
-    )
-
-
 async def test_a_restored_state_serves_requests() -> None:
     server = MCPServer("s")
 
@@ -40,7 +26,7 @@ async def test_a_restored_state_serves_requests() -> None:
     def echo(text: str) -> str:
         return text
 
-    state = SessionState.from_dict(_full_state().to_dict())
+    state = SessionState.from_dict(full_state().to_dict())
     session = ServerSession(server, state)
     sent: list[dict[str, Any]] = []
 

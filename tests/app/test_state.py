@@ -6,26 +6,12 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from tests.support.states import full_state
 from wiremcp.state import SessionState
 
 
-def _full_state() -> SessionState:
-    return SessionState(
-        id="sess-1",
-        protocol_version="2025-06-18",
-        client_capabilities={"roots": {"listChanged": True}, "elicitation": {"form": {}}},
-        client_info={"name": "client", "version": "1.2"},
-        server_capabilities=["logging", "tools"],
-        log_level="warning",
-        subscriptions={"b://2", "a://1"},
-        initialized=True,
-        ready=True,
-        owner="https://issuer.example|user-1",
-    )
-
-
 def test_round_trip_through_json() -> None:
-    state = _full_state()
+    state = full_state()
     data = state.to_dict()
     assert data["subscriptions"] == ["a://1", "b://2"]
     restored = SessionState.from_dict(orjson.loads(orjson.dumps(data)))
@@ -41,7 +27,7 @@ def test_default_state_round_trips() -> None:
 
 
 def test_to_dict_is_a_copy() -> None:
-    state = _full_state()
+    state = full_state()
     data = state.to_dict()
     data["client_capabilities"]["sampling"] = {}
     assert "sampling" not in state.client_capabilities

@@ -54,7 +54,10 @@ class Metrics:
     @property
     def registry(self) -> CollectorRegistry:
         """The registry these metrics are collected into (made, with ``prometheus_client``, when first needed)."""
-        return (self._exposition or self._expose()).registry
+        return self._exposed().registry
+
+    def _exposed(self) -> Exposition:
+        return self._exposition or self._expose()
 
     def _expose(self, registry: CollectorRegistry | None = None) -> Exposition:
         from wiremcp.transports.observability.exposition import Exposition
@@ -104,5 +107,4 @@ class Metrics:
     # -- exposition --------------------------------------------------------------------------------
     def render(self) -> tuple[bytes, str]:
         """The metrics in the Prometheus text format, and that format's content type."""
-        return (self._exposition or self._expose()).render()
-
+        return self._exposed().render()

@@ -288,8 +288,7 @@ class RedisSessionStore(SessionStore, ClusterEvents):
         self._forget(session_id)
 
     def session_deleted(self, session_id: str) -> None:
-        self._heard += 1
-        self._forget(session_id)
+        self.session_changed(session_id)
 
     def reconnected(self) -> None:
         """The link was down: announcements may have been lost, so no copy is trusted."""
