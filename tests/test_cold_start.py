@@ -26,8 +26,9 @@ DEFERRED = ("jsonschema", "referencing", "cryptography", "redis",
             "wiremcp.transports.redis", "wiremcp.transports.observability.exposition",
             "wiremcp.transports.observability.tracing")
 """Never needed to answer the first ``initialize`` of the default deployment."""
-HTTP_STACK = ("uvicorn", "starlette", "sse_starlette", "anyio",
-              "wiremcp.transports.http_app", "wiremcp.transports.observability")
+SSE = ("sse_starlette", "starlette", "anyio")
+"""Not needed until a stream opens (a JSON answer is written without them)."""
+HTTP_STACK = ("uvicorn", "wiremcp.transports.http_app", "wiremcp.transports.observability", *SSE)
 """Also not needed on stdio."""
 
 _RECORD = ("import atexit, sys\n"
@@ -108,4 +109,4 @@ def test_http_answers_initialize_without_the_optional_features(tmp_path: Path) -
     status, body = answer.split(" ", 1)
     assert (status, json.loads(body)["result"]["protocolVersion"]) == ("200", "2025-11-25")
     assert "wiremcp.transports.http_app" in modules
-    assert _loaded(modules, DEFERRED) == []
+    assert _loaded(modules, DEFERRED + SSE) == []

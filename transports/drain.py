@@ -15,7 +15,6 @@ sse-starlette to leave the streams to it), and runs:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import weakref
@@ -24,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 from wiremcp.shutdown import shut_down
+from wiremcp.transports import sse
 from wiremcp.transports.sessions import SessionManager
 from wiremcp.transports.stateless_http import StatelessHandler
 
@@ -91,7 +91,7 @@ class Drain:
         if self._signalled:
             # The process is exiting: sse-starlette may end whatever still streams. (Process-wide, so
             # never for an app merely shut down in a process that goes on, such as a test run.)
-            _release_sse_streams()
+            sse.release_streams()
         self.done.set()
 
     def _quiesce(self) -> None:
@@ -114,13 +114,6 @@ class Drain:
         return running
 
 
-def _release_sse_streams() -> None:
-    with contextlib.suppress(Exception):
-        from sse_starlette.sse import AppStatus
-
-        AppStatus.should_exit = True
-
-
 def _hook_uvicorn() -> None:
     """Chain onto the exit signal handlers uvicorn installed (it binds them before the app starts, so
     they are wrapped where they are registered); sse-starlette then leaves the streams to the drain."""
@@ -135,10 +128,7 @@ def _hook_uvicorn() -> None:
     except ValueError:  # not the main thread: uvicorn's own handling (and sse-starlette's) stays as it is
         return
     _hooked = True
-    with contextlib.suppress(ImportError):
-        from sse_starlette.sse import AppStatus
-
-        AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
+    sse.leave_exit_to_drain()
 
 
 def _chained(previous: Callable[[int, FrameType | None], Any]) -> Callable[[int, FrameType | None], None]:

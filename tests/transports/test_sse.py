@@ -8,9 +8,11 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from sse_starlette.sse import AppStatus
 
 from wiremcp import jsonrpc
 from wiremcp.event_store import format_event_id, parse_event_id
+from wiremcp.transports import sse
 from wiremcp.transports.asgi import Message, Scope
 from wiremcp.transports.sse import Event, endpoint_event, event, retry_hint, serve_sse
 
@@ -19,8 +21,14 @@ MODERN = "2026-07-28/basic/transports/streamable-http"
 
 
 def wire(one: Event) -> bytes:
-    """An event as it goes on the wire."""
-    return one.encode()
+    """An event as it goes on the wire (it is encoded once, when it is made)."""
+    assert isinstance(one, bytes)
+    return one
+
+
+def field(one: Event, name: bytes) -> bytes | None:
+    """The value of one field of an event, or None."""
+    return next((line[len(name) + 2:] for line in wire(one).split(b"\r\n") if line.startswith(name + b": ")), None)
 
 
 # -- events -----------------------------------------------------------------------------------------------
@@ -36,8 +44,8 @@ def test_a_message_is_a_message_event_of_compact_json() -> None:
 @pytest.mark.spec(f"{TRANSPORTS}#resumability-and-redelivery")
 def test_a_message_on_a_resumable_stream_has_the_streams_event_id() -> None:
     one = event(jsonrpc.notification("notifications/progress", {"progress": 1}), "stream-a", 7)
-    assert one.id == format_event_id("stream-a", 7)
-    assert parse_event_id(one.id) == ("stream-a", 7)
+    assert field(one, b"id") == format_event_id("stream-a", 7).encode()
+    assert parse_event_id((field(one, b"id") or b"").decode()) == ("stream-a", 7)
     assert wire(one) == (b"id: stream-a_7\r\nevent: message\r\n"
                          b'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\r\n\r\n')
 
@@ -51,8 +59,8 @@ def test_a_batch_of_replies_is_one_message_event_of_a_json_array() -> None:
 
 def test_a_message_ignores_retry_and_has_no_id_without_a_stream() -> None:
     one = event(jsonrpc.result(1, {}), None, 5, retry=1000)
-    assert one.id is None
-    assert one.retry is None
+    assert field(one, b"id") is None
+    assert field(one, b"retry") is None
 
 
 def test_a_message_with_a_line_break_in_a_string_stays_one_data_line() -> None:
@@ -65,10 +73,8 @@ def test_a_message_with_a_line_break_in_a_string_stays_one_data_line() -> None:
 @pytest.mark.spec(f"{TRANSPORTS}#sending-messages-to-the-server")
 def test_the_priming_event_has_an_id_empty_data_and_retry() -> None:
     primer = event(None, "stream-a", 0, retry=2500)
-    assert primer.id == format_event_id("stream-a", 0)
-    assert primer.data == ""
-    assert primer.event is None
-    assert primer.retry == 2500
+    assert field(primer, b"id") == format_event_id("stream-a", 0).encode()
+    assert (field(primer, b"data"), field(primer, b"event"), field(primer, b"retry")) == (b"", None, b"2500")
     assert wire(primer) == b"id: stream-a_0\r\ndata: \r\nretry: 2500\r\n\r\n"
 
 
@@ -79,7 +85,7 @@ def test_a_priming_event_without_a_stream_or_retry_is_an_empty_event() -> None:
 @pytest.mark.spec(f"{TRANSPORTS}#sending-messages-to-the-server")
 def test_a_retry_hint_carries_only_retry() -> None:
     hint = retry_hint(3000)
-    assert (hint.id, hint.event, hint.data, hint.retry) == (None, None, None, 3000)
+    assert [field(hint, name) for name in (b"id", b"event", b"data", b"retry")] == [None, None, None, b"3000"]
     assert wire(hint) == b"retry: 3000\r\n\r\n"
 
 
@@ -87,6 +93,30 @@ def test_a_retry_hint_carries_only_retry() -> None:
 def test_the_endpoint_event_names_the_post_url() -> None:
     assert wire(endpoint_event("/messages/?session_id=abc")) == (
         b"event: endpoint\r\ndata: /messages/?session_id=abc\r\n\r\n")
+
+
+def test_a_line_break_in_the_endpoint_url_cannot_end_the_event() -> None:
+    assert wire(endpoint_event("/messages/?a=1\nevent: x")) == (
+        b"event: endpoint\r\ndata: /messages/?a=1\r\ndata: event: x\r\n\r\n")
+
+
+# -- sse-starlette's exit handling, left to the drain --------------------------------------------------------
+def test_once_the_drain_owns_the_exit_sse_starlette_does_not_end_streams_at_the_signal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AppStatus, "enable_automatic_graceful_drain", True)
+    monkeypatch.setattr(AppStatus, "should_exit", False)
+    monkeypatch.setattr(AppStatus, "original_handler", None)  # uvicorn's own, not under test here
+    monkeypatch.setattr(sse, "_drain_owns_exit", False)
+    sse.leave_exit_to_drain()
+    assert AppStatus.enable_automatic_graceful_drain is False
+    AppStatus.handle_exit()  # what uvicorn's handler runs when sse-starlette patched it
+    assert AppStatus.should_exit is False
+
+
+def test_release_streams_ends_what_sse_starlette_still_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AppStatus, "should_exit", False)
+    sse.release_streams()
+    assert AppStatus.should_exit is True
 
 
 # -- serve_sse --------------------------------------------------------------------------------------------
