@@ -3,8 +3,8 @@
 Every tool, prompt, resource, resource template and task that a request reaches is looked up here, and
 only here, together with the caller's right to it (the component's ``scopes`` against the principal's):
 ``tools/call``, ``prompts/get``, ``resources/read``, ``resources/subscribe``, ``completion/complete``,
-the ``resourceSubscriptions`` and ``taskIds`` of ``subscriptions/listen``, the ``tasks/*`` methods and
-the lists. A method that finds a component some other way skips the check; so none does (the test of
+the ``resourceSubscriptions`` and ``taskIds`` of ``subscriptions/listen``, the ``tasks/*`` methods,
+``skills/get``, ``resources/directory/read`` and the lists (``skills/list`` among them). A method that finds a component some other way skips the check; so none does (the test of
 this module enumerates them).
 
 Without a principal (stdio, or HTTP without authentication) there is nothing to check. A principal
@@ -15,28 +15,37 @@ filters leave out what the caller may not use instead of refusing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from wiremcp.errors import InvalidParams, ResourceNotFound
 from wiremcp.scopes import allows, authorize
 
 if TYPE_CHECKING:
-    from wiremcp.component import Component
     from wiremcp.context import Context
     from wiremcp.prompts import Prompt
     from wiremcp.resources import Resource
+    from wiremcp.skill_set import Directory
+    from wiremcp.skills import Skill
     from wiremcp.tasks import TaskRecord
     from wiremcp.tools import Tool
 
-C = TypeVar("C", bound="Component")
+
+class Scoped(Protocol):
+    """What a caller may need scopes for: a tool, prompt or resource, a skill, a skill's directory."""
+
+    @property
+    def scopes(self) -> list[str]: ...
 
 
-def check(component: Component, ctx: Context) -> None:
+C = TypeVar("C", bound=Scoped)
+
+
+def check(component: Scoped, ctx: Context) -> None:
     """Raise ``InsufficientScope`` unless the caller may use ``component``."""
     authorize(component.scopes, ctx.principal)
 
 
-def permits(component: Component, ctx: Context) -> bool:
+def permits(component: Scoped, ctx: Context) -> bool:
     """Whether the caller may use ``component`` (for what is filtered rather than refused)."""
     return allows(component.scopes, ctx.principal)
 
@@ -82,6 +91,29 @@ def template(uri: Any, ctx: Context) -> Resource:
     found = ctx.server.resources.templates.get(uri) if isinstance(uri, str) else None
     if found is None or found.template is None:
         raise InvalidParams(f"Unknown resource template: {uri}")
+    check(found, ctx)
+    return found
+
+
+def skill(uri: Any, ctx: Context) -> Skill:
+    """The skill a ``skills/get`` names by its ``SKILL.md`` URI, if the caller may read it (unknown: -32602)."""
+    if not isinstance(uri, str) or not uri:
+        raise InvalidParams("skills/get needs a string 'uri'")
+    found = ctx.server.skill_set.skills.get(uri)
+    if found is None:
+        raise InvalidParams(f"Unknown skill: {uri}", {"uri": uri})
+    check(found, ctx)
+    return found
+
+
+def directory(uri: Any, ctx: Context) -> Directory:
+    """The directory a ``resources/directory/read`` names, if the caller may read it (a file or an unknown URI:
+    -32602)."""
+    if not isinstance(uri, str) or not uri:
+        raise InvalidParams("resources/directory/read needs a string 'uri'")
+    found = ctx.server.skill_set.directory(uri.rstrip("/"))
+    if found is None:
+        raise InvalidParams(f"Not a directory: {uri}", {"uri": uri})
     check(found, ctx)
     return found
 

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from wiremcp import access
+from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError
 from wiremcp.threads import run_sync
 from wiremcp.types import JSONObject
+
+if TYPE_CHECKING:
+    from wiremcp.context import Context
+
+log = logging.getLogger("wiremcp.completions")
 
 MAX_VALUES = 100
 
@@ -51,3 +59,41 @@ class Completer:
     async def complete(self, value: str, arguments: dict[str, str]) -> JSONObject:
         result = await self._fn(value, arguments) if self._is_async else await run_sync(self._fn, value, arguments)
         return to_wire(result)
+
+
+async def complete(params: JSONObject, ctx: Context) -> JSONObject:
+    """``completion/complete``: the argument named, of a prompt or resource template the caller may use."""
+    ref = params.get("ref")
+    argument = params.get("argument")
+    if not isinstance(ref, dict) or not isinstance(argument, dict):
+        raise InvalidParams("completion/complete needs 'ref' and 'argument' objects")
+    arg_name = argument.get("name")
+    value = argument.get("value", "")
+    if not isinstance(arg_name, str) or not isinstance(value, str):
+        raise InvalidParams("completion/complete: argument needs string 'name' and 'value'")
+    kind = ref.get("type")
+    if kind == "ref/prompt":
+        target = ref.get("name")
+        prompt = access.prompt(target, ctx, "completion/complete ref/prompt")
+        if arg_name not in {a["name"] for a in prompt.arguments}:
+            raise InvalidParams(f"Prompt {target} has no argument {arg_name}")
+    elif kind == "ref/resource":
+        target = ref.get("uri")
+        template = access.template(target, ctx)
+        assert template.template is not None
+        if arg_name not in template.template.variables:
+            raise InvalidParams(f"Resource template {target} has no variable {arg_name}")
+    else:
+        raise InvalidParams(f"Unknown reference type: {kind}")
+    context = params.get("context")
+    arguments = context.get("arguments") if isinstance(context, dict) else None
+    completer = ctx.server.completers.get((kind, str(target), arg_name))
+    if completer is None:
+        return {"completion": {"values": [], "hasMore": False}}
+    try:
+        return await completer.complete(value, arguments if isinstance(arguments, dict) else {})
+    except MCPError:
+        raise
+    except Exception as exc:
+        log.exception("completion for %s failed", target)
+        raise MCPError(INTERNAL_ERROR, "Completion failed") from exc

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
+from wiremcp import apps
 from wiremcp.asking import Asker, ClientRequests, InputRounds, NoChannel, declared, require_input_capability
 from wiremcp.input_required import InputExchange
 from wiremcp.principal import Principal
@@ -110,6 +111,12 @@ class Context:
     @property
     def client_info(self) -> JSONObject:
         return self.state.client_info
+
+    @property
+    def supports_apps(self) -> bool:
+        """Whether the client renders MCP Apps views (declared ``io.modelcontextprotocol/ui`` with HTML): a
+        tool with a view can tailor its text to clients that show only text."""
+        return apps.supports_apps(self.client_capabilities)
 
     @property
     def session_id(self) -> str | None:

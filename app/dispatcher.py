@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from wiremcp import access, input_rounds, pagination, stateless
+from wiremcp import access, completions, input_rounds, pagination, skill_methods, stateless
 from wiremcp.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -111,7 +111,10 @@ class Dispatcher:
             "resources/unsubscribe": self._unsubscribe,
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
-            "completion/complete": self._complete,
+            "completion/complete": completions.complete,
+            "skills/list": skill_methods.list_skills,
+            "skills/get": skill_methods.get_skill,
+            "resources/directory/read": skill_methods.read_directory,
             "logging/setLevel": self._set_level,
             "tasks/get": lambda params, ctx: self.runtime.task_methods.get(params, ctx),
             "tasks/result": lambda params, ctx: self.runtime.task_methods.result(params, ctx),
@@ -183,6 +186,7 @@ class Dispatcher:
         wanted = Filter(requested, self.server.capabilities(), [task.task_id for task in tasks],
                         readable=lambda uri: access.readable(uri, ctx))
         tag = {META_SUBSCRIPTION: ctx.request_id}
+        self.runtime.watch_skills()
         subscription = self.runtime.bus.subscribe()
         try:
             await ctx.send_notification("notifications/subscriptions/acknowledged",
@@ -308,7 +312,7 @@ class Dispatcher:
 
     # -- resources -----------------------------------------------------------------------------
     async def _resources_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._listing(list(self.server.resources.static.values()), params, ctx, "resources")
+        return self._listing(self.server.resources.listed(), params, ctx, "resources")
 
     async def _templates_list(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._listing(list(self.server.resources.templates.values()), params, ctx, "resourceTemplates")
@@ -337,42 +341,6 @@ class Dispatcher:
         return await prompt.get(params.get("arguments"), ctx)
 
     # -- completion and logging ------------------------------------------------------------------
-    async def _complete(self, params: JSONObject, ctx: Context) -> JSONObject:
-        ref = params.get("ref")
-        argument = params.get("argument")
-        if not isinstance(ref, dict) or not isinstance(argument, dict):
-            raise InvalidParams("completion/complete needs 'ref' and 'argument' objects")
-        arg_name = argument.get("name")
-        value = argument.get("value", "")
-        if not isinstance(arg_name, str) or not isinstance(value, str):
-            raise InvalidParams("completion/complete: argument needs string 'name' and 'value'")
-        kind = ref.get("type")
-        if kind == "ref/prompt":
-            target = ref.get("name")
-            prompt = access.prompt(target, ctx, "completion/complete ref/prompt")
-            if arg_name not in {a["name"] for a in prompt.arguments}:
-                raise InvalidParams(f"Prompt {target} has no argument {arg_name}")
-        elif kind == "ref/resource":
-            target = ref.get("uri")
-            template = access.template(target, ctx)
-            assert template.template is not None
-            if arg_name not in template.template.variables:
-                raise InvalidParams(f"Resource template {target} has no variable {arg_name}")
-        else:
-            raise InvalidParams(f"Unknown reference type: {kind}")
-        context = params.get("context")
-        arguments = context.get("arguments") if isinstance(context, dict) else None
-        completer = self.server.completers.get((kind, str(target), arg_name))
-        if completer is None:
-            return {"completion": {"values": [], "hasMore": False}}
-        try:
-            return await completer.complete(value, arguments if isinstance(arguments, dict) else {})
-        except MCPError:
-            raise
-        except Exception as exc:
-            log.exception("completion for %s failed", target)
-            raise MCPError(-32603, "Completion failed") from exc
-
     async def _set_level(self, params: JSONObject, ctx: Context) -> JSONObject:
         level = params.get("level")
         if not isinstance(level, str) or level not in LOG_LEVEL_RANK:

@@ -19,6 +19,7 @@ METHODS = frozenset({
     "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list",
     "resources/read", "resources/subscribe", "resources/unsubscribe",
     "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update",
+    "skills/list", "skills/get", "resources/directory/read",
 })
 """The request methods a server answers, in either era."""
 

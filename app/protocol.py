@@ -21,6 +21,7 @@ META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 """The 2026-07-28 tasks extension's identifier (``capabilities.extensions``)."""
 
 BATCH_VERSIONS = frozenset({"2025-03-26"})

@@ -26,13 +26,13 @@ log = logging.getLogger("wiremcp.resources")
 class Resource(Component):
     """A resource at a fixed URI, or (with ``template`` set) a family of them."""
 
-    __slots__ = ("_adapters", "annotations", "cache", "mime_type", "size", "template", "uri")
+    __slots__ = ("_adapters", "annotations", "cache", "listed", "mime_type", "size", "template", "uri")
 
     def __init__(self, uri: str, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, mime_type: str | None = None, size: int | None = None,
                  annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
                  meta: JSONObject | None = None, scopes: list[str] | None = None, ttl_ms: int | None = None,
-                 cache_scope: str | None = None) -> None:
+                 cache_scope: str | None = None, listed: bool = True) -> None:
         super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
                          scopes=scopes)
         if (ttl_ms is not None and ttl_ms < 0) or cache_scope not in (None, "public", "private"):
@@ -44,6 +44,8 @@ class Resource(Component):
         if cache_scope is not None:
             self.cache["cacheScope"] = cache_scope
         self.uri = uri
+        self.listed = listed
+        """Whether ``resources/list`` shows it (a skill's supporting files are read by URI, not listed)."""
         self.mime_type = mime_type
         self.size = size
         self.annotations = annotations
@@ -121,6 +123,21 @@ class Resources:
         if self.static.pop(uri, None) is None and self.templates.pop(uri, None) is None:
             raise KeyError(uri)
         self._on_change()
+
+    def replace(self, removed: list[str], added: list[Resource]) -> None:
+        """Take away the static resources at ``removed`` and add ``added``, as one change."""
+        for uri in removed:
+            self.static.pop(uri, None)
+        for resource in added:
+            self.static[resource.uri] = resource
+        self._on_change()
+
+    def listed(self) -> list[Resource]:
+        """What ``resources/list`` shows: the static resources, less those read by URI only."""
+        return [resource for resource in self.static.values() if resource.listed]
+
+    def find_static(self, uri: str) -> Resource | None:
+        return self.static.get(uri)
 
     def __bool__(self) -> bool:
         return bool(self.static or self.templates)

@@ -12,6 +12,7 @@ made for it, a server has a runtime with the in-memory defaults (``server.runtim
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,7 @@ class Runtime:
         self._task_runner: TaskRunner | None = None
         self._task_methods: TaskMethods | None = None
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._skill_watch: asyncio.Task[None] | None = None
         server.served_by(self)
 
     # -- tasks --------------------------------------------------------------------------------------
@@ -90,6 +92,20 @@ class Runtime:
     # -- the sessions being served, and what the definition tells them ---------------------------------
     def attach(self, session: ServerSession) -> None:
         self._sessions.add(session)
+        self.watch_skills()
+
+    def watch_skills(self) -> None:
+        """Look at the skill folders for changes from now on, on this loop (once a client can hear of one:
+        a session attached, a ``subscriptions/listen`` open). Skills from memory need no watching."""
+        if self._skill_watch is not None and not self._skill_watch.done():
+            return
+        skills = self.server.skill_set
+        if skills.refresh_seconds is None:
+            return
+        try:
+            self._skill_watch = asyncio.get_running_loop().create_task(skills.watch(), name="wiremcp skill folders")
+        except RuntimeError:  # no loop running: nothing could hear a change yet
+            self._skill_watch = None
 
     def detach(self, session: ServerSession) -> None:
         self._sessions.discard(session)

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import PydanticUserError
 
+from wiremcp import apps
 from wiremcp.completions import Completer
 from wiremcp.errors import DefinitionError
 from wiremcp.prompts import Prompt
+from wiremcp.protocol import SKILLS_EXTENSION
 from wiremcp.resources import Resource, Resources
 from wiremcp.runtime import Runtime
+from wiremcp.skill_set import SkillSet, Source
+from wiremcp.skills import from_memory
 from wiremcp.tools import TaskStart, TaskSupport, Tool
 from wiremcp.types import JSONObject
 
@@ -56,6 +62,8 @@ class MCPServer:
         self.tools: dict[str, Tool] = {}
         self.prompts: dict[str, Prompt] = {}
         self.resources = Resources(lambda: self._list_changed("resources"))
+        self.skill_set = SkillSet(self.resources, self.resource_updated)
+        """The skills served (``skills``, ``skill``, ``add_skill``): their files are resources too."""
         self.completers: dict[tuple[str, str, str], Completer] = {}
         self._capabilities: JSONObject | None = None
         self.runtime: Runtime = Runtime(self)
@@ -97,7 +105,25 @@ class MCPServer:
             caps["completions"] = {}
         if any(tool.task_support != "forbidden" for tool in self.tools.values()):
             caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        extensions: JSONObject = {}
+        if self.skill_set:
+            caps.setdefault("resources", {"subscribe": True, "listChanged": True})
+            extensions[SKILLS_EXTENSION] = {"directoryRead": True}
+        if any(apps.view_of(t.meta) for t in self.tools.values()) or any(
+                r.mime_type == apps.MIME_TYPE for r in self.resources.static.values()):
+            extensions[apps.EXTENSION] = {}
+        if extensions:
+            caps["extensions"] = extensions
         return caps
+
+    def check(self) -> None:
+        """What can only be checked once everything is registered (``wiremcp`` runs it before serving):
+        every tool's ``ui://`` view is a resource of this server. ``DefinitionError`` says which is not."""
+        for tool in self.tools.values():
+            view = apps.view_of(tool.meta)
+            if view is not None and self.resources.find_static(view) is None:
+                raise DefinitionError(f"tool {tool.name}: its view {view} is not a resource of this server "
+                                      "(register it with server.app)")
 
     # -- what serves it -------------------------------------------------------------------------
     def served_by(self, runtime: Runtime) -> None:
@@ -115,16 +141,19 @@ class MCPServer:
              meta: JSONObject | None = None, input_schema: JSONObject | None = None,
              output_schema: JSONObject | None = None, structured_output: bool | None = None,
              scopes: list[str] | None = None, task_support: TaskSupport = "forbidden",
-             task_start: TaskStart = "call") -> Callable[[F], F]:
+             task_start: TaskStart = "call", ui: str | None = None,
+             visibility: Sequence[apps.Visibility] | None = None) -> Callable[[F], F]:
         """Register a function as a tool. Its signature is the input schema, its return annotation the output.
         ``task_support``: whether the tool may (``optional``) or must (``required``) run as a task the client
         polls (both eras' tasks: see ``Tool.task_support``); ``task_start``: whether the task starts with the
-        call or when the handler calls ``ctx.start_task()``."""
+        call or when the handler calls ``ctx.start_task()``. ``ui``: the ``ui://`` view (``server.app``) that
+        hosts supporting MCP Apps render its results in; ``visibility``: who may call it, ``model``, ``app``
+        (the view only) or both (the default)."""
 
         def register(fn: F) -> F:
             self.add_tool(_defined("tool", fn, lambda: Tool(
                 fn, name=name, title=title, description=description, annotations=annotations, icons=icons,
-                meta=meta, input_schema=input_schema, output_schema=output_schema,
+                meta=apps.tool_meta(ui, visibility, meta) if ui is not None else _no_visibility(visibility, meta), input_schema=input_schema, output_schema=output_schema,
                 structured_output=structured_output, scopes=scopes, task_support=task_support,
                 task_start=task_start)))
             return fn
@@ -160,9 +189,62 @@ class MCPServer:
     def remove_resource(self, uri: str) -> None:
         self.resources.remove(uri)
 
+    def app(self, uri: str, html: str | None = None, *, file: str | Path | None = None, name: str | None = None,
+            title: str | None = None, description: str | None = None, connect_domains: Iterable[str] | None = None,
+            resource_domains: Iterable[str] | None = None, frame_domains: Iterable[str] | None = None,
+            base_uri_domains: Iterable[str] | None = None, permissions: Iterable[apps.Permission] | None = None,
+            domain: str | None = None, prefers_border: bool | None = None, scopes: list[str] | None = None) -> None:
+        """Serve an MCP Apps view at ``uri`` (``ui://...``): ``html``, or the current content of ``file``, as
+        ``text/html;profile=mcp-app``. The origins its Content Security Policy may allow (``*_domains``), the
+        browser ``permissions`` it asks for, a dedicated ``domain`` and ``prefers_border`` go in its
+        ``_meta.ui``. A tool names it with ``@server.tool(ui=uri)``."""
+
+        try:
+            apps.require_ui_uri(uri, "server.app's uri")
+            ui = apps.resource_meta(connect_domains=connect_domains, resource_domains=resource_domains,
+                                    frame_domains=frame_domains, base_uri_domains=base_uri_domains,
+                                    permissions=permissions, domain=domain, prefers_border=prefers_border)
+            view = Resource(uri, apps.reader(uri, html, file, ui), name=name or uri.removeprefix(apps.SCHEME),
+                            title=title, description=description, mime_type=apps.MIME_TYPE,
+                            meta={"ui": ui} if ui else None, scopes=scopes)
+        except ValueError as exc:
+            caller = sys._getframe(1)
+            raise DefinitionError(f"{caller.f_code.co_filename}:{caller.f_lineno}: app {uri}: {exc}") from None
+        self.resources.add(view)
+
     def resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to ``uri`` that it changed."""
         self.runtime.changed({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+
+    # -- skills (SEP-2640) -----------------------------------------------------------------------
+    def skills(self, folder: str | Path, *, prefix: str | None = None, scopes: list[str] | None = None,
+               list_files: bool = False, refresh_seconds: float | None = 2.0) -> list[str]:
+        """Serve every skill folder (a folder with a ``SKILL.md``) under ``folder``, nested ones too, at
+        ``skill://[prefix/]<path from folder>/SKILL.md``; their URIs. Folders that appear, change or go are
+        served as they are now within ``refresh_seconds`` (None: read once). ``list_files``: supporting files
+        appear in ``resources/list`` too (each ``SKILL.md`` always does). A skill the Agent Skills spec or
+        SEP-2640 refuses raises ``SkillError`` (a ``DefinitionError``) with the path and the reason."""
+        source = Source(prefix, list(scopes or []), list_files, refresh_seconds, root=Path(folder))
+        return [skill.uri for skill in self.skill_set.add(source)]
+
+    def skill(self, folder: str | Path, *, prefix: str | None = None, scopes: list[str] | None = None,
+              list_files: bool = False, refresh_seconds: float | None = 2.0) -> str:
+        """Serve the one skill in ``folder`` (its name is the folder's) at ``skill://[prefix/]<name>/SKILL.md``;
+        its URI. As ``skills`` otherwise."""
+        source = Source(prefix, list(scopes or []), list_files, refresh_seconds, folder=Path(folder))
+        return self.skill_set.add(source)[0].uri
+
+    def add_skill(self, markdown: str, *, files: Mapping[str, str | bytes] | None = None, prefix: str | None = None,
+                  scopes: list[str] | None = None, list_files: bool = False) -> str:
+        """Serve a skill made here: ``markdown`` is its ``SKILL.md`` (frontmatter first), ``files`` its other
+        files by path (``references/GUIDE.md``); its URI, ``skill://[prefix/]<name>/SKILL.md``. Adding it
+        again under the same URI is refused: ``remove_skill`` first."""
+        made = from_memory(markdown, files, prefix=prefix, scopes=scopes, list_files=list_files)
+        return self.skill_set.add(Source(prefix, made.scopes, list_files, None, made=made))[0].uri
+
+    def remove_skill(self, uri: str) -> None:
+        """Stop serving the skill at ``uri`` (its ``SKILL.md``'s, or its root ``skill://<path>``)."""
+        self.skill_set.remove(uri)
 
     # -- prompts ------------------------------------------------------------------------------
     def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
@@ -232,3 +314,9 @@ def _defined(kind: str, fn: Callable[..., Any], make: Callable[[], C]) -> C:
         for said_already in (f"{kind} {name}: ", f"{name}: "):
             why = why.removeprefix(said_already)
         raise DefinitionError(f"{where}{kind} {name}: {why}") from exc
+
+
+def _no_visibility(visibility: Sequence[str] | None, meta: JSONObject | None) -> JSONObject | None:
+    if visibility is not None:
+        raise ValueError("visibility= is for a tool with a view (ui=)")
+    return meta

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from wiremcp.server import MCPServer
 
 CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
-                       "resources/templates/list", "resources/read"})
+                       "resources/templates/list", "resources/read", "skills/list", "skills/get"})
 """Results that carry ``ttlMs`` and ``cacheScope`` (when complete)."""
 
 REMOVED = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})

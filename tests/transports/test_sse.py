@@ -109,7 +109,7 @@ def test_once_the_drain_owns_the_exit_sse_starlette_does_not_end_streams_at_the_
     monkeypatch.setattr(sse, "_drain_owns_exit", False)
     sse.leave_exit_to_drain()
     assert AppStatus.enable_automatic_graceful_drain is False
-    AppStatus.handle_exit()  # what uvicorn's handler runs when sse-starlette patched it
+    AppStatus.handle_exit()  # type: ignore[no-untyped-call]  # what uvicorn's handler runs, sse-starlette's patch
     assert AppStatus.should_exit is False
 
 

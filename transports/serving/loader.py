@@ -31,7 +31,9 @@ FILE_MODULE = "__wiremcp_server__"
 def load_server(spec: str, app_dir: str | None = None) -> MCPServer:
     """The ``MCPServer`` that ``spec`` names; ``ConfigError`` (one line) when it names none."""
     try:
-        return _load(spec.strip(), app_dir)
+        server = _load(spec.strip(), app_dir)
+        server.check()
+        return server
     except DefinitionError as exc:  # a tool, resource or prompt written wrong: the user's to fix, one line
         raise ConfigError(str(exc)) from None
 
