@@ -4,7 +4,7 @@ Every tool, resource and prompt that ``@modelcontextprotocol/conformance`` looks
 here, under the name it looks for, so this module doubles as a tour of the framework:
 content blocks, logging, progress, errors, sampling, elicitation (with a pydantic model
 and with raw JSON Schemas), a hand-written JSON Schema 2020-12, resource templates and
-subscriptions, prompts and completions.
+subscriptions, prompts and completions, and Agent Skills (``examples/skills/library``).
 
     wiremcp stdio examples.everything:server
     wiremcp http examples.everything:server
@@ -18,6 +18,7 @@ import json
 import struct
 import wave
 import zlib
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
@@ -45,6 +46,9 @@ server = MCPServer(
     "wiremcp-everything", "1.0.0", title="wiremcp everything",
     instructions="The fixtures of the MCP conformance suite: one tool, resource or prompt per feature.",
 )
+
+# -- skills (SEP-2640): the library of examples/skills, for the sep-2640-* scenarios ------------------------
+server.skills(Path(__file__).parent / "skills" / "library")
 
 
 # -- media ----------------------------------------------------------------------------------------

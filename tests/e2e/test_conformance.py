@@ -118,7 +118,17 @@ TASK_SCENARIOS = ["tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire
                   "tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope",
                   "tasks-status-notifications", "tasks-required-task-error", "tasks-mrtr-composition"]
 """The tasks extension's (``io.modelcontextprotocol/tasks``) scenarios: only ``--suite all`` without a spec
-version runs extension scenarios (on the stateless 2026-07-28 wire)."""
+version runs extension scenarios (on the stateless 2026-07-28 wire), the skills extension's too."""
+
+
+SKILL_CHECKS = {"sep-2640-skills-directory": 7, "sep-2640-skills-enumeration": 32, "sep-2640-skills-manifest": 6}
+"""The Agent Skills extension's (SEP-2640) scenarios and how many of their checks pass: every one, none skipped
+(without skills served, each scenario skips all of its checks and counts one pass)."""
+
+
+def checks_passed(output: str, scenario: str) -> int:
+    found = re.search(rf"^✓ {re.escape(scenario)}: (\d+) passed, 0 failed", output, re.M)
+    return int(found.group(1)) if found else 0
 
 
 def test_conformance_0_2_0_alpha_12_suite_all_with_the_tasks_extension_passes(node_bin: Path,
@@ -127,6 +137,7 @@ def test_conformance_0_2_0_alpha_12_suite_all_with_the_tasks_extension_passes(no
     passed, failed = scenarios(output)
     assert not failed, output[-4000:]
     assert set(TASK_SCENARIOS) <= set(passed), output[-4000:]
+    assert {name: checks_passed(output, name) for name in SKILL_CHECKS} == SKILL_CHECKS, output[-4000:]
     assert len(passed) == 65, output[-4000:]
     assert re.search(r"^Total: \d+ passed, 0 failed", output, re.M), output[-4000:]
 

@@ -47,7 +47,9 @@ TASK_TOOLS = {"greet", "slow_compute", "failing_job", "protocol_error_job", "con
               "test_tool_with_task"}
 """The tasks extension scenarios' fixtures (both eras' tasks)."""
 TOOLS = HANDSHAKE_TOOLS | STATELESS_TOOLS | TASK_TOOLS
-RESOURCES = {"test://static-text", "test://static-binary", "test://watched-resource"}
+RESOURCES = {"test://static-text", "test://static-binary", "test://watched-resource",
+             "skill://acme/billing/refunds/SKILL.md", "skill://pdf-processing/SKILL.md"}
+"""The conformance fixtures, and the skills of ``examples/skills/library`` (for the ``sep-2640-*`` scenarios)."""
 TEMPLATES = {"test://template/{id}/data"}
 PROMPTS = {"test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
            "test_prompt_with_image", "test_input_required_result_prompt"}
