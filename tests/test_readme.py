@@ -85,7 +85,7 @@ def block(name: str) -> Block:
 CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "request-state-keys", "auth-env",
            "auth-mount", "dev-auth", "layout", "commands", "list-call", "host-entry", "claude-desktop-config",
            "vscode-config", "walk-http-handshake", "walk-http-stateless", "walk-stdio", "walk-elicitation-asked",
-           "walk-elicitation-answered"}
+           "walk-elicitation-answered", "skills", "apps"}
 
 
 def test_every_block_is_run_or_says_why_not() -> None:
@@ -237,6 +237,43 @@ async def test_the_handler_example_books_a_table() -> None:
         result = await client.call_tool("book", {"venue": "Luigi's"})
     assert result["content"][0]["text"] == "Booked for two on Friday."
     assert asked == ["When, and how many?", "Write a one-line confirmation for date='Friday' seats=2"]
+
+
+def _exec_as_file(name: str, path: Path) -> dict[str, Any]:
+    """A README block run as the file ``path`` (its ``__file__``), as the reader would save it."""
+    path.write_text(block(name).text)
+    namespace: dict[str, Any] = {"__name__": f"readme_{name}", "__file__": str(path)}
+    exec(compile(block(name).text, str(path), "exec"), namespace)
+    return namespace
+
+
+async def test_the_skills_example_serves_a_folder_of_skills_and_one_made_in_code(tmp_path: Path) -> None:
+    (tmp_path / "skills" / "acme" / "refunds").mkdir(parents=True)
+    (tmp_path / "skills" / "acme" / "refunds" / "SKILL.md").write_text(
+        "---\nname: refunds\ndescription: Refund orders per policy.\n---\nRefund in full within 30 days.\n")
+    server = _exec_as_file("skills", tmp_path / "server.py")["server"]
+    async with Client(server) as client:
+        listed = await client.request("skills/list", {})
+        template = await client.read_resource("skill://team/release-notes/template.md")
+    assert [s["uri"] for s in listed["skills"]] == ["skill://acme/refunds/SKILL.md", "skill://team/release-notes/SKILL.md"]
+    assert template["contents"][0]["text"] == "## {version}\n\n- {change} ({issue})\n"
+
+
+async def test_the_apps_example_names_its_view_and_serves_it(tmp_path: Path) -> None:
+    (tmp_path / "view.html").write_text("<!DOCTYPE html><p>weather</p>")
+    server = _exec_as_file("apps", tmp_path / "server.py")["server"]
+    server.check()
+    host = {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
+    async with Client(server, capabilities=host) as client:
+        tools = {t["name"]: t for t in await client.list_tools()}
+        view = await client.read_resource("ui://weather/view.html")
+        shown = await client.call_tool("forecast", {"city": "Oslo"})
+    assert tools["forecast"]["_meta"]["ui"] == {"resourceUri": "ui://weather/view.html"}
+    assert tools["refresh"]["_meta"]["ui"]["visibility"] == ["app"]
+    assert view["contents"][0]["mimeType"] == "text/html;profile=mcp-app"
+    assert view["contents"][0]["_meta"]["ui"] == {"csp": {"connectDomains": ["https://api.weather.example"]},
+                                                  "prefersBorder": True}
+    assert shown["structuredContent"] == {"city": "Oslo", "high": 21.5, "summary": "sunny"}
 
 
 def test_the_testing_example_passes_in_a_project_of_ones_own(tmp_path: Path) -> None:
