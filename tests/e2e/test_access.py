@@ -87,6 +87,9 @@ COMMON = [
          "completion/complete-prompt"),
     Case("completion/complete", {"ref": TEMPLATE_REF, "argument": {"name": "id", "value": "a"}},
          "completion/complete-template"),
+    Case("skills/get", {"uri": "skill://secret/vault/SKILL.md"}, "skills/get"),
+    Case("resources/directory/read", {"uri": "skill://secret/vault/docs"}, "resources/directory/read"),
+    Case("resources/read", {"uri": "skill://secret/vault/docs/combination.md"}, "resources/read-skill-file"),
 ]
 HANDSHAKE_CASES = [
     *COMMON,
@@ -103,7 +106,7 @@ STATELESS_CASES = [
     Case("tasks/cancel", {"taskId": TASK}, "tasks/cancel"),
 ]
 FILTERED = {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "subscriptions/listen",
-            "tasks/list"}
+            "tasks/list", "skills/list"}
 """Methods that name components without being refused: they leave out what the caller may not use."""
 NAME_NOTHING = {"initialize", "ping", "server/discover", "logging/setLevel", "resources/unsubscribe"}
 """Methods that reach no component (unsubscribing only forgets)."""
@@ -319,7 +322,8 @@ async def test_listen_follows_only_tasks_of_tools_the_caller_may_use(
 async def test_lists_show_the_narrow_token_only_public_components(
         era: str, served: UvicornProcess, http: httpx.AsyncClient) -> None:
     lists = {"tools/list": ("tools", "name"), "prompts/list": ("prompts", "name"),
-             "resources/list": ("resources", "uri"), "resources/templates/list": ("resourceTemplates", "uriTemplate")}
+             "resources/list": ("resources", "uri"), "resources/templates/list": ("resourceTemplates", "uriTemplate"),
+             "skills/list": ("skills", "uri")}
     session = await _session(http, served, NARROW) if era == HANDSHAKE else None
     for method, (key, field) in lists.items():
         response = await (session.request(method, {}) if session is not None

@@ -1,4 +1,4 @@
-"""The server of ``tests/e2e/test_access.py``: one component of each kind behind the scope ``secret:use``,
+"""The server of ``tests/e2e/test_access.py``: one component of each kind (a skill too) behind the scope ``secret:use``,
 its public twin, completions for both prompts and both templates, and a tool that announces resource updates.
 
 Served by ``uvicorn app:asgi`` with static tokens (``WIREMCP_AUTH_STATIC_TOKENS``) for one subject, ``alice``,
@@ -61,6 +61,11 @@ def public_doc() -> str:
 @server.resource("public://docs/{id}")
 def public_docs(id: str) -> str:
     return f"public doc {id}"
+
+
+server.add_skill("---\nname: vault\ndescription: Needs secret:use.\n---\nOpen the vault.\n",
+                 files={"docs/combination.md": "12-34-56"}, prefix="secret", scopes=[SCOPE])
+server.add_skill("---\nname: lobby\ndescription: Anyone may read it.\n---\nWait here.\n", prefix="public")
 
 
 @server.completion(prompt="secret_prompt", argument="topic")
