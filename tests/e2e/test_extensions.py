@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
+import http.server
+import json
+import os
+import re
+import shutil
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 import pytest
 import yaml
 from mcp import Client, StdioServerParameters
@@ -26,7 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import BlobResourceContents, Request, TextResourceContents
 from pydantic import TypeAdapter
 
-from tests.support.http import UvicornProcess, run_uvicorn
+from tests.support.http import UvicornProcess, free_port, run_uvicorn
 from tests.support.official_client import WAIT, connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,3 +173,175 @@ async def test_the_counter_example_serves_its_view_over_stdio(mode: str) -> None
     assert isinstance(page, TextResourceContents)
     assert page.text.startswith("<!DOCTYPE html>")
     assert shown.structured_content == {"count": 0}
+
+
+@pytest.mark.spec(f"{APPS}#ui-resource-format")
+async def test_the_python_sdks_own_apps_types_read_what_we_send(tmp_path: Path) -> None:
+    """``mcp.server.apps`` (the python-sdk's MCP Apps) parses our ``_meta.ui`` to the same values, and its own
+    decorator puts the same ``_meta.ui`` on a tool."""
+    from mcp.server.apps import Apps, ResourceCsp, ResourcePermissions
+
+    from wiremcp import MCPServer
+    from wiremcp.transports.memory import Client as InProcess
+
+    server = MCPServer("weather")
+    server.app("ui://weather/view.html", "<!DOCTYPE html>", connect_domains=["https://api.example.com"],
+               resource_domains=["https://*.cdn.example.com"], frame_domains=["https://player.example.com"],
+               base_uri_domains=["https://cdn.example.com"], permissions=["camera", "clipboardWrite"],
+               domain="a904794854a047f6.example-content.com", prefers_border=False)
+
+    @server.tool(ui="ui://weather/view.html", visibility=["model", "app"])
+    def forecast(city: str) -> str:
+        return city
+
+    async with InProcess(server) as client:
+        (tool,) = await client.list_tools()
+        (contents,) = (await client.read_resource("ui://weather/view.html"))["contents"]
+    ui = contents["_meta"]["ui"]
+    assert ResourceCsp.model_validate(ui["csp"]).model_dump(by_alias=True, exclude_none=True) == ui["csp"]
+    assert ResourcePermissions.model_validate(ui["permissions"]).model_dump(
+        by_alias=True, exclude_none=True) == ui["permissions"]
+    theirs = Apps()
+
+    @theirs.tool(resource_uri="ui://weather/view.html", visibility=["model", "app"])
+    def forecast_too(city: str) -> str:
+        return city
+
+    (binding,) = theirs._tools
+    assert binding[0].meta == {"ui": tool["_meta"]["ui"]}
+    assert contents["mimeType"] == "text/html;profile=mcp-app"
+
+
+LIVE = """from wiremcp import MCPServer
+
+server = MCPServer("live")
+server.skills({library!r}, refresh_seconds=0.01)
+"""
+
+
+@pytest.mark.spec(f"{SEP}#retrieval-via-skillsget")
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_skill_changed_on_disk_is_listed_again_with_its_new_digest(tmp_path: Path, mode: str) -> None:
+    notes = tmp_path / "library" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "SKILL.md").write_text("---\nname: notes\ndescription: Take notes.\n---\nBe brief.\n")
+    (notes / "style.md").write_text("short")
+    (tmp_path / "server.py").write_text(LIVE.format(library=str(tmp_path / "library")))
+    with run_uvicorn(str(tmp_path / "server.py")) as served:
+        async with connect(served, mode) as client:
+            (before,) = (await ask(client, SkillsList(params={})))["skills"]
+            (notes / "style.md").write_text("shorter still")
+            now = before
+            with anyio.fail_after(WAIT):
+                while now == before:  # each request looks at the folder again once 10 ms have passed
+                    (now,) = (await ask(client, SkillsList(params={})))["skills"]
+            (content,) = (await client.read_resource("skill://notes/style.md")).contents
+    style = {r["uri"]: r for r in now["resources"]}["skill://notes/style.md"]
+    assert style["digest"] == "sha256:" + hashlib.sha256(b"shorter still").hexdigest()
+    assert style["size"] == len("shorter still")
+    assert isinstance(content, TextResourceContents)
+    assert content.text == "shorter still"
+
+
+HOST_PAGE = """<!DOCTYPE html>
+<html><body>
+<iframe id="view" sandbox="allow-scripts allow-same-origin"></iframe>
+<pre id="seen"></pre>
+<script>
+// A host, as small as it can be: it answers the view's ui/initialize, hands it the tool's result, relays its
+// tools/call, and (same origin, for the test only) watches what the view shows.
+const VIEW = %(view)s, RESULT = %(result)s, AFTER = %(after)s;
+const frame = document.getElementById("view"), shown = [], calls = [];
+let clicked = false;
+window.addEventListener("message", (event) => {
+  const m = event.data;
+  if (!m || m.jsonrpc !== "2.0") return;
+  const reply = (message) => frame.contentWindow.postMessage({jsonrpc: "2.0", ...message}, "*");
+  if (m.method === "ui/initialize") {
+    reply({id: m.id, result: {protocolVersion: "2026-01-26", hostInfo: {name: "test-host", version: "1"},
+                              hostCapabilities: {}, hostContext: {}}});
+  } else if (m.method === "ui/notifications/initialized") {
+    reply({method: "ui/notifications/tool-result", params: RESULT});
+  } else if (m.method === "tools/call") {
+    calls.push(m.params);
+    reply({id: m.id, result: AFTER});
+  }
+});
+frame.addEventListener("load", () => {
+  const doc = frame.contentDocument, count = doc.getElementById("count"), button = doc.getElementById("add");
+  const check = () => {
+    if (shown[shown.length - 1] !== count.textContent) shown.push(count.textContent);
+    if (!clicked && count.textContent === String(RESULT.structuredContent.count)) { clicked = true; button.click(); }
+    if (clicked && count.textContent === String(AFTER.structuredContent.count)) {
+      document.getElementById("seen").textContent = JSON.stringify({shown, calls});
+    }
+  };
+  new MutationObserver(check).observe(count, {childList: true, characterData: true, subtree: true});
+  check();
+});
+frame.srcdoc = VIEW;
+</script>
+</body></html>
+"""
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is needed for the MCP Apps browser test (.ci/run installs Debian's chromium)")
+        pytest.skip("no chromium on PATH")
+    return found
+
+
+@contextmanager
+def serve_page(page: str) -> Iterator[str]:
+    """``page`` at an http://127.0.0.1 URL (a real origin, which a srcdoc view with allow-same-origin shares)."""
+    body = page.encode()
+
+    class One(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), One)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.spec(f"{APPS}#data-passing")
+async def test_the_example_view_renders_the_tool_result_in_a_headless_browser_and_calls_its_tool(
+        counter_http: UvicornProcess, tmp_path: Path) -> None:
+    browser = chromium()
+    async with connect(counter_http, "auto") as client:
+        (view,) = (await client.read_resource("ui://counter/view.html")).contents
+        result = (await client.call_tool("show_counter", {})).model_dump(by_alias=True, exclude_none=True)
+        after = (await client.call_tool("increment", {"by": 1})).model_dump(by_alias=True, exclude_none=True)
+    assert isinstance(view, TextResourceContents)
+    page = HOST_PAGE % {name: json.dumps(value).replace("</", "<\\/")  # no </script> inside the host's script
+                        for name, value in (("view", view.text), ("result", result), ("after", after))}
+    with serve_page(page) as url:
+        dumped = await anyio.run_process(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom", url],
+            check=False)
+    dom = dumped.stdout.decode()
+    seen = re.search(r'<pre id="seen">(.*?)</pre>', dom, re.S)
+    assert seen is not None, dom[-2000:] + dumped.stderr.decode()[-2000:]
+    assert seen.group(1), dom[-2000:] + dumped.stderr.decode()[-2000:]
+    observed = json.loads(html.unescape(seen.group(1)))
+    count = result["structuredContent"]["count"]
+    assert observed["shown"] == ["–", str(count), str(count + 1)]
+    assert observed["calls"] == [{"name": "increment", "arguments": {"by": 1}}]

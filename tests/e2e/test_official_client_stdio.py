@@ -427,7 +427,8 @@ async def test_everything_resources(mode: str) -> None:
                 await client.subscribe_resource("test://watched-resource")
             assert caught.value.code == METHOD_NOT_FOUND
 
-    assert listed == {"test://static-text", "test://static-binary", "test://watched-resource"}
+    assert listed == {"test://static-text", "test://static-binary", "test://watched-resource",
+                      "skill://acme/billing/refunds/SKILL.md", "skill://pdf-processing/SKILL.md"}
     assert templates == ["test://template/{id}/data"]
     assert isinstance(text, TextResourceContents)
     assert text.mime_type == "text/plain"

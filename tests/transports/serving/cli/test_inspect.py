@@ -89,7 +89,8 @@ def check_listing(listing: dict[str, Any], era: str) -> None:
     assert tools["greet"]["inputSchema"]["properties"]["name"]["type"] == "string"
     assert tools["greet"]["inputSchema"]["required"] == ["name"]
     assert {r["uri"] for r in listing["resources"]} == {"test://static-text", "test://static-binary",
-                                                       "test://watched-resource"}
+                                                       "test://watched-resource", "skill://pdf-processing/SKILL.md",
+                                                       "skill://acme/billing/refunds/SKILL.md"}
     assert [t["uriTemplate"] for t in listing["resourceTemplates"]] == ["test://template/{id}/data"]
     assert {"test_simple_prompt", "test_prompt_with_arguments"} <= {p["name"] for p in listing["prompts"]}
 
