@@ -6,7 +6,8 @@ them (-32601). Each first looks whether a skill folder changed (``SkillSet.check
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from wiremcp import access, pagination
 from wiremcp.errors import MethodNotFound
@@ -21,12 +22,7 @@ METHODS = ("skills/list", "skills/get", "resources/directory/read")
 
 async def list_skills(params: JSONObject, ctx: Context) -> JSONObject:
     skills = await _served(ctx, "skills/list")
-    visible = access.visible(list(skills.skills.values()), ctx)
-    chunk, next_cursor = pagination.page(visible, params.get("cursor"), ctx.server.page_size)
-    result: JSONObject = {"skills": [skill.to_wire() for skill in chunk]}
-    if next_cursor is not None:
-        result["nextCursor"] = next_cursor
-    return result
+    return _page(access.visible(list(skills.skills.values()), ctx), params, ctx, "skills")
 
 
 async def get_skill(params: JSONObject, ctx: Context) -> JSONObject:
@@ -37,9 +33,13 @@ async def get_skill(params: JSONObject, ctx: Context) -> JSONObject:
 async def read_directory(params: JSONObject, ctx: Context) -> JSONObject:
     await _served(ctx, "resources/directory/read")
     directory = access.directory(params.get("uri"), ctx)
-    children = access.visible(directory.children(), ctx)
-    chunk, next_cursor = pagination.page(children, params.get("cursor"), ctx.server.page_size)
-    result: JSONObject = {"resources": [child.to_wire() for child in chunk]}
+    return _page(access.visible(directory.children(), ctx), params, ctx, "resources")
+
+
+def _page(items: Sequence[Any], params: JSONObject, ctx: Context, key: str) -> JSONObject:
+    """One page of ``items`` under ``key``, and the next page's cursor if there is one."""
+    chunk, next_cursor = pagination.page(items, params.get("cursor"), ctx.server.page_size)
+    result: JSONObject = {key: [item.to_wire() for item in chunk]}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
     return result
