@@ -18,7 +18,7 @@ from wiremcp.request_state import RequestStateSealer
 from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.task_runner import TaskSettings
-from wiremcp.transports.serving.loader import load_server
+from wiremcp.transports.serving.loader import checked, load_server
 from wiremcp.transports.serving.settings import ConfigError, Settings
 
 if TYPE_CHECKING:  # the HTTP stack is imported by build_http_app: ``wiremcp stdio`` starts without it
@@ -253,7 +253,7 @@ def serve(load: Callable[[Settings], MCPServer], transport: str, *, host: str = 
 def run(server: MCPServer, transport: str, *, host: str, port: int) -> None:
     """``MCPServer.run``: ``serve`` it; a bad setting is one line on stderr and exit status 2."""
     try:
-        serve(lambda _: server, transport, host=host, port=port)
+        serve(lambda _: checked(server), transport, host=host, port=port)
     except ConfigError as exc:
         exc.exit()
 

@@ -32,10 +32,19 @@ def load_server(spec: str, app_dir: str | None = None) -> MCPServer:
     """The ``MCPServer`` that ``spec`` names; ``ConfigError`` (one line) when it names none."""
     try:
         server = _load(spec.strip(), app_dir)
-        server.check()
-        return server
     except DefinitionError as exc:  # a tool, resource or prompt written wrong: the user's to fix, one line
         raise ConfigError(str(exc)) from None
+    return checked(server)
+
+
+def checked(server: MCPServer) -> MCPServer:
+    """``server``, once what can only be checked with everything registered holds (``MCPServer.check``: every
+    tool's view is served); ``ConfigError`` (one line) otherwise. Every way of serving goes through it."""
+    try:
+        server.check()
+    except DefinitionError as exc:
+        raise ConfigError(str(exc)) from None
+    return server
 
 
 def _load(spec: str, app_dir: str | None) -> MCPServer:

@@ -173,6 +173,21 @@ def test_an_unknown_transport_ends_server_run_with_one_line(capsys: pytest.Captu
     assert capsys.readouterr().err == "wiremcp: error: transport must be 'stdio' or 'http', not 'websocket'\n"
 
 
+@pytest.mark.usefixtures("no_wiremcp_variables")
+def test_a_tool_whose_view_is_not_served_ends_server_run_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    server = MCPServer("x")
+
+    @server.tool(ui="ui://x/missing.html")
+    def show() -> str:
+        return "x"
+
+    with pytest.raises(SystemExit) as exited:
+        run(server, "http", host="127.0.0.1", port=8000)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == ("wiremcp: error: tool show: its view ui://x/missing.html is not a resource "
+                                       "of this server (register it with server.app)\n")
+
+
 def test_a_runtime_the_servers_code_made_is_kept_and_refused_only_with_redis() -> None:
     server = MCPServer("own")
     own = Runtime(server, tasks=TaskSettings(max_running_per_owner=5))
