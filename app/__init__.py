@@ -12,14 +12,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from wiremcp.audit import AuditLog
 from wiremcp.completions import Completion
 from wiremcp.content import Audio, EmbeddedResource, Image, ResourceLink, text
 from wiremcp.context import Context, ElicitResult
-from wiremcp.errors import ClientError, ClientTimeout, MCPError, MissingClientCapability, ToolError
+from wiremcp.errors import (
+    ClientError,
+    ClientTimeout,
+    MCPError,
+    MissingClientCapability,
+    RateLimited,
+    ToolError,
+)
 from wiremcp.header_params import param_header
 from wiremcp.input_required import InputRequired
+from wiremcp.middleware import Call, CallNext, Middleware
 from wiremcp.principal import Principal
 from wiremcp.prompts import Message, assistant, user
+from wiremcp.rate_limits import RateLimit
 from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.task_runner import TaskSettings
@@ -27,6 +37,9 @@ from wiremcp.tools import ToolResult
 
 __all__ = [
     "Audio",
+    "AuditLog",
+    "Call",
+    "CallNext",
     "ClientError",
     "ClientTimeout",
     "Completion",
@@ -38,8 +51,11 @@ __all__ = [
     "MCPError",
     "MCPServer",
     "Message",
+    "Middleware",
     "MissingClientCapability",
     "Principal",
+    "RateLimit",
+    "RateLimited",
     "ResourceLink",
     "Runtime",
     "TaskSettings",

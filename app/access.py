@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from wiremcp.errors import InvalidParams, ResourceNotFound
 from wiremcp.scopes import allows, authorize
+from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
     from wiremcp.prompts import Prompt
     from wiremcp.resources import Resource
+    from wiremcp.server import MCPServer
     from wiremcp.skill_set import Directory
     from wiremcp.skills import Skill
     from wiremcp.tasks import TaskRecord
@@ -144,6 +146,32 @@ def visible(items: Sequence[C], ctx: Context) -> Sequence[C]:
     if ctx.principal is None or not ctx.server.filter_lists_by_scope:
         return items
     return [item for item in items if permits(item, ctx)]
+
+
+def named(method: str, params: JSONObject, server: MCPServer) -> Any:
+    """The component a message names (a tool, prompt, resource or template, skill, skill directory), as the
+    server has it, for middleware to look at; None if there is none. This decides nothing: the methods
+    above decide whether the caller may use it."""
+    key = params.get("uri") if method not in ("tools/call", "prompts/get") else params.get("name")
+    if not isinstance(key, str):
+        ref = params.get("ref") if method == "completion/complete" else None
+        if not isinstance(ref, dict):
+            return None
+        if ref.get("type") == "ref/prompt":
+            return server.prompts.get(str(ref.get("name")))
+        return server.resources.templates.get(str(ref.get("uri")))
+    if method == "tools/call":
+        return server.tools.get(key)
+    if method == "prompts/get":
+        return server.prompts.get(key)
+    if method == "skills/get":
+        return server.skill_set.skills.get(key)
+    if method == "resources/directory/read":
+        return server.skill_set.directory(key.rstrip("/"))
+    if method.startswith("resources/"):
+        found = server.resources.find(key)
+        return found[0] if found is not None else None
+    return None
 
 
 def _name(value: Any, method: str) -> str:

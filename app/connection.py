@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from wiremcp import jsonrpc
-from wiremcp.entry import Batch, serve, serve_batch
+from wiremcp.entry import Batch, notify, serve, serve_batch
 from wiremcp.inbound import Inbound, classify
 from wiremcp.outcome import Outcome
 from wiremcp.principal import Principal
@@ -93,7 +93,9 @@ class Connection:
             else:
                 self._tasks.add(asyncio.get_running_loop().create_task(self._run_in_slot(inbound, principal, True)))
         elif isinstance(decoded, jsonrpc.Notification):
-            self.session.handle_notification(decoded)
+            noted = classify(decoded, self.session.server)
+            await notify(self.session.server, decoded, session=self.session, principal=principal,
+                         stateless=isinstance(noted, Inbound) and noted.stateless)
         elif isinstance(decoded, jsonrpc.Response):
             self.session.handle_response(decoded)
         elif decoded.reply is not None:

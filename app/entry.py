@@ -6,7 +6,9 @@ hands each request to ``serve``: the request runs in the state of its era (the h
 envelope its ``_meta`` declares), in a ``Context`` (whose way of asking the client for input follows from
 that: ``wiremcp.asking``), through the dispatcher. A request on a session is tracked by it, so that the
 client can cancel it (``notifications/cancelled``); a JSON-RPC batch comes in through ``serve_batch``. The
-runtime's observer (``server.runtime``), when set, sees each request start and end. The transport turns the
+runtime's observer (``server.runtime``), when set, sees each request start and end; the server's middleware
+(``wiremcp.middleware``), when there is any, runs around the dispatcher, and notifications go through it
+too (``notify``). The transport turns the
 outcome into its wire (``wiremcp.transports.outcomes`` for HTTP).
 """
 
@@ -14,17 +16,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
+
+import orjson
 
 from wiremcp import jsonrpc
 from wiremcp.context import Context
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
 from wiremcp.inbound import Inbound, classify
 from wiremcp.logs import REQUEST_ID
+from wiremcp.middleware import Call, chain
 from wiremcp.outcome import Outcome
 from wiremcp.principal import Principal
 from wiremcp.protocol import BATCH_VERSIONS
 from wiremcp.types import JSONObject, Send, StreamControl
+from wiremcp.unavailable import StoreUnavailable
 
 if TYPE_CHECKING:
     from wiremcp.server import MCPServer
@@ -34,10 +41,12 @@ log = logging.getLogger("wiremcp.entry")
 
 
 async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: ServerSession | None = None,
-                control: StreamControl | None = None, principal: Principal | None = None) -> Outcome | None:
+                control: StreamControl | None = None, principal: Principal | None = None, peer: str | None = None,
+                batch: bool = False) -> Outcome | None:
     """Answer one request. ``send`` carries the messages related to it; ``session``: the handshake-era
     session it arrives on (required for a handshake-era request); ``control``: its stream, where the
-    transport can close it early; ``principal``: who sent it. None: the client cancelled it."""
+    transport can close it early; ``principal``: who sent it; ``peer``: the client's address, if the
+    transport knows it; ``batch``: it came in a JSON-RPC batch. None: the client cancelled it."""
     request = inbound.request
     if session is not None and (refused := session.begin(request)) is not None:
         return refused
@@ -55,7 +64,10 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
             state = session.state
         ctx = Context(server, state, request.id, request.method, request.params, send, stateless=inbound.stateless,
                       session=session, control=control, principal=principal)
-        value = await runtime.dispatcher.dispatch(request.method, request.params, ctx)
+        if server.pipeline:
+            value = await _through_middleware(server, ctx, peer, batch)
+        else:
+            value = await runtime.dispatcher.dispatch(request.method, request.params, ctx)
         done = Outcome(jsonrpc.result(request.id, value))
         return done
     except MCPError as exc:
@@ -65,6 +77,12 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
         if session is not None and session.cancelled_by_client(request.id):
             return None  # (the observer sees it end without an answer)
         raise
+    except StoreUnavailable as exc:
+        log.warning("%s: %s", request.method, exc)
+        done = Outcome(jsonrpc.error(request.id, INTERNAL_ERROR,
+                                     "Service Unavailable: a shared store cannot be reached; try again shortly"),
+                       unavailable=True)
+        return done
     except Exception:
         log.exception("internal error handling %s", request.method)
         done = Outcome(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), internal=True)
@@ -75,6 +93,48 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
             observer.finished(token, done)
         if session is not None:
             session.end(request.id)
+
+
+async def _through_middleware(server: MCPServer, ctx: Context, peer: str | None, batch: bool) -> JSONObject:
+    call = Call(server, ctx.method, ctx.params, ctx=ctx, request_id=ctx.request_id, principal=ctx.principal,
+                session=ctx.session, stateless=ctx.stateless, peer=peer, batch=batch)
+
+    async def dispatch() -> JSONObject:
+        ctx.params = call.params
+        result = await server.runtime.dispatcher.dispatch(call.method, call.params, ctx)
+        if any(isinstance(value, orjson.Fragment) for value in result.values()):
+            result = orjson.loads(orjson.dumps(result))  # a list's cached page, as plain JSON for middleware to read
+        return result
+
+    value = await chain(server.pipeline, call, dispatch)
+    if not isinstance(value, dict):
+        log.error("middleware answered %s with %r, not a result object", call.method, type(value).__name__)
+        raise MCPError(INTERNAL_ERROR, "Internal error")
+    return value
+
+
+async def notify(server: MCPServer, note: jsonrpc.Notification, *, session: ServerSession | None,
+                 stateless: bool = False, principal: Principal | None = None, peer: str | None = None,
+                 batch: bool = False) -> None:
+    """Handle one notification: the session's part (cancellation, ``initialized``), through the middleware
+    when there is any. A notification outside any session (stateless HTTP) only goes through the middleware."""
+    if not server.pipeline:
+        if session is not None:
+            session.handle_notification(note)
+        return
+    call = Call(server, note.method, note.params, principal=principal, session=session, stateless=stateless,
+                peer=peer, batch=batch)
+
+    async def handle() -> None:
+        if session is not None:
+            session.handle_notification(note)
+
+    try:
+        await chain(server.pipeline, call, handle)
+    except MCPError as exc:  # nothing answers a notification: a refusal drops it
+        log.debug("middleware dropped %s: %s", note.method, exc.message)
+    except Exception:
+        log.exception("middleware failed on %s", note.method)
 
 
 class Batch:
@@ -92,8 +152,13 @@ class Batch:
         return [*self.replies, *(done.message for done in answered if done is not None)]
 
 
+async def _noted(notified: Awaitable[None]) -> Outcome | None:
+    await notified
+    return None
+
+
 def serve_batch(server: MCPServer, items: list[jsonrpc.Message], send: Send, *, session: ServerSession,
-                principal: Principal | None = None) -> Batch | JSONObject:
+                principal: Principal | None = None, peer: str | None = None) -> Batch | JSONObject:
     """A JSON-RPC batch on a handshake-era session. Before this returns, its notifications and responses
     are handled and its requests started, each classified and served as a single request would be and run
     concurrently; ``Batch.answers`` gives the replies. Or the one error reply when this session may not
@@ -110,9 +175,13 @@ def serve_batch(server: MCPServer, items: list[jsonrpc.Message], send: Send, *, 
                 batch.replies.append(inbound.message)
             else:
                 batch.running.append(asyncio.ensure_future(
-                    serve(server, inbound, send, session=session, principal=principal)))
+                    serve(server, inbound, send, session=session, principal=principal, peer=peer, batch=True)))
         elif isinstance(item, jsonrpc.Notification):
-            session.handle_notification(item)
+            if server.pipeline:
+                batch.running.append(asyncio.ensure_future(_noted(
+                    notify(server, item, session=session, principal=principal, peer=peer, batch=True))))
+            else:
+                session.handle_notification(item)
         elif isinstance(item, jsonrpc.Response):
             session.handle_response(item)
         elif item.reply is not None:

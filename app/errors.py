@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -14,6 +15,7 @@ URL_ELICITATION_REQUIRED = -32042
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+RATE_LIMITED = -32023
 
 
 class MCPError(Exception):
@@ -94,6 +96,24 @@ class InsufficientScope(MCPError):
         super().__init__(INVALID_REQUEST, f"Forbidden: this needs the scopes {' '.join(scopes)}",
                          {"requiredScopes": scopes})
         self.scopes = scopes
+
+
+class RateLimited(MCPError):
+    """The caller sent too much, too fast: -32023 with ``data.retryAfterMs`` (and ``limit``/``remaining`` when
+    given), as the draft SEP-3304 names it; HTTP answers 429 with ``Retry-After`` in both eras."""
+
+    def __init__(self, retry_after: float, *, limit: int | None = None, remaining: int | None = None,
+                 message: str = "Rate limited") -> None:
+        self.retry_after = max(0.0, retry_after)
+        """Seconds until the caller may try again."""
+        data: dict[str, Any] = {"retryAfterMs": math.ceil(self.retry_after * 1000)}
+        if limit is not None:
+            data["limit"] = limit
+        if remaining is not None:
+            data["remaining"] = remaining
+        super().__init__(RATE_LIMITED, f"{message}: retry after {data['retryAfterMs']} ms", data)
+        self.limit = limit
+        self.remaining = remaining
 
 
 class ToolError(Exception):

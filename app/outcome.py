@@ -18,6 +18,8 @@ class Outcome:
     """The protocol error the request was answered with (None: a result, or an internal error)."""
     internal: bool = False
     """The handler failed unexpectedly (-32603)."""
+    unavailable: bool = False
+    """A shared store (Redis) could not be reached (-32603; HTTP: 503, to be retried)."""
 
     @classmethod
     def failed(cls, request_id: RequestId | None, error: MCPError) -> Outcome:

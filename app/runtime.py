@@ -1,6 +1,6 @@
 """What serves a server definition (``Runtime``): the dispatcher, the task runner and the ``tasks/*``
 methods, the bus that carries change events to ``subscriptions/listen``, the sealer of ``requestState``,
-the observers of every request, and the handshake-era sessions being served (for ``list_changed`` and
+the observers of every request, the buckets of rate limits, and the handshake-era sessions being served (for ``list_changed`` and
 ``resources/updated``).
 
 The definition (``MCPServer``: tools, resources, prompts, completions, identity) knows nothing of these; it
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from wiremcp.dispatcher import Dispatcher
 from wiremcp.observer import RequestObserver, joined, listed
+from wiremcp.rate_limits import InMemoryRateLimits, RateLimitStore
 from wiremcp.replica_link import ClusterEvents, ReplicaLink
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.subscriptions import InMemorySubscriptionBus, SubscriptionBus
@@ -36,13 +37,15 @@ class Runtime:
 
     def __init__(self, server: MCPServer, *, bus: SubscriptionBus | None = None, task_store: TaskStore | None = None,
                  replicas: ReplicaLink | None = None, request_states: RequestStateSealer | None = None,
-                 tasks: TaskSettings | None = None) -> None:
+                 tasks: TaskSettings | None = None, rate_limits: RateLimitStore | None = None) -> None:
         self.server = server
         self.bus: SubscriptionBus = bus or InMemorySubscriptionBus()
         """Where change events go to ``subscriptions/listen`` streams (every replica's, with Redis)."""
         self.request_states = request_states or RequestStateSealer()
         """Seals ``requestState``; replicas that share the keys can finish each other's exchanges."""
         self.replicas = replicas
+        self.rate_limits: RateLimitStore = rate_limits or InMemoryRateLimits()
+        """Where ``RateLimit`` middleware keeps its buckets unless given a store (shared, with Redis)."""
         self.observer: RequestObserver | None = None
         """Sees every request (metrics, tracing); see ``observe``."""
         self.dispatcher = Dispatcher(self)

@@ -12,6 +12,8 @@ from pydantic import PydanticUserError
 from wiremcp import apps
 from wiremcp.completions import Completer
 from wiremcp.errors import DefinitionError
+from wiremcp.middleware import MiddlewareFn
+from wiremcp.mount import Mount, MountHop
 from wiremcp.prompts import Prompt
 from wiremcp.protocol import SKILLS_EXTENSION
 from wiremcp.resources import Resource, Resources
@@ -23,6 +25,7 @@ from wiremcp.types import JSONObject
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C")
+M = TypeVar("M", bound=MiddlewareFn)
 
 
 class MCPServer:
@@ -61,10 +64,18 @@ class MCPServer:
         """With authentication on, lists show only the tools, prompts and resources the caller's scopes allow."""
         self.tools: dict[str, Tool] = {}
         self.prompts: dict[str, Prompt] = {}
-        self.resources = Resources(lambda: self._list_changed("resources"))
+        self.resources = Resources(lambda: self.list_changed("resources"))
         self.skill_set = SkillSet(self.resources, self.resource_updated)
         """The skills served (``skills``, ``skill``, ``add_skill``): their files are resources too."""
         self.completers: dict[tuple[str, str, str], Completer] = {}
+        self._middleware: list[MiddlewareFn] = []
+        self._mounts: list[Mount] = []
+        """The servers mounted here (``mount``)."""
+        self._mounted_in: list[Mount] = []
+        """Where this server is mounted."""
+        self.pipeline: tuple[MiddlewareFn, ...] = ()
+        """What runs around the handler of every request and notification: the middleware, outermost first,
+        then (with mounted servers) their middleware for what they serve (``wiremcp.mount.MountHop``)."""
         self._capabilities: JSONObject | None = None
         self.runtime: Runtime = Runtime(self)
         """What serves this server: one with the in-memory defaults until a ``Runtime`` is made for it (with
@@ -125,6 +136,60 @@ class MCPServer:
                 raise DefinitionError(f"tool {tool.name}: its view {view} is not a resource of this server "
                                       "(register it with server.app)")
 
+    # -- middleware ------------------------------------------------------------------------------
+    def add_middleware(self, middleware: M) -> M:
+        """Run ``middleware`` (``(call, call_next)``, see ``wiremcp.middleware``) around every request and
+        notification, inside those added before it; returns it, so that it works as a decorator too."""
+        if not callable(middleware):
+            raise DefinitionError(f"middleware {middleware!r} is not callable as (call, call_next)")
+        self._middleware.append(middleware)
+        self._pipeline_changed()
+        return middleware
+
+    @property
+    def middleware(self) -> tuple[MiddlewareFn, ...]:
+        """The middleware added, outermost first."""
+        return tuple(self._middleware)
+
+    def _pipeline_changed(self) -> None:
+        hop: tuple[MiddlewareFn, ...] = (MountHop(self._mounts),) if any(m.child.pipeline for m in self._mounts) else ()
+        self.pipeline = (*self._middleware, *hop)
+        for mount in self._mounted_in:
+            mount.parent._pipeline_changed()
+
+    # -- composition -------------------------------------------------------------------------------
+    def mount(self, child: MCPServer, prefix: str | None = None) -> None:
+        """Serve ``child``'s tools, prompts, resources, completions and skills here, under ``prefix`` (see
+        ``wiremcp.mount``): ``<prefix>_<name>`` for tools and prompts, ``<scheme>://<prefix>/...`` for URIs
+        (no prefix: under their own names).
+        Live: what the child changes later is served here at once. Its scopes and middleware are kept. A name
+        this server already serves raises ``DefinitionError``, as does mounting a server in itself."""
+        if child is self or self._within(child):
+            raise DefinitionError(f"mount {child.name} in {self.name}: a server cannot be mounted in itself")
+        if any(m.child is child or (prefix is not None and m.prefix == prefix) for m in self._mounts):
+            raise DefinitionError(f"mount {child.name} in {self.name}: that server or prefix {prefix!r} is mounted")
+        mount = Mount(self, child, prefix)
+        mount.sync()
+        self._mounts.append(mount)
+        child._mounted_in.append(mount)
+        self._pipeline_changed()
+
+    def _within(self, other: MCPServer) -> bool:
+        """Whether this server is mounted, directly or not, in ``other``."""
+        return any(m.parent is other or m.parent._within(other) for m in self._mounted_in)
+
+    def serves(self, kind: str, key: str) -> bool:
+        """Whether a tool or prompt of that name, or a resource or template at that URI, is served here
+        (``kind``: ``tools``, ``prompts`` or ``resources``)."""
+        if kind == "resources":
+            return key in self.resources.static or key in self.resources.templates
+        return key in (self.tools if kind == "tools" else self.prompts)
+
+    def _mounted(self, kind: str, key: str) -> None:
+        for mount in self._mounts:
+            if key in getattr(mount, kind):
+                raise DefinitionError(f"{kind[:-1]} {key}: served here from the mounted {mount.child.name}")
+
     # -- what serves it -------------------------------------------------------------------------
     def served_by(self, runtime: Runtime) -> None:
         """``runtime`` serves this server from now on (``Runtime`` calls it as it is made)."""
@@ -161,12 +226,13 @@ class MCPServer:
         return register
 
     def add_tool(self, tool: Tool) -> None:
+        self._mounted("tools", tool.name)
         self.tools[tool.name] = tool
-        self._list_changed("tools")
+        self.list_changed("tools")
 
     def remove_tool(self, name: str) -> None:
         del self.tools[name]
-        self._list_changed("tools")
+        self.list_changed("tools")
 
     # -- resources ----------------------------------------------------------------------------
     def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
@@ -176,6 +242,8 @@ class MCPServer:
                  cache_scope: Literal["public", "private"] | None = None) -> Callable[[F], F]:
         """Register a resource at ``uri``; a URI with ``{variables}`` (RFC 6570) registers a template.
         ``ttl_ms`` and ``cache_scope`` are the caching hints of its reads (stateless era)."""
+
+        self._mounted("resources", uri)
 
         def register(fn: F) -> F:
             self.resources.add(_defined("resource", fn, lambda: Resource(
@@ -207,6 +275,7 @@ class MCPServer:
             view = Resource(uri, apps.reader(uri, html, file, ui), name=name or uri.removeprefix(apps.SCHEME),
                             title=title, description=description, mime_type=apps.MIME_TYPE,
                             meta={"ui": ui} if ui else None, scopes=scopes)
+            self._mounted("resources", uri)
         except ValueError as exc:
             caller = sys._getframe(1)
             raise DefinitionError(f"{caller.f_code.co_filename}:{caller.f_lineno}: app {uri}: {exc}") from None
@@ -215,6 +284,8 @@ class MCPServer:
     def resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to ``uri`` that it changed."""
         self.runtime.changed({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+        for mount in self._mounted_in:
+            mount.parent.resource_updated(mount.uri(uri))
 
     # -- skills (SEP-2640) -----------------------------------------------------------------------
     def skills(self, folder: str | Path, *, prefix: str | None = None, scopes: list[str] | None = None,
@@ -260,12 +331,13 @@ class MCPServer:
         return register
 
     def add_prompt(self, prompt: Prompt) -> None:
+        self._mounted("prompts", prompt.name)
         self.prompts[prompt.name] = prompt
-        self._list_changed("prompts")
+        self.list_changed("prompts")
 
     def remove_prompt(self, name: str) -> None:
         del self.prompts[name]
-        self._list_changed("prompts")
+        self.list_changed("prompts")
 
     # -- completions --------------------------------------------------------------------------
     def completion(self, *, argument: str, prompt: str | None = None,
@@ -277,7 +349,7 @@ class MCPServer:
 
         def register(fn: F) -> F:
             self.completers[(key[0], str(key[1]), key[2])] = Completer(fn)
-            self._capabilities = None
+            self.list_changed("completions")
             return fn
 
         return register
@@ -292,9 +364,14 @@ class MCPServer:
 
         run(self, transport, host=host, port=port)
 
-    def _list_changed(self, kind: str) -> None:
+    def list_changed(self, kind: str) -> None:
+        """Tools, prompts, resources or completions (``kind``) were added or removed: clients that want to hear
+        of it and the servers this one is mounted in hear of it."""
         self._capabilities = None
-        self.runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+        if kind != "completions":
+            self.runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+        for mount in self._mounted_in:
+            mount.sync(kind)
 
 
 def _defined(kind: str, fn: Callable[..., Any], make: Callable[[], C]) -> C:

@@ -127,6 +127,23 @@ class SkillSet:
         self._sources.append(source)
         return found
 
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        return tuple(self._sources)
+
+    def add_source(self, source: Source) -> Source:
+        """``add``, for a caller that keeps the source (to ``drop`` it later)."""
+        self.add(source)
+        return source
+
+    def drop(self, source: Source) -> None:
+        """Stop serving what ``source`` serves."""
+        if source in self._found:
+            self._apply(source, [])
+            del self._found[source]
+        if source in self._sources:
+            self._sources.remove(source)
+
     def remove(self, uri: str) -> None:
         """Stop serving the skill at ``uri`` (its ``SKILL.md`` URI or its root), and its source."""
         skill = self.skills.get(uri) or self.skills.get(f"{uri.rstrip('/')}/{skill_files.MANIFEST}")

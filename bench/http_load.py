@@ -119,6 +119,8 @@ SERVERS: dict[str, ServerSpec] = {
                                         CATALOG_SIZE: (_WIREMCP,
                                                        {"WIREMCP_SERVER": "bench.servers:wiremcp_catalog_server"})},
                    ERAS, peer="baseline", note="app:asgi at the commit given with --baseline (the change's 'before')"),
+        ServerSpec("wiremcp-ratelimit", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_rate_limited_server"})},
+                   ERAS, note="the built-in RateLimit middleware on, never refusing"),
         ServerSpec("wiremcp-redis", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"})}, ERAS,
                    redis=True, note="app:asgi, default settings plus WIREMCP_REDIS_URL (sessions in Redis)"),
         ServerSpec("wiremcp-json", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server",
@@ -675,6 +677,8 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
         for server, memory in BACKENDS.items():
             pairs.append((f"{server} / {memory}", server, era, memory, era))
         pairs.append(("wiremcp / wiremcp-baseline (this change / before)", "wiremcp", era, "wiremcp-baseline", era))
+        pairs.append(("wiremcp-ratelimit / wiremcp (rate limit on / no middleware)", "wiremcp-ratelimit", era,
+                      "wiremcp", era))
     for server, handshake_server in (("wiremcp", "wiremcp"), ("ceiling", "ceiling"),
                                      ("official-modern", "official"), ("official-sse", "official-sse"),
                                      ("fastmcp", "fastmcp")):

@@ -9,6 +9,8 @@ each also as a 500-tool variant (``word_count`` plus 499 ``lookup_NNN`` tools) f
   ``uvicorn --factory bench.servers:official_json_app`` (stateful sessions, ``json_response=True``)
   or ``bench.servers:official_sse_app`` (stateful, ``json_response=False``: every answer is an SSE
   stream); stdio: ``python -m bench.servers official-stdio``.
+* ``wiremcp_rate_limited_server``: the same definition behind the built-in ``RateLimit`` middleware (a limit
+  so high that it never refuses): what a middleware, and a token bucket per request, cost.
 * the ceiling: a bare ASGI app (``uvicorn bench.servers:ceiling_app``) and a bare stdio line loop
   (``python -m bench.servers ceiling-stdio``) that parse each JSON-RPC message with orjson and
   return a fixed result. No MCP semantics at all: it is what the HTTP server / pipe costs alone.
@@ -47,6 +49,7 @@ import orjson
 from examples.word_count import Counts
 from examples.word_count import server as wiremcp_server
 from wiremcp import MCPServer as WiremcpServer
+from wiremcp import RateLimit
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer as OfficialServer
@@ -72,6 +75,7 @@ __all__ = [
     "official_sse_app",
     "official_stateless_app",
     "wiremcp_catalog_server",
+    "wiremcp_rate_limited_server",
     "wiremcp_server",
 ]
 
@@ -112,6 +116,16 @@ def wiremcp_catalog_server() -> WiremcpServer:
     for name in catalog_names():
         fn, description = _filler(name)
         server.tool(name, description=description, annotations={"readOnlyHint": True})(fn)
+    return server
+
+
+def wiremcp_rate_limited_server() -> WiremcpServer:
+    """The same ``word_count`` behind the built-in rate limit, set so high that it never refuses: every request
+    takes a token from its caller's bucket (``WIREMCP_SERVER=bench.servers:wiremcp_rate_limited_server``)."""
+    server = WiremcpServer("word_count", "1.0.0", title="Word count")
+    for tool in wiremcp_server.tools.values():
+        server.add_tool(tool)
+    server.add_middleware(RateLimit(1_000_000_000))
     return server
 
 

@@ -38,7 +38,7 @@ from tests.support.http import (
     free_port,
     stop_process,
 )
-from wiremcp import MCPServer
+from wiremcp import MCPError, MCPServer
 from wiremcp.observer import OUTCOMES
 from wiremcp.transports import Client
 
@@ -85,7 +85,7 @@ def block(name: str) -> Block:
 CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "request-state-keys", "auth-env",
            "auth-mount", "dev-auth", "layout", "commands", "list-call", "host-entry", "claude-desktop-config",
            "vscode-config", "walk-http-handshake", "walk-http-stateless", "walk-stdio", "walk-elicitation-asked",
-           "walk-elicitation-answered", "skills", "apps"}
+           "walk-elicitation-answered", "skills", "apps", "middleware", "rate-limits", "mount"}
 
 
 def test_every_block_is_run_or_says_why_not() -> None:
@@ -274,6 +274,40 @@ async def test_the_apps_example_names_its_view_and_serves_it(tmp_path: Path) -> 
     assert view["contents"][0]["_meta"]["ui"] == {"csp": {"connectDomains": ["https://api.weather.example"]},
                                                   "prefersBorder": True}
     assert shown["structuredContent"] == {"city": "Oslo", "high": 21.5, "summary": "sunny"}
+
+
+async def test_the_middleware_example_rewrites_filters_redacts_and_logs(tmp_path: Path,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    server = _exec_as_file("middleware", tmp_path / "server.py")["server"]
+    caplog.set_level("INFO", logger="wiremcp.audit")
+    async with Client(server) as client:
+        drafted = await client.call_tool("orders", {"status": "draft"})
+        assert [t["name"] for t in await client.list_tools()] == ["orders"]
+    assert drafted["structuredContent"] == {"result": ["order-1 (open)"]}
+    audited = [json.loads(r.getMessage()) for r in caplog.records if r.name == "wiremcp.audit"]
+    assert [(line["method"], line["component"], line["outcome"]) for line in audited] == [
+        ("initialize", None, "ok"), ("tools/call", "orders", "ok"), ("tools/list", None, "ok")]
+
+
+async def test_the_rate_limits_example_refuses_the_sixth_reindex_with_retry_after(tmp_path: Path) -> None:
+    server = _exec_as_file("rate-limits", tmp_path / "server.py")["server"]
+    async with Client(server) as client:
+        for _ in range(5):
+            await client.call_tool("reindex")
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("reindex")
+    assert refused.value.code == -32023
+    assert 0 < refused.value.data["retryAfterMs"] <= 60_000
+
+
+async def test_the_mount_example_serves_the_child_under_its_prefix(tmp_path: Path) -> None:
+    server = _exec_as_file("mount", tmp_path / "server.py")["server"]
+    async with Client(server) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["weather_forecast"]
+        called = await client.call_tool("weather_forecast", {"city": "Oslo"})
+        read = await client.read_resource("weather://weather/cities/Oslo")
+    assert called["content"][0]["text"] == "Sunny in Oslo"
+    assert read["contents"][0]["text"] == "Oslo: temperate"
 
 
 def test_the_testing_example_passes_in_a_project_of_ones_own(tmp_path: Path) -> None:

@@ -13,6 +13,12 @@ def caller(scope: Scope) -> Principal | None:
     return cast("Principal | None", scope.get(SCOPE_KEY))
 
 
+def peer(scope: Scope) -> str | None:
+    """The client's address (the ASGI ``client`` host: behind a proxy, what the server was told to trust)."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
+
+
 def owner_key(scope: Scope) -> str | None:
     """The identity a session made by this request is bound to (``Principal.key``); None without
     authentication."""

@@ -53,12 +53,13 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 class RequestRun:
     """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
 
-    __slots__ = ("buffer", "changed", "channel", "close_requested", "done", "inbound", "live", "outcome", "principal",
-                 "to_standalone")
+    __slots__ = ("buffer", "changed", "channel", "close_requested", "done", "inbound", "live", "outcome", "peer",
+                 "principal", "to_standalone")
 
     def __init__(self, live: LiveSession, inbound: Inbound, to_standalone: bool,
-                 principal: Principal | None = None) -> None:
+                 principal: Principal | None = None, peer: str | None = None) -> None:
         self.live = live
+        self.peer = peer
         self.inbound = inbound
         self.principal = principal
         self.outcome: Outcome | None = None
@@ -98,7 +99,7 @@ class RequestRun:
         try:
             session = self.live.session
             self.outcome = await serve(session.server, self.inbound, self.send, session=session, control=self,
-                                       principal=self.principal)
+                                       principal=self.principal, peer=self.peer)
         finally:
             self.done = True
             self.changed.set()

@@ -16,15 +16,15 @@ import logging
 from collections.abc import AsyncIterator
 
 from wiremcp import jsonrpc
-from wiremcp.entry import serve
+from wiremcp.entry import notify, serve
 from wiremcp.errors import INVALID_REQUEST
 from wiremcp.inbound import Inbound
 from wiremcp.outcome import Outcome
 from wiremcp.server import MCPServer
 from wiremcp.transports import sse
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond, respond_error, respond_json
-from wiremcp.transports.identity import caller
-from wiremcp.transports.outcomes import challenge_headers, http_status
+from wiremcp.transports.identity import caller, peer
+from wiremcp.transports.outcomes import http_status, outcome_headers
 from wiremcp.types import JSONObject
 
 log = logging.getLogger("wiremcp.http")
@@ -57,8 +57,11 @@ class StatelessHandler:
         """SSE answers being streamed now (for the metrics)."""
 
     async def handle(self, inbound: Inbound, scope: Scope, receive: Receive, send: SendASGI) -> None:
-        if not isinstance(inbound.message, jsonrpc.Request):
-            await respond(send, 202)  # a notification: nothing to do; on HTTP, cancelling is closing the stream
+        if isinstance(inbound.message, jsonrpc.Notification):
+            # a notification: nothing to do but what middleware does; on HTTP, cancelling is closing the stream
+            await notify(self.server, inbound.message, session=None, stateless=True, principal=caller(scope),
+                         peer=peer(scope))
+            await respond(send, 202)
             return
         request = inbound.request
         buffered: list[JSONObject] = []
@@ -82,7 +85,7 @@ class StatelessHandler:
 
         async def run() -> Outcome | None:
             try:
-                return await serve(self.server, inbound, related, principal=caller(scope))
+                return await serve(self.server, inbound, related, principal=caller(scope), peer=peer(scope))
             finally:  # said from inside the task, not by done callbacks: the answer goes out a loop turn sooner
                 self.tasks.discard(task)
                 woken()
@@ -121,7 +124,7 @@ class StatelessHandler:
         if task.done() and not buffered:
             done = task.result()
             assert done is not None  # no session: only closing the stream cancels, and it has not
-            await respond_json(send, http_status(done, stateless=True), done.message, challenge_headers(scope, done))
+            await respond_json(send, http_status(done, stateless=True), done.message, outcome_headers(scope, done))
             return
         room = asyncio.Event()  # set while the stream's reader keeps up
         queue = asyncio.Queue()

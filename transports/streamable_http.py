@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wiremcp import jsonrpc
-from wiremcp.entry import serve, serve_batch
+from wiremcp.entry import notify, serve, serve_batch
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from wiremcp.event_store import parse_event_id
 from wiremcp.inbound import Inbound, classify
@@ -36,9 +36,9 @@ from wiremcp.transports.asgi import (
     respond_json,
 )
 from wiremcp.transports.channels import EventChannel, Item
-from wiremcp.transports.identity import caller, owner_key
+from wiremcp.transports.identity import caller, owner_key, peer
 from wiremcp.transports.live_session import LiveSession, new_stream_id
-from wiremcp.transports.outcomes import challenge_headers, http_status
+from wiremcp.transports.outcomes import http_status, outcome_headers
 from wiremcp.transports.request_run import RequestRun
 from wiremcp.transports.sessions import SessionLimitReached, SessionManager
 from wiremcp.transports.shared_streams import (
@@ -193,7 +193,8 @@ class StreamableHTTPEndpoint:
         if isinstance(decoded, list):
             await self._batch(live, decoded, scope, send)
         elif isinstance(decoded, jsonrpc.Notification):
-            live.session.handle_notification(decoded)
+            await notify(self.manager.server, decoded, session=live.session, principal=caller(scope),
+                         peer=peer(scope))
             if decoded.method == "notifications/initialized":
                 await self.manager.save(live)
             elif decoded.method == "notifications/cancelled" and self.manager.cluster is not None:
@@ -225,11 +226,15 @@ class StreamableHTTPEndpoint:
                                 id=request.id, headers=[(b"retry-after", b"30")])
             return
         done = await serve(self.manager.server, inbound, live.standalone.send, session=live.session,
-                           principal=caller(scope))
+                           principal=caller(scope), peer=peer(scope))
         response = done.message if done is not None else None
-        if response is None or "error" in response:
+        if done is None or response is None or "error" in response:
             await self.manager.delete(live.id)
-            await respond_json(send, 200, response or jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"))
+            if done is None:
+                await respond_json(send, 200, jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"))
+            else:
+                await respond_json(send, http_status(done, stateless=False), done.message,
+                                   outcome_headers(scope, done))
             return
         await self.manager.save(live)
         await respond_json(send, 200, response, [(SESSION_HEADER, live.id.encode())])
@@ -237,7 +242,7 @@ class StreamableHTTPEndpoint:
     async def _batch(self, live: LiveSession, items: list[jsonrpc.Message], scope: Scope, send: SendASGI) -> None:
         # Related messages of batched requests go to the GET stream; the answers come back together.
         batch = serve_batch(self.manager.server, items, live.standalone.send, session=live.session,
-                            principal=caller(scope))
+                            principal=caller(scope), peer=peer(scope))
         if isinstance(batch, dict):  # batches are not allowed here
             await respond_json(send, 400, batch)
             return
@@ -252,7 +257,8 @@ class StreamableHTTPEndpoint:
     async def _request(self, live: LiveSession, inbound: Inbound, scope: Scope, receive: Receive,
                        send: SendASGI) -> None:
         request = inbound.request
-        run = RequestRun(live, inbound, to_standalone=self.options.json_response, principal=caller(scope))
+        run = RequestRun(live, inbound, to_standalone=self.options.json_response, principal=caller(scope),
+                         peer=peer(scope))
         task = asyncio.get_running_loop().create_task(run.execute())
         live.spawn(task)
         if self.options.json_response:
@@ -270,7 +276,7 @@ class StreamableHTTPEndpoint:
                 await respond(send, 202)  # cancelled by the client: there is no answer
             else:
                 status = http_status(run.outcome, stateless=False) if run.outcome is not None else 200
-                await respond_json(send, status, run.response, challenge_headers(scope, run.outcome))
+                await respond_json(send, status, run.response, outcome_headers(scope, run.outcome))
             return
         version = live.version
         channel = EventChannel(live.id, new_stream_id(), self.manager.events, request.id)

@@ -143,6 +143,27 @@ def test_conformance_0_2_0_alpha_12_suite_all_with_the_tasks_extension_passes(no
 
 
 @pytest.fixture(scope="module")
+def mounted() -> Iterator[UvicornProcess]:
+    """``tests/support/mounted_server.py``: a parent that serves nothing of its own, every fixture coming from
+    ``examples/everything.py`` mounted in it (and a second child under a prefix, which the suite never names)."""
+    with run_uvicorn("tests.support.mounted_server:server") as server:
+        yield server
+
+
+@pytest.mark.parametrize(("spec_version", "count"), [("2025-11-25", 33), (None, 65)])
+def test_conformance_against_a_parent_whose_fixtures_come_from_a_mounted_child(
+        node_bin: Path, mounted: UvicornProcess, spec_version: str | None, count: int) -> None:
+    output = run_suite(node_bin, "0.2.0-alpha.12", mounted.url,
+                       *(("--spec-version", spec_version) if spec_version else ()))
+    passed, failed = scenarios(output)
+    assert not failed, output[-4000:]
+    assert len(passed) == count, output[-4000:]
+    if spec_version is None:  # the stateless era's scenarios, the tasks and the skills extensions
+        assert set(TASK_SCENARIOS) <= set(passed), output[-4000:]
+        assert {name: checks_passed(output, name) for name in SKILL_CHECKS} == SKILL_CHECKS, output[-4000:]
+
+
+@pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """``deploy/local_cluster.py``: two replicas sharing a real Redis, behind a round-robin proxy
     without affinity (every request of a session may land on either replica)."""

@@ -24,7 +24,7 @@ from wiremcp.inbound import NotOnePerPost
 from wiremcp.outcome import Outcome
 from wiremcp.principal import CHALLENGE_KEY
 from wiremcp.transports.asgi import Scope
-from wiremcp.transports.outcomes import challenge_headers, http_status
+from wiremcp.transports.outcomes import http_status, outcome_headers
 
 TRANSPORT = "2026-07-28/basic/transports/streamable-http"
 AUTH = "2026-07-28/basic/authorization"
@@ -127,7 +127,7 @@ def scope_with(build: Challenges | None) -> Scope:
 @pytest.mark.spec(f"{AUTH}#runtime-insufficient-scope-errors")
 def test_a_403_for_missing_scopes_carries_a_challenge_naming_every_scope_at_once() -> None:
     build = Challenges()
-    assert challenge_headers(scope_with(build), SCOPES) == [
+    assert outcome_headers(scope_with(build), SCOPES) == [
         (b"www-authenticate", b'Bearer error="insufficient_scope", scope="files:read files:write"')]
     assert build.calls == [{"error": "insufficient_scope", "scopes": ["files:read", "files:write"],
                             "description": "the token lacks scopes this request needs"}]
@@ -138,9 +138,9 @@ def test_a_403_for_missing_scopes_carries_a_challenge_naming_every_scope_at_once
                          ids=["cancelled", *(k for k in EVERY if k != "insufficient-scope")])
 def test_no_other_outcome_carries_a_challenge(done: Outcome | None) -> None:
     build = Challenges()
-    assert challenge_headers(scope_with(build), done) == []
+    assert outcome_headers(scope_with(build), done) == []
     assert build.calls == []
 
 
 def test_without_a_challenge_builder_a_403_carries_no_challenge() -> None:
-    assert challenge_headers(scope_with(None), SCOPES) == []
+    assert outcome_headers(scope_with(None), SCOPES) == []

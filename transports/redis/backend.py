@@ -1,6 +1,6 @@
 """Everything a replica keeps in Redis, built from one URL: the session store, the event store, the task
-store, the cluster link (routing between replicas) and the subscription bus; the composition root hands them
-to the transports and to the server's ``Runtime``."""
+store, the cluster link (routing between replicas), the subscription bus and the rate limits' buckets; the
+composition root hands them to the transports and to the server's ``Runtime``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from wiremcp.transports.redis.bus import RedisSubscriptionBus
 from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Keys, connect, reachable
 from wiremcp.transports.redis.events import RedisEventStore
+from wiremcp.transports.redis.rate_limits import RedisRateLimits
 from wiremcp.transports.redis.sessions import DEFAULT_FRESH_FOR, RedisSessionStore
 from wiremcp.transports.redis.tasks import RedisTaskStore
 
@@ -25,6 +26,7 @@ class RedisBackend:
     events: RedisEventStore
     bus: RedisSubscriptionBus
     tasks: RedisTaskStore
+    rate_limits: RedisRateLimits
 
     @classmethod
     def connect(cls, url: str, *, prefix: str = "wiremcp", timeout: float = 2.0, replica: str = "",
@@ -41,7 +43,8 @@ class RedisBackend:
         return cls(cluster=cluster, sessions=sessions,
                    events=RedisEventStore(client, keys, replica=name, max_events_per_stream=max_events_per_stream,
                                           max_age=max_event_age, counter_ttl=max(session_life, max_event_age)),
-                   bus=RedisSubscriptionBus(cluster), tasks=RedisTaskStore(client, keys))
+                   bus=RedisSubscriptionBus(cluster), tasks=RedisTaskStore(client, keys),
+                   rate_limits=RedisRateLimits(client, keys))
 
     async def share_request_state_key(self, sealer: RequestStateSealer) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one

@@ -34,9 +34,9 @@ log = logging.getLogger("wiremcp")
 
 def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | None = None) -> Runtime:
     """What serves ``server`` under ``settings``: ``requestState`` keys, the task settings and, with Redis,
-    its bus, task store and the link between replicas, all given to the runtime as it is made. A runtime the
-    server's own code made is kept (its settings are its code's), unless Redis is configured: its stores can
-    only be given to a runtime made here."""
+    its bus, task store, rate limits' buckets and the link between replicas, all given to the runtime as it
+    is made. A runtime the server's own code made is kept (its settings are its code's), unless Redis is
+    configured: its stores can only be given to a runtime made here."""
     if server.has_own_runtime:
         if redis is not None:
             raise ConfigError("WIREMCP_REDIS_URL is set but the server's module makes its own Runtime: leave the "
@@ -53,7 +53,7 @@ def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | N
     if redis is None:
         return Runtime(server, request_states=sealer, tasks=tasks)
     return Runtime(server, bus=redis.bus, task_store=redis.tasks, replicas=redis.cluster, request_states=sealer,
-                   tasks=tasks)
+                   tasks=tasks, rate_limits=redis.rate_limits)
 
 
 def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = None,

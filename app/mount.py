@@ -1,0 +1,265 @@
+"""Composition: one server definition served inside another under a namespace (``MCPServer.mount``).
+
+A mounted child's tools and prompts appear in the parent as ``<prefix>_<name>``; its resources, templates,
+views and skills as ``<scheme>://<prefix>/<rest>`` (``weather://forecast/{city}`` becomes
+``weather://wx/forecast/{city}`` under ``wx``); its completions follow its prompts and templates. They are
+the child's own components under another name: the same functions, schemas and scopes. The mount is live:
+what the child adds, removes or updates later reaches the parent and its clients (``list_changed``,
+``resources/updated``). A name that the parent (or another mount) already serves is refused with a
+``DefinitionError``, at ``mount`` and at every later change of the child.
+
+The child's middleware is kept: a request that names one of the child's components (``tools/call``,
+``prompts/get``, ``resources/read``, ``resources/subscribe``, ``completion/complete``, ``skills/get``,
+``resources/directory/read``) goes through the parent's middleware, then the child's, which sees the names
+the child gave (``MountHop``); lists are the parent's own requests.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import TYPE_CHECKING, Any
+
+from wiremcp.errors import DefinitionError
+from wiremcp.middleware import Call, CallNext, chain
+from wiremcp.skill_set import Source
+from wiremcp.skills import Skill
+from wiremcp.types import JSONObject
+from wiremcp.uritemplate import UriTemplate
+
+if TYPE_CHECKING:
+    from wiremcp.resources import Resource
+    from wiremcp.server import MCPServer
+    from wiremcp.tools import Tool
+
+_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe", "skills/get",
+                          "resources/directory/read"})
+
+
+class Mount:
+    """``child`` served by ``parent`` under ``prefix``: what of the child the parent serves now, by the
+    parent's names, and how to turn them back into the child's."""
+
+    def __init__(self, parent: MCPServer, child: MCPServer, prefix: str | None) -> None:
+        if prefix is not None and not _PREFIX.match(prefix):
+            raise DefinitionError(f"mount {child.name}: prefix {prefix!r} must be 1 to 64 letters, digits, '_' "
+                                  "or '-', starting with a letter or digit")
+        self.parent = parent
+        self.child = child
+        self.prefix = prefix
+        self.tools: dict[str, str] = {}
+        """The parent's name of each tool served from the child, and the child's."""
+        self.prompts: dict[str, str] = {}
+        self.resources: dict[str, str] = {}
+        """The parent's URI (or URI template) of each resource served from the child, and the child's."""
+        self.completers: set[tuple[str, str, str]] = set()
+        self.skill_sources: dict[int, Source] = {}
+        """The parent's copy of each of the child's skill sources, by the child's source's id."""
+
+    # -- names -------------------------------------------------------------------------------------------
+    def name(self, name: str) -> str:
+        return f"{self.prefix}_{name}" if self.prefix is not None else name
+
+    def uri(self, uri: str) -> str:
+        """``scheme://rest`` as the parent serves it: ``scheme://<prefix>/rest``."""
+        if self.prefix is None:
+            return uri
+        scheme, sep, rest = uri.partition("://")
+        return f"{scheme}://{self.prefix}/{rest}" if sep else f"{self.prefix}/{uri}"
+
+    def child_uri(self, uri: str) -> str | None:
+        """The child's URI for a parent's URI under this mount; None if it is not under it."""
+        if self.prefix is None:
+            child = self.child
+            found = child.resources.find(uri) is not None or uri in child.skill_set.skills
+            return uri if found or child.skill_set.directory(uri.rstrip("/")) is not None else None
+        scheme, sep, rest = uri.partition("://")
+        head = f"{self.prefix}/"
+        if sep and rest.startswith(head):
+            return f"{scheme}://{rest[len(head):]}"
+        return uri[len(head):] if not sep and uri.startswith(head) else None
+
+    # -- keeping the parent in step ----------------------------------------------------------------------
+    def sync(self, kind: str | None = None) -> None:
+        """Serve in the parent what the child serves now (``kind``: only ``tools``, ``prompts`` or
+        ``resources``; None: everything). A name already served otherwise raises ``DefinitionError``."""
+        if kind in (None, "tools"):
+            self._sync_tools()
+        if kind in (None, "prompts"):
+            self._sync_prompts()
+        if kind in (None, "resources"):
+            self._sync_skills()
+            self._sync_resources()
+        self._sync_completers()
+
+    def _taken(self, kind: str, key: str) -> bool:
+        """Whether the parent serves ``key`` otherwise than through this mount."""
+        mine = getattr(self, kind)
+        return key not in mine and self.parent.serves(kind, key)
+
+    def _sync_tools(self) -> None:
+        wanted = {self.name(name): tool for name, tool in self.child.tools.items()}
+        self._refuse("tools", wanted)
+        for name in self.tools:
+            self.parent.tools.pop(name, None)
+        self.tools = {name: tool.name for name, tool in wanted.items()}
+        for name, tool in wanted.items():
+            self.parent.tools[name] = self._tool(name, tool)
+        self.parent.list_changed("tools")
+
+    def _sync_prompts(self) -> None:
+        wanted = {self.name(name): prompt for name, prompt in self.child.prompts.items()}
+        self._refuse("prompts", wanted)
+        for name in self.prompts:
+            self.parent.prompts.pop(name, None)
+        self.prompts = {name: prompt.name for name, prompt in wanted.items()}
+        for name, prompt in wanted.items():
+            self.parent.prompts[name] = _renamed(prompt, name)
+        self.parent.list_changed("prompts")
+
+    def _sync_resources(self) -> None:
+        skills = self.child.skill_set
+        skill_files = {skill.file_uri(f) for skill in skills.skills.values() for f in skill.files}
+        children = [r for r in [*self.child.resources.static.values(), *self.child.resources.templates.values()]
+                    if r.uri not in skill_files]  # the parent serves the skills from its own copy of their sources
+        wanted = {self.uri(r.uri): r for r in children}
+        self._refuse("resources", wanted)
+        resources = self.parent.resources
+        for uri in self.resources:
+            resources.static.pop(uri, None)
+            resources.templates.pop(uri, None)
+        self.resources = {uri: r.uri for uri, r in wanted.items()}
+        for uri, resource in wanted.items():
+            moved = _moved(resource, uri)
+            (resources.templates if moved.template else resources.static)[uri] = moved
+        self.parent.list_changed("resources")
+
+    def _sync_skills(self) -> None:
+        """The child's skill sources, served by the parent under the prefix (the parent reads the folders
+        itself, and keeps up with them as it does with its own)."""
+        current = {id(source): source for source in self.child.skill_set.sources}
+        for key in [k for k in self.skill_sources if k not in current]:
+            self.parent.skill_set.drop(self.skill_sources.pop(key))
+        for key, source in current.items():
+            if key not in self.skill_sources:
+                self.skill_sources[key] = self.parent.skill_set.add_source(self._source(source))
+
+    def _source(self, source: Source) -> Source:
+        prefix = "/".join(p for p in (self.prefix, source.prefix) if p)
+        made = source.made
+        if made is not None:
+            made = Skill(self._path(made.path), made.frontmatter, made.files, made.scopes, made.list_files)
+        return Source(prefix or None, source.scopes, source.list_files, source.refresh_seconds, root=source.root,
+                      folder=source.folder, made=made, removed={self._path(p) for p in source.removed})
+
+    def _path(self, path: str) -> str:
+        return f"{self.prefix}/{path}" if self.prefix is not None else path
+
+    def _sync_completers(self) -> None:
+        for key in self.completers:
+            self.parent.completers.pop(key, None)
+        self.completers = set()
+        for (kind, target, argument), completer in self.child.completers.items():
+            key = (kind, self.name(target) if kind == "ref/prompt" else self.uri(target), argument)
+            self.parent.completers[key] = completer
+            self.completers.add(key)
+
+    def _refuse(self, kind: str, wanted: dict[str, Any]) -> None:
+        for key in wanted:
+            if self._taken(kind, key):
+                raise DefinitionError(f"mount {self.child.name} at {self.prefix or 'the top'!r}: the parent {self.parent.name} "
+                                      f"already serves {kind[:-1]} {key}")
+
+    def _tool(self, name: str, tool: Tool) -> Tool:
+        moved: Tool = _renamed(tool, name)
+        ui = (tool.meta or {}).get("ui")
+        if isinstance(ui, dict) and isinstance(view := ui.get("resourceUri"), str):
+            meta = dict(tool.meta or {})
+            meta["ui"] = {**ui, "resourceUri": self.uri(view)}
+            if "ui/resourceUri" in meta:
+                meta["ui/resourceUri"] = self.uri(view)
+            moved.meta = meta
+        return moved
+
+    # -- the child's middleware ----------------------------------------------------------------------------
+    def translate(self, call: Call) -> JSONObject | None:
+        """The params of ``call`` as the child names things, if the call names one of the child's components."""
+        params = call.params
+        if call.method in ("tools/call", "prompts/get"):
+            names = self.tools if call.method == "tools/call" else self.prompts
+            name = call.name
+            return {**params, "name": names[name]} if name in names else None
+        if call.method in _URI_METHODS and call.uri is not None:
+            inner = self.child_uri(call.uri)
+            return {**params, "uri": inner} if inner is not None else None
+        ref = params.get("ref") if call.method == "completion/complete" else None
+        if isinstance(ref, dict):
+            if ref.get("type") == "ref/prompt" and ref.get("name") in self.prompts:
+                return {**params, "ref": {**ref, "name": self.prompts[ref["name"]]}}
+            inner = self.child_uri(ref["uri"]) if isinstance(ref.get("uri"), str) else None
+            if ref.get("type") == "ref/resource" and inner is not None:
+                return {**params, "ref": {**ref, "uri": inner}}
+        return None
+
+    def back(self, params: JSONObject) -> JSONObject:
+        """The child's params (as its middleware left them) in the parent's names again."""
+        out = dict(params)
+        if isinstance(out.get("name"), str) and "uri" not in out:
+            out["name"] = self.name(out["name"])
+        if isinstance(out.get("uri"), str):
+            out["uri"] = self.uri(out["uri"])
+        ref = out.get("ref")
+        if isinstance(ref, dict):
+            if isinstance(ref.get("name"), str):
+                out["ref"] = {**ref, "name": self.name(ref["name"])}
+            elif isinstance(ref.get("uri"), str):
+                out["ref"] = {**ref, "uri": self.uri(ref["uri"])}
+        return out
+
+
+class MountHop:
+    """The innermost step of a parent's middleware: a request that names a mounted child's component goes
+    through the child's own middleware (and its children's), in the child's names, then on to the parent."""
+
+    def __init__(self, mounts: list[Mount]) -> None:
+        self.mounts = mounts
+
+    async def __call__(self, call: Call, call_next: CallNext) -> JSONObject | None:
+        if call.notification:
+            return await call_next()
+        for mount in self.mounts:
+            pipeline = mount.child.pipeline
+            if not pipeline:
+                continue
+            params = mount.translate(call)
+            if params is None:
+                continue
+            inner = Call(mount.child, call.method, params, ctx=call.ctx, request_id=call.request_id,
+                         principal=call.principal, session=call.session, stateless=call.stateless, peer=call.peer,
+                         batch=call.batch)
+
+            async def onwards(inner: Call = inner, mount: Mount = mount, given: JSONObject = params) -> JSONObject | None:
+                if inner.params is not given:
+                    call.params = mount.back(inner.params)
+                return await call_next()
+
+            return await chain(pipeline, inner, onwards)
+        return await call_next()
+
+
+def _renamed(component: Any, name: str) -> Any:
+    moved = copy.copy(component)
+    moved.name = name
+    return moved
+
+
+def _moved(resource: Resource, uri: str) -> Resource:
+    moved: Resource = copy.copy(resource)
+    moved.uri = uri
+    template = UriTemplate(uri)
+    moved.template = template if template.is_template else None
+    if moved.name == resource.uri.partition("://")[2]:
+        moved.name = uri.partition("://")[2]
+    return moved
+
