@@ -63,7 +63,7 @@ async def test_stateless_era_over_http_order_change_and_refusal(served: UvicornP
 
 async def test_stateless_era_a_call_that_asks_for_input_and_its_retry_each_go_through(
         served: UvicornProcess) -> None:
-    caps = {"elicitation": {"form": {}}}
+    caps: dict[str, Any] = {"elicitation": {"form": {}}}
     async with httpx.AsyncClient(timeout=10) as http:
         await seen_stateless(http, served.url)
         first = (await stateless(http, served.url, "ask", _meta=meta(capabilities=caps))).json()["result"]
