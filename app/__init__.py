@@ -30,9 +30,11 @@ from wiremcp.middleware import Call, CallNext, Middleware
 from wiremcp.principal import Principal
 from wiremcp.prompts import Message, assistant, user
 from wiremcp.rate_limits import RateLimit
+from wiremcp.response_limit import ResponseSizeLimit
 from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.task_runner import TaskSettings
+from wiremcp.timing import Timing
 from wiremcp.tools import ToolResult
 
 __all__ = [
@@ -57,8 +59,10 @@ __all__ = [
     "RateLimit",
     "RateLimited",
     "ResourceLink",
+    "ResponseSizeLimit",
     "Runtime",
     "TaskSettings",
+    "Timing",
     "ToolError",
     "ToolResult",
     "assistant",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from wiremcp import jsonrpc
+from wiremcp import jsonrpc, stateless
 from wiremcp.context import Context
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
 from wiremcp.inbound import Inbound, classify
@@ -100,7 +100,7 @@ async def _through_middleware(server: MCPServer, ctx: Context, peer: str | None,
                 session=ctx.session, stateless=ctx.stateless, peer=peer, batch=batch)
 
     async def dispatch() -> JSONObject:
-        ctx.params = call.params
+        ctx.method, ctx.params = call.method, call.params
         result = await server.runtime.dispatcher.dispatch(call.method, call.params, ctx)
         if any(isinstance(value, orjson.Fragment) for value in result.values()):
             result = orjson.loads(orjson.dumps(result))  # a list's cached page, as plain JSON for middleware to read
@@ -110,6 +110,8 @@ async def _through_middleware(server: MCPServer, ctx: Context, peer: str | None,
     if not isinstance(value, dict):
         log.error("middleware answered %s with %r, not a result object", call.method, type(value).__name__)
         raise MCPError(INTERNAL_ERROR, "Internal error")
+    if ctx.stateless and "resultType" not in value:  # answered by a middleware: in the era's shape all the same
+        value = stateless.complete(value, call.method, server)
     return value
 
 

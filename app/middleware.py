@@ -33,7 +33,7 @@ With no middleware installed, none of this runs: a request costs one attribute c
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from wiremcp import access
@@ -46,8 +46,10 @@ if TYPE_CHECKING:
     from wiremcp.server import MCPServer
     from wiremcp.session import ServerSession
 
-CallNext = Callable[[], Awaitable[JSONObject | None]]
-"""Hands the call on; returns its result (None for a notification)."""
+class CallNext(Protocol):
+    """Hands the call on; returns its result (None for a notification)."""
+
+    def __call__(self) -> Awaitable[JSONObject | None]: ...
 
 
 class MiddlewareFn(Protocol):

@@ -3,11 +3,15 @@
 ``wiremcp.entry.serve`` tells the runtime's ``observer`` when a request starts and how it ended. With no observer
 set, that costs one attribute check. An observer must be cheap and must not raise: it runs on the
 request's own path, in the request's own context (so a tracer may make its span current there).
+
+An observer may also take the times a ``wiremcp.timing.Timing`` middleware measures (``TimingObserver``:
+a ``timed`` method); one without that method does not see them. ``timed`` is called in the request's
+context too, between ``started`` and ``finished``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 if TYPE_CHECKING:
     from wiremcp.jsonrpc import Request
@@ -42,13 +46,30 @@ class RequestObserver(Protocol):
         ...
 
 
+class TimingObserver(Protocol):
+    """An observer that also takes what ``Timing`` middleware measures (the method is optional: see the module)."""
+
+    def timed(self, name: str, method: str, component: str | None, seconds: float) -> None:
+        """The timer ``name`` measured ``seconds`` for a request of ``method`` naming ``component`` (the
+        tool or prompt name, or the URI, as the client gave it: unbounded, so an observer that labels by it
+        must bound it)."""
+        ...
+
+
+def takes_times(observer: object) -> TypeGuard[TimingObserver]:
+    """Whether ``observer`` takes the times ``Timing`` measures (has a ``timed`` method)."""
+    return callable(getattr(observer, "timed", None))
+
+
 class Observers:
     """Several observers seen as one, called in order."""
 
-    __slots__ = ("items",)
+    __slots__ = ("_timers", "items")
 
     def __init__(self, *items: RequestObserver) -> None:
         self.items = items
+        self._timers = tuple(item for item in items if takes_times(item))
+        """The items that take times (``timed``)."""
 
     def started(self, request: Request, session_id: str | None) -> Any:
         return [item.started(request, session_id) for item in self.items]
@@ -56,6 +77,11 @@ class Observers:
     def finished(self, token: Any, answer: Outcome | None) -> None:
         for item, one in zip(self.items, token, strict=True):
             item.finished(one, answer)
+
+    def timed(self, name: str, method: str, component: str | None, seconds: float) -> None:
+        """Hand a time to every item that takes times; the others do not see it."""
+        for item in self._timers:
+            item.timed(name, method, component, seconds)
 
 
 def listed(current: RequestObserver | None) -> tuple[RequestObserver, ...]:
@@ -87,12 +113,16 @@ def outcome(answer: Outcome | None) -> tuple[str, int | None]:
     if error is not None:
         code = error.get("code") if isinstance(error, dict) else None
         return "error", code if isinstance(code, int) else None
-    result = message.get("result")
+    return result_outcome(message.get("result")), None
+
+
+def result_outcome(result: Any) -> str:
+    """How a request answered with ``result`` ended: ``ok``, ``tool_error``, ``input_required`` or ``task``."""
     if isinstance(result, dict):
         if result.get("isError") is True:
-            return "tool_error", None
+            return "tool_error"
         if result.get("resultType") == "input_required":
-            return "input_required", None
+            return "input_required"
         if result.get("resultType") == "task" or isinstance(result.get("task"), dict):
-            return "task", None
-    return "ok", None
+            return "task"
+    return "ok"

@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_public_names() -> None:
     assert wiremcp.__all__ == [
-        "Audio", "ClientError", "ClientTimeout", "Completion", "Context", "ElicitResult", "EmbeddedResource",
-        "Image", "InputRequired", "MCPError", "MCPServer", "Message", "MissingClientCapability", "Principal", "ResourceLink",
-        "Runtime", "TaskSettings", "ToolError", "ToolResult", "assistant", "param_header", "text", "user",
+        "Audio", "AuditLog", "Call", "CallNext", "ClientError", "ClientTimeout", "Completion", "Context",
+        "ElicitResult", "EmbeddedResource", "Image", "InputRequired", "MCPError", "MCPServer", "Message", "Middleware",
+        "MissingClientCapability", "Principal", "RateLimit", "RateLimited", "ResourceLink", "ResponseSizeLimit",
+        "Runtime", "TaskSettings", "Timing", "ToolError", "ToolResult", "assistant", "param_header", "text", "user",
     ]
     assert wiremcp.transports.__all__ == ["Client", "HttpOptions", "MCPHttpApp", "serve_stdio"]
     assert wiremcp.auth.__all__ == [

@@ -1,5 +1,6 @@
 """Request observers: ``wiremcp.entry.serve`` tells ``server.runtime.observer`` when each request starts and how it ended,
-in both eras, and sets the JSON-RPC request id that logs carry."""
+in both eras, and sets the JSON-RPC request id that logs carry; the observers that take times get those of
+``Timing`` middleware."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from wiremcp import MCPServer, ToolError
 from wiremcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND
 from wiremcp.jsonrpc import Request
 from wiremcp.logs import REQUEST_ID
-from wiremcp.observer import METHODS, Observers, method_label, outcome
+from wiremcp.observer import METHODS, Observers, method_label, outcome, takes_times
 from wiremcp.outcome import Outcome
 from wiremcp.transports.memory import Client
 
@@ -148,3 +149,26 @@ def test_method_labels_are_the_methods_a_server_answers() -> None:
     assert set(dispatcher._handlers) | set(dispatcher._stateless_handlers) == METHODS
     assert method_label("tools/call") == "tools/call"
     assert method_label("made/up") == "other"
+
+
+class Timed(Recorder):
+    """A recorder that also takes the times ``Timing`` measures."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[tuple[str, str, str | None, float]] = []
+
+    def timed(self, name: str, method: str, component: str | None, seconds: float) -> None:
+        self.times.append((name, method, component, seconds))
+
+
+def test_times_go_to_the_observers_that_take_them() -> None:
+    plain, first, second = Recorder(), Timed(), Timed()
+    assert not takes_times(plain)
+    assert takes_times(first)
+    observers = Observers(first, plain, second)
+    assert takes_times(observers)  # it forwards, to those that take them
+    observers.timed("handler", "tools/call", "echo", 0.5)
+    observers.timed("total", "tools/list", None, 0.25)
+    assert first.times == second.times == [("handler", "tools/call", "echo", 0.5), ("total", "tools/list", None, 0.25)]
+    Observers(plain).timed("handler", "ping", None, 0.1)  # none takes them: nothing happens

@@ -6,7 +6,7 @@ registry is asked for), so that serving does not import ``prometheus_client`` un
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -43,16 +43,13 @@ class _Counted:
         for counted, count in list(metrics._counted.items()):
             requests.add_metric(counted, count)
         yield requests
-        latency = HistogramMetricFamily("wiremcp_request_duration_seconds",
-                                        "Time to answer a JSON-RPC request, by method (and tool for tools/call).",
-                                        labels=("method", "tool"))
-        for timed_key, timed in list(metrics._timed.items()):
-            cumulative, buckets = 0.0, []
-            for bound, in_bucket in zip((*LATENCY_BUCKETS, float("inf")), timed[:-1], strict=True):
-                cumulative += in_bucket
-                buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
-            latency.add_metric(timed_key, buckets, timed[-1])
-        yield latency
+        yield _histogram(HistogramMetricFamily(
+            "wiremcp_request_duration_seconds", "Time to answer a JSON-RPC request, by method (and tool for "
+            "tools/call).", labels=("method", "tool")), metrics._timed)
+        yield _histogram(HistogramMetricFamily(
+            "wiremcp_timed_seconds", "Times measured by Timing middleware, by timer, method and component (the "
+            "tool of tools/call, the prompt of prompts/get).", labels=("timer", "method", "component")),
+            metrics._timers)
         responses = CounterMetricFamily("wiremcp_http_responses", "HTTP responses of the MCP routes, by HTTP "
                                         "method and status.", labels=("method", "status"))
         for response, count in list(metrics._responses.items()):
@@ -63,6 +60,18 @@ class _Counted:
         for reason, count in list(metrics._auth_failures.items()):
             failures.add_metric((reason,), count)
         yield failures
+
+
+def _histogram(family: HistogramMetricFamily, table: dict[Any, list[float]]) -> HistogramMetricFamily:
+    """``family`` with a histogram per key of ``table`` (the counts per bucket of ``LATENCY_BUCKETS`` and past
+    them, then the sum: as ``Metrics`` keeps them)."""
+    for labels, counts in list(table.items()):
+        cumulative, buckets = 0.0, []
+        for bound, in_bucket in zip((*LATENCY_BUCKETS, float("inf")), counts[:-1], strict=True):
+            cumulative += in_bucket
+            buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+        family.add_metric(labels, buckets, counts[-1])
+    return family
 
 
 class _Gauges:

@@ -1,7 +1,8 @@
 """Prometheus metrics of one HTTP deployment, in a registry of its own (any number of apps per process).
 
 Counted as they happen: requests by JSON-RPC method and outcome (a ``RequestObserver`` on the
-server's runtime), their latency by method (and tool), HTTP responses by method and status (from
+server's runtime), their latency by method (and tool), the times ``wiremcp.timing.Timing`` middleware
+measure, by timer, method and component (``timed``), HTTP responses by method and status (from
 ``operations.Operations``) and authentication failures by reason (``auth.BearerAuth``'s
 ``on_failure``). Read at scrape time: requests in flight, live sessions, open SSE streams and
 the event store's size. The counts are plain integers on the event loop's thread, turned into
@@ -45,6 +46,8 @@ class Metrics:
         """Requests answered, by (method, outcome, code)."""
         self._timed: dict[tuple[str, str], list[float]] = {}
         """By (method, tool): the count in each latency bucket (the last: past them all), then the sum."""
+        self._timers: dict[tuple[str, str, str], list[float]] = {}
+        """What ``Timing`` middleware measured, by (timer, method, component), as ``_timed`` counts."""
         self._responses: dict[tuple[str, str], int] = {}
         self._auth_failures: dict[str, int] = {}
         self._exposition: Exposition | None = None
@@ -86,14 +89,21 @@ class Metrics:
             name = request.params.get("name")
             tool = name if isinstance(name, str) and self._server is not None and name in self._server.tools \
                 else OTHER
-        seconds = time.perf_counter() - began
-        timed = self._timed.get((method, tool))
-        if timed is None:
-            timed = self._timed[(method, tool)] = [0.0] * (len(LATENCY_BUCKETS) + 2)
-        timed[bisect_left(LATENCY_BUCKETS, seconds)] += 1
-        timed[-1] += seconds
+        _observe(self._timed, (method, tool), time.perf_counter() - began)
         key = (method, kind, "" if code is None else str(code))
         self._counted[key] = self._counted.get(key, 0) + 1
+
+    # -- TimingObserver ----------------------------------------------------------------------------
+    def timed(self, name: str, method: str, component: str | None, seconds: float) -> None:
+        """A time ``Timing`` measured. The component is labelled for ``tools/call`` and ``prompts/get`` only
+        (a tool or prompt this server has, else ``other``; URIs are not: they are unbounded)."""
+        method = method_label(method)
+        label = ""
+        if method in ("tools/call", "prompts/get"):
+            server = self._server
+            names = () if server is None else server.tools if method == "tools/call" else server.prompts
+            label = component if component is not None and component in names else OTHER
+        _observe(self._timers, (name, method, label), seconds)
 
     # -- hooks of the HTTP layers ------------------------------------------------------------------
     def http_response(self, method: str, status: int) -> None:
@@ -108,3 +118,13 @@ class Metrics:
     def render(self) -> tuple[bytes, str]:
         """The metrics in the Prometheus text format, and that format's content type."""
         return self._exposed().render()
+
+
+def _observe(table: dict[Any, list[float]], key: Any, seconds: float) -> None:
+    """Count ``seconds`` in the histogram ``table[key]`` (its buckets, ``LATENCY_BUCKETS`` and past them, then
+    the sum)."""
+    counts = table.get(key)
+    if counts is None:
+        counts = table[key] = [0.0] * (len(LATENCY_BUCKETS) + 2)
+    counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+    counts[-1] += seconds

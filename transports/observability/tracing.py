@@ -5,7 +5,9 @@ conventions ask (``tools/call word_count``; ``mcp.method.name``, ``mcp.session.i
 The parent is the trace context the request carries in ``params._meta`` (``traceparent``,
 ``tracestate``, read by the configured propagator: W3C trace context by default), else the current span (an ASGI instrumentation's), else the HTTP request's own
 ``traceparent`` / ``tracestate`` headers (which ``operations.Operations`` keeps for the request).
-The span is current while the handler runs, so the spans a handler makes are its children.
+The span is current while the middleware and the handler run, so the spans a handler makes are its
+children, and the times ``wiremcp.timing.Timing`` middleware measure become attributes of it
+(``wiremcp.timing.<timer>_ms``).
 
 This module needs ``opentelemetry-api``; ``tracing_observer()`` says whether to trace at all.
 """
@@ -72,6 +74,13 @@ class Tracing:
         elif kind == "cancelled":
             span.add_event("cancelled")
         span.end()
+
+    def timed(self, name: str, method: str, component: str | None, seconds: float) -> None:
+        """A time ``Timing`` measured, as an attribute of the current span: the request's, made current by
+        ``started`` in the request's context, which the middleware runs in."""
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attribute(f"wiremcp.timing.{name}_ms", round(seconds * 1000, 3))
 
 
 def _parent(params: dict[str, Any]) -> otel_context.Context | None:

@@ -1,5 +1,6 @@
-"""``Metrics``: requests by method and outcome, latency by method and tool, HTTP responses, authentication
-failures, and what is read at scrape time (sessions, streams, the event store), one registry per app."""
+"""``Metrics``: requests by method and outcome, latency by method and tool, the times of ``Timing``
+middleware, HTTP responses, authentication failures, and what is read at scrape time (sessions, streams,
+the event store), one registry per app."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.http import asgi_client, initialize, post_headers, request_body
 from wiremcp import MCPServer, ToolError
+from wiremcp.middleware import Call, CallNext
+from wiremcp.timing import Timing
 from wiremcp.transports.http_app import MCPHttpApp
+from wiremcp.transports.memory import Client
 from wiremcp.transports.observability.metrics import Metrics
 from wiremcp.transports.observability.operations import Operations
 from wiremcp.transports.serving.deployment import build_http_app
 from wiremcp.transports.serving.settings import Settings
+from wiremcp.types import JSONObject
 
 STATELESS = "2026-07-28"
 STATELESS_META = {"io.modelcontextprotocol/protocolVersion": STATELESS,
@@ -157,3 +162,54 @@ async def test_tasks_are_counted_when_created_and_when_they_end() -> None:
         assert value(metrics, "wiremcp_tasks_ended_total", status="failed") == 0
         assert value(metrics, "wiremcp_tasks_running") == 0
     await mcp.manager.close()
+
+
+async def test_the_times_of_timing_middleware_are_histograms_by_timer_method_and_component() -> None:
+    server = _server()
+    now = [0.0]
+
+    @server.prompt()
+    def hello() -> str:
+        return "hello"
+
+    async def takes_300_ms(call: Call, call_next: CallNext) -> JSONObject | None:
+        now[0] += 0.3
+        return await call_next()
+
+    server.add_middleware(Timing(clock=lambda: now[0]))
+    server.add_middleware(takes_300_ms)
+    mcp = MCPHttpApp(server)
+    metrics = Metrics()
+    metrics.instrument(mcp)
+    async with Client(server) as client:
+        await client.call_tool("word_count", {"text": "a b"})
+        await client.call_tool("word_count", {"text": "c"})
+        await client.request_raw("tools/call", {"name": "made-up", "arguments": {}})
+        await client.get_prompt("hello")
+        await client.request_raw("prompts/get", {"name": "made-up"})
+        await client.list_tools()
+        await client.request_raw("made/up")
+    timer = {"timer": "handler"}
+    assert value(metrics, "wiremcp_timed_seconds_count", **timer, method="tools/call", component="word_count") == 2
+    assert value(metrics, "wiremcp_timed_seconds_sum", **timer, method="tools/call", component="word_count") == \
+        pytest.approx(0.6)
+    assert value(metrics, "wiremcp_timed_seconds_bucket", **timer, method="tools/call", component="word_count",
+                 le="0.25") == 0
+    assert value(metrics, "wiremcp_timed_seconds_bucket", **timer, method="tools/call", component="word_count",
+                 le="0.5") == 2
+    assert value(metrics, "wiremcp_timed_seconds_count", **timer, method="tools/call", component="other") == 1
+    assert value(metrics, "wiremcp_timed_seconds_count", **timer, method="prompts/get", component="hello") == 1
+    assert value(metrics, "wiremcp_timed_seconds_count", **timer, method="prompts/get", component="other") == 1
+    assert value(metrics, "wiremcp_timed_seconds_count", **timer, method="tools/list", component="") == 1
+    assert value(metrics, "wiremcp_timed_seconds_count", **timer, method="other", component="") == 1
+    timed = {labels for name, labels in samples(metrics) if name == "wiremcp_timed_seconds_count"}
+    assert len(timed) == 7  # (initialize too): what clients send makes no label of its own
+    await mcp.manager.close()
+
+
+def test_times_before_an_app_is_instrumented_label_every_component_other() -> None:
+    metrics = Metrics()
+    metrics.timed("handler", "tools/call", "word_count", 0.01)
+    metrics.timed("handler", "resources/read", "file:///etc/passwd", 0.01)
+    assert value(metrics, "wiremcp_timed_seconds_count", timer="handler", method="tools/call", component="other") == 1
+    assert value(metrics, "wiremcp_timed_seconds_count", timer="handler", method="resources/read", component="") == 1

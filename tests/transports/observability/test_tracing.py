@@ -1,9 +1,10 @@
 """OpenTelemetry tracing: one SERVER span per request, named and described by the MCP conventions, whose
-parent is the trace context of ``params._meta``, else of the HTTP headers; recorded by the SDK's
-in-memory exporter."""
+parent is the trace context of ``params._meta``, else of the HTTP headers, and which carries the times of
+``Timing`` middleware; recorded by the SDK's in-memory exporter."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -16,11 +17,14 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.support.http import asgi_client, initialize, post_headers, request_body
 from wiremcp import MCPServer, ToolError
+from wiremcp.middleware import Call, CallNext
+from wiremcp.timing import Timing
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.memory import Client
 from wiremcp.transports.observability.operations import Operations
 from wiremcp.transports.observability.tracing import Tracing, tracing_observer
 from wiremcp.transports.serving.deployment import enable_tracing
+from wiremcp.types import JSONObject
 
 STATELESS = "2026-07-28"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -173,3 +177,78 @@ def test_tracing_is_on_only_with_a_configured_provider(monkeypatch: pytest.Monke
     assert enable_tracing(server)
     assert enable_tracing(server)  # once is enough
     assert len(server.runtime.observers) == 1
+
+
+def _timed(server: MCPServer) -> MCPServer:
+    """``server`` with a ``Timing`` outermost (``total``) and innermost (``handler``), 0.25 s apart."""
+    now = [0.0]
+
+    async def takes_250_ms(call: Call, call_next: CallNext) -> JSONObject | None:
+        now[0] += 0.25
+        return await call_next()
+
+    server.add_middleware(Timing("total", clock=lambda: now[0]))
+    server.add_middleware(takes_250_ms)
+    server.add_middleware(Timing(clock=lambda: now[0]))
+    return server
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", STATELESS])
+async def test_the_times_of_timing_middleware_are_attributes_of_the_requests_span(
+        provider: TracerProvider, exporter: InMemorySpanExporter, version: str) -> None:
+    async with Client(_timed(_traced(provider)), protocol_version=version) as client:
+        await client.call_tool("word_count", {"text": "a b"})
+    call = _request_spans(exporter)[-1]
+    assert call.name == "tools/call word_count"
+    assert call.attributes is not None
+    assert call.attributes["wiremcp.timing.total_ms"] == 250.0
+    assert call.attributes["wiremcp.timing.handler_ms"] == 0.0
+
+
+class _BatchClient(Client):
+    """The in-memory client, telling when a batch's reply arrives."""
+
+    def __init__(self, server: MCPServer, **kwargs: Any) -> None:
+        super().__init__(server, **kwargs)
+        self.batch_answered = asyncio.Event()
+
+    async def _receive(self, message: JSONObject | list[JSONObject]) -> None:
+        if isinstance(message, list):
+            self.batch_answered.set()
+        await super()._receive(message)
+
+
+async def test_each_request_of_a_batch_has_its_span_current_in_the_middleware(
+        provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+    async with _BatchClient(_timed(_traced(provider)), protocol_version="2025-03-26") as client:
+        await client.send_raw([request_body("b1", "tools/call", {"name": "word_count", "arguments": {"text": "x"}}),
+                               request_body("b2", "tools/list")])
+        await client.batch_answered.wait()
+    spans = {s.name: s.attributes for s in _request_spans(exporter)}
+    for name in ("tools/call word_count", "tools/list"):  # run at once: the clock moved for both
+        attributes = spans[name]
+        assert attributes is not None
+        assert attributes["wiremcp.timing.total_ms"] >= 250.0, name  # type: ignore[operator]
+        assert "wiremcp.timing.handler_ms" in attributes
+
+
+async def test_over_http_the_requests_span_is_current_in_the_middleware(
+        http_app: MCPHttpApp, exporter: InMemorySpanExporter) -> None:
+    _timed(http_app.server)
+    async with asgi_client(Operations(http_app)) as http:
+        session = await initialize(http, "/mcp")
+        await session.request("tools/call", {"name": "word_count", "arguments": {"text": "x"}})
+        stateless = await http.post("/mcp", headers=post_headers(**{
+            "mcp-protocol-version": STATELESS, "mcp-method": "tools/list"}),
+            json=request_body(9, "tools/list", {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": STATELESS,
+                "io.modelcontextprotocol/clientCapabilities": {}}}))
+        assert stateless.status_code == 200, stateless.text
+    for span in _request_spans(exporter):
+        assert span.attributes is not None
+        assert span.attributes["wiremcp.timing.total_ms"] == 250.0, span.name
+    assert len(_request_spans(exporter)) == 3
+
+
+def test_a_time_outside_any_recording_span_is_dropped(provider: TracerProvider) -> None:
+    Tracing(provider).timed("handler", "tools/call", "word_count", 0.1)  # no span current: nothing to set
