@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wiremcp.errors import DefinitionError
@@ -99,24 +100,22 @@ class Mount:
         return key not in mine and self.parent.serves(kind, key)
 
     def _sync_tools(self) -> None:
-        wanted = {self.name(name): tool for name, tool in self.child.tools.items()}
-        self._refuse("tools", wanted)
-        for name in self.tools:
-            self.parent.tools.pop(name, None)
-        self.tools = {name: tool.name for name, tool in wanted.items()}
-        for name, tool in wanted.items():
-            self.parent.tools[name] = self._tool(name, tool)
-        self.parent.list_changed("tools")
+        self._sync_named("tools", self.child.tools, self.parent.tools, self._tool)
 
     def _sync_prompts(self) -> None:
-        wanted = {self.name(name): prompt for name, prompt in self.child.prompts.items()}
-        self._refuse("prompts", wanted)
-        for name in self.prompts:
-            self.parent.prompts.pop(name, None)
-        self.prompts = {name: prompt.name for name, prompt in wanted.items()}
-        for name, prompt in wanted.items():
-            self.parent.prompts[name] = _renamed(prompt, name)
-        self.parent.list_changed("prompts")
+        self._sync_named("prompts", self.child.prompts, self.parent.prompts, _renamed)
+
+    def _sync_named(self, kind: str, theirs: dict[str, Any], ours: dict[str, Any],
+                    moved: Callable[[str, Any], Any]) -> None:
+        """Tools or prompts (``kind``): the child's (``theirs``) into the parent's (``ours``), renamed."""
+        wanted = {self.name(name): item for name, item in theirs.items()}
+        self._refuse(kind, wanted)
+        for name in getattr(self, kind):
+            ours.pop(name, None)
+        setattr(self, kind, {name: item.name for name, item in wanted.items()})
+        for name, item in wanted.items():
+            ours[name] = moved(name, item)
+        self.parent.list_changed(kind)
 
     def _sync_resources(self) -> None:
         skills = self.child.skill_set
@@ -172,7 +171,7 @@ class Mount:
                                       f"already serves {kind[:-1]} {key}")
 
     def _tool(self, name: str, tool: Tool) -> Tool:
-        moved: Tool = _renamed(tool, name)
+        moved: Tool = _renamed(name, tool)
         ui = (tool.meta or {}).get("ui")
         if isinstance(ui, dict) and isinstance(view := ui.get("resourceUri"), str):
             meta = dict(tool.meta or {})
@@ -248,7 +247,7 @@ class MountHop:
         return await call_next()
 
 
-def _renamed(component: Any, name: str) -> Any:
+def _renamed(name: str, component: Any) -> Any:
     moved = copy.copy(component)
     moved.name = name
     return moved
