@@ -43,6 +43,7 @@ from wiremcp.types import JSONObject, RequestId
 if TYPE_CHECKING:
     from wiremcp.context import Context
     from wiremcp.principal import Principal
+    from wiremcp.runtime import Runtime
     from wiremcp.server import MCPServer
     from wiremcp.session import ServerSession
 
@@ -59,15 +60,18 @@ class MiddlewareFn(Protocol):
 class Call:
     """One request or notification on its way through the middleware."""
 
-    __slots__ = ("_component", "batch", "ctx", "method", "params", "peer", "principal", "request_id", "server",
-                 "session", "stateless")
+    __slots__ = ("_component", "batch", "ctx", "method", "params", "peer", "principal", "request_id", "runtime",
+                 "server", "session", "stateless")
 
     def __init__(self, server: MCPServer, method: str, params: JSONObject, *, ctx: Context | None = None,
                  request_id: RequestId | None = None, principal: Principal | None = None,
                  session: ServerSession | None = None, stateless: bool = False, peer: str | None = None,
-                 batch: bool = False) -> None:
+                 batch: bool = False, runtime: Runtime | None = None) -> None:
         self.server = server
         """The server the message is for (with ``server.mount``, the parent; a child's middleware sees its own)."""
+        self.runtime: Runtime = runtime or server.runtime
+        """What serves the message: the runtime of the server it arrived at, whose stores (the buckets of
+        ``RateLimit``) and observers a middleware uses; a mounted child's middleware gets its parent's."""
         self.method = method
         self.params = params
         """What the request carries; assign a new object to change what the server gets."""

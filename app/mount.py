@@ -236,7 +236,7 @@ class MountHop:
                 continue
             inner = Call(mount.child, call.method, params, ctx=call.ctx, request_id=call.request_id,
                          principal=call.principal, session=call.session, stateless=call.stateless, peer=call.peer,
-                         batch=call.batch)
+                         batch=call.batch, runtime=call.runtime)
 
             async def onwards(inner: Call = inner, mount: Mount = mount, given: JSONObject = params) -> JSONObject | None:
                 if inner.params is not given:

@@ -145,7 +145,7 @@ class RateLimit:
     async def __call__(self, call: Call, call_next: CallNext) -> JSONObject | None:
         if not self.applies(call):
             return await call_next()
-        store = self.store or call.server.runtime.rate_limits
+        store = self.store or call.runtime.rate_limits
         who = self.caller(call)
         key = f"{self.name}|{who}"
         if self.each_tool and call.method == "tools/call":

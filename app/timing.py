@@ -52,6 +52,6 @@ class Timing:
         component = call.component_name
         log.debug("%s: %s%s took %.3f ms", self.name, call.method, f" {component}" if component else "",
                   seconds * 1000)
-        observer = call.server.runtime.observer
+        observer = call.runtime.observer
         if takes_times(observer):
             observer.timed(self.name, call.method, component, seconds)

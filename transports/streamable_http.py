@@ -227,8 +227,7 @@ class StreamableHTTPEndpoint:
             return
         done = await serve(self.manager.server, inbound, live.standalone.send, session=live.session,
                            principal=caller(scope), peer=peer(scope))
-        response = done.message if done is not None else None
-        if done is None or response is None or "error" in response:
+        if done is None or "error" in done.message:
             await self.manager.delete(live.id)
             if done is None:
                 await respond_json(send, 200, jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"))
@@ -237,7 +236,7 @@ class StreamableHTTPEndpoint:
                                    outcome_headers(scope, done))
             return
         await self.manager.save(live)
-        await respond_json(send, 200, response, [(SESSION_HEADER, live.id.encode())])
+        await respond_json(send, 200, done.message, [(SESSION_HEADER, live.id.encode())])
 
     async def _batch(self, live: LiveSession, items: list[jsonrpc.Message], scope: Scope, send: SendASGI) -> None:
         # Related messages of batched requests go to the GET stream; the answers come back together.

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from wiremcp import MCPServer
-from wiremcp.errors import DefinitionError, MCPError
+from wiremcp import MCPServer, RateLimit, Runtime
+from wiremcp.errors import RATE_LIMITED, DefinitionError, MCPError
 from wiremcp.middleware import Call, CallNext
 from wiremcp.principal import Principal
+from wiremcp.rate_limits import InMemoryRateLimits
 from wiremcp.transports.memory import Client
 
 ERAS = ["2025-11-25", "2026-07-28"]
@@ -236,3 +237,17 @@ async def test_mounts_nest() -> None:
     async with Client(parent) as client:
         assert [t["name"] for t in await client.list_tools()] == ["branch_leaf_ping_leaf"]
         assert (await client.call_tool("branch_leaf_ping_leaf"))["content"][0]["text"] == "leaf"
+
+
+async def test_a_childs_rate_limit_keeps_its_buckets_in_the_runtime_that_serves_the_parent() -> None:
+    child = weather()
+    child.add_middleware(RateLimit(1, per=60, methods=["tools/call"]))
+    parent = hub(child)
+    Runtime(parent, rate_limits=(buckets := InMemoryRateLimits()))  # as the composition root makes one (Redis)
+    async with Client(parent) as client:
+        await client.call_tool("wx_forecast", {"city": "Oslo"})
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("wx_forecast", {"city": "Oslo"})
+    assert refused.value.code == RATE_LIMITED
+    assert buckets._buckets  # the parent's store, not the child's own runtime's
+    assert not child.runtime.rate_limits._buckets  # type: ignore[attr-defined]
