@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from tests.support.http import READ_BOUND
 from tests.support.redis import RedisServer
 from wiremcp.transports.redis.cluster import Cluster
-from wiremcp.transports.redis.connection import Keys, connect
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.unavailable import StoreUnavailable
 
 T = TypeVar("T")
@@ -53,8 +53,7 @@ async def next_item(queue: asyncio.Queue[T], timeout: float = READ_BOUND) -> T:
 
 def make_cluster(url: str, keys: Keys, replica: str, *, lease: float = 1.0) -> Cluster:
     """A replica's cluster link as ``RedisBackend.connect`` builds it (a command client and a pub/sub one)."""
-    return Cluster(connect(url, timeout=TIMEOUT), connect(url, timeout=TIMEOUT, blocking=True), keys,
-                   replica=replica, lease=lease)
+    return Cluster.connect(url, keys, replica=replica, lease=lease, timeout=TIMEOUT)
 
 
 @contextlib.asynccontextmanager

@@ -13,7 +13,7 @@ from tests.support.http import READ_BOUND, UvicornProcess, run_uvicorn
 from tests.support.http_fixture_server import FIXTURE_SERVER, MAX_MESSAGE_BYTES
 from tests.support.redis import RedisServer, run_redis
 from tests.support.stdio import spawn  # noqa: F401 - the fixture of the stdio tests
-from wiremcp.transports.redis.connection import Keys
+from wiremcp.transports.redis.keys import Keys
 
 
 @pytest.fixture(scope="session")

@@ -12,10 +12,12 @@ from wiremcp.replicas import life_name
 from wiremcp.request_state import RequestStateSealer, decode_key
 from wiremcp.transports.redis.bus import RedisSubscriptionBus
 from wiremcp.transports.redis.cluster import Cluster
-from wiremcp.transports.redis.connection import Keys, connect, reachable
+from wiremcp.transports.redis.connection import connect, reachable
 from wiremcp.transports.redis.events import RedisEventStore
+from wiremcp.transports.redis.keys import CLUSTER_SHARDS, Keys
 from wiremcp.transports.redis.rate_limits import RedisRateLimits
 from wiremcp.transports.redis.sessions import DEFAULT_FRESH_FOR, RedisSessionStore
+from wiremcp.transports.redis.target import RedisTarget, parse_target
 from wiremcp.transports.redis.tasks import RedisTaskStore
 
 
@@ -29,15 +31,18 @@ class RedisBackend:
     rate_limits: RedisRateLimits
 
     @classmethod
-    def connect(cls, url: str, *, prefix: str = "wiremcp", timeout: float = 2.0, replica: str = "",
+    def connect(cls, url: RedisTarget | str, *, prefix: str = "wiremcp", timeout: float = 2.0, replica: str = "",
                 lease: float = 5.0, idle_timeout: float = 1800.0, max_events_per_stream: int = 10_000,
                 max_event_age: float = 600.0, session_cache: float = DEFAULT_FRESH_FOR) -> RedisBackend:
         """Nothing is sent before ``start``; a Redis that is down makes requests fail with 503, not startup.
+        ``url``: one server, a cluster or Sentinel (``target``); a bad one is a ``ValueError``.
         ``session_cache``: seconds a replica uses its copy of a session (``RedisSessionStore``)."""
-        client = connect(url, timeout=timeout)
-        keys = Keys(prefix)
+        target = parse_target(url) if isinstance(url, str) else url
+        client = connect(target, timeout=timeout)
+        shards = CLUSTER_SHARDS if target.topology == "cluster" else 1
+        keys = Keys(prefix, session_shards=shards, broadcast_shards=shards)
         name = life_name(replica)
-        cluster = Cluster(client, connect(url, timeout=timeout, blocking=True), keys, replica=name, lease=lease)
+        cluster = Cluster.connect(target, keys, replica=name, lease=lease, timeout=timeout, client=client)
         sessions = RedisSessionStore(client, keys, idle_timeout=idle_timeout, link=cluster, fresh_for=session_cache)
         session_life = idle_timeout + sessions.fresh_for  # the longest a session lives after its last request
         return cls(cluster=cluster, sessions=sessions,
@@ -49,7 +54,7 @@ class RedisBackend:
     async def share_request_state_key(self, sealer: RequestStateSealer) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one
         to start makes it), so that a multi-round exchange may continue on any replica."""
-        key = self.cluster.keys.prefix + ":request-state-key"
+        key = self.cluster.keys.request_state_key
         fresh = base64.urlsafe_b64encode(os.urandom(32))
         with reachable("request-state key"):
             await self.cluster.client.set(key, fresh, nx=True)

@@ -24,10 +24,13 @@ import logging
 from collections.abc import Callable, Iterator
 
 import orjson
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from wiremcp.replica_link import ClusterEvents
-from wiremcp.transports.redis.connection import Keys, Redis, reachable
+from wiremcp.transports.redis.connection import Redis, connect, publish, reachable
+from wiremcp.transports.redis.keys import Keys
+from wiremcp.transports.redis.pubsub import Subscriber
+from wiremcp.transports.redis.target import RedisTarget, parse_target
 from wiremcp.types import JSONObject, RequestId
 
 log = logging.getLogger("wiremcp.cluster")
@@ -48,7 +51,10 @@ return 0
 class Cluster:
     """One per process (a ``ReplicaLink``). ``start`` before serving, ``close`` after."""
 
-    def __init__(self, client: Redis, listener: Redis, keys: Keys, *, replica: str, lease: float = 5.0) -> None:
+    def __init__(self, client: Redis, listener: Redis, keys: Keys, *, target: RedisTarget, replica: str,
+                 lease: float = 5.0, timeout: float = 2.0) -> None:
+        """``listener``: the client whose connection carries the subscriptions on one server or under
+        Sentinel (``connect(..., blocking=True)``); a cluster's subscriber opens one per node itself."""
         self.client = client
         self._listener_client = listener
         self.keys = keys
@@ -56,8 +62,12 @@ class Cluster:
         self.lease = lease
         self._listeners: list[ClusterEvents] = []
         self._watches: dict[str, set[asyncio.Event]] = {}
+        self._wake_channels: dict[str, str] = {}
+        """A followed session's wake-up channel -> the session."""
+        self._subscriber = Subscriber(
+            target, client, listener, (*keys.broadcasts, keys.inbox(replica)), timeout=timeout,
+            on_message=self._dispatch, on_subscribed=self._subscribed, on_connected=self._connected)
         self._tasks: list[asyncio.Task[None]] = []
-        self._subscribed = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self._starting: asyncio.Task[None] | None = None
@@ -65,16 +75,25 @@ class Cluster:
         self._renew = client.register_script(_RENEW_IF_HELD)
         self._release = client.register_script(_RELEASE_IF_HELD)
 
+    @classmethod
+    def connect(cls, target: RedisTarget | str, keys: Keys, *, replica: str, lease: float = 5.0,
+                timeout: float = 2.0, client: Redis | None = None) -> Cluster:
+        """The link over ``target``, sending with ``client`` (a new one if not given)."""
+        target = parse_target(target) if isinstance(target, str) else target
+        client = client if client is not None else connect(target, timeout=timeout)
+        listener = client if target.topology == "cluster" else connect(target, timeout=timeout, blocking=True)
+        return cls(client, listener, keys, target=target, replica=replica, lease=lease, timeout=timeout)
+
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
         if self._loop is not None:  # started, or starting: set before the first await, so it runs once
             return
         self._loop = asyncio.get_running_loop()
-        with contextlib.suppress(RedisError, OSError):  # alive for the others from the start, if Redis is up
+        with contextlib.suppress(RedisError, RedisClusterException, OSError):  # alive for the others from the start
             await self.client.set(self.keys.alive(self.replica), b"1", px=int(self.lease * 1000))
-        self._tasks = [self._loop.create_task(self._keep_lease()), self._loop.create_task(self._listen())]
+        self._tasks = [self._loop.create_task(self._keep_lease()), self._loop.create_task(self._subscriber.run())]
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._subscribed.wait(), SUBSCRIBE_BOUND)
+            await asyncio.wait_for(self._subscriber.wait_connected(), SUBSCRIBE_BOUND)
 
     def ensure_started(self) -> None:
         """Start lazily (an app mounted without its lifespan)."""
@@ -104,7 +123,7 @@ class Cluster:
     @property
     def connected(self) -> bool:
         """Subscribed to the other replicas' messages right now."""
-        return self._subscribed.is_set()
+        return self._subscriber.connected
 
     async def ping(self) -> None:
         with reachable("ping"):
@@ -127,36 +146,17 @@ class Cluster:
             return bool(await self.client.exists(self.keys.alive(replica)))
 
     # -- receiving -----------------------------------------------------------------------------
-    async def _listen(self) -> None:
-        backoff = 0.05
-        channels = (self.keys.broadcast, self.keys.inbox(self.replica))
-        while True:
-            pubsub = self._listener_client.pubsub()
-            try:
-                await pubsub.subscribe(*channels)
-                confirmed = 0
-                async for message in pubsub.listen():
-                    kind = message.get("type")
-                    if kind == "subscribe":
-                        confirmed += 1
-                        if confirmed == len(channels):
-                            self._subscribed.set()
-                            backoff = 0.05
-                            self._wake_all()  # anything published while we were away: readers look again
-                            self._deliver(lambda listener: listener.reconnected())
-                    elif kind == "message":
-                        self._dispatch(message["data"])
-            except asyncio.CancelledError:
-                raise
-            except (RedisError, OSError) as exc:
-                if self._subscribed.is_set():
-                    log.warning("lost the pub/sub connection to Redis: %s", exc)
-                self._subscribed.clear()
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
-            await asyncio.sleep(backoff)  # reconnection back-off while Redis is away
-            backoff = min(backoff * 2, 2.0)
+    def _connected(self) -> None:
+        """Subscribed (again): anything published while we were away was lost, so readers look again."""
+        self._wake_all()
+        self._deliver(lambda listener: listener.reconnected())
+
+    def _subscribed(self, channel: str) -> None:
+        """A session's wake-ups reach us from now on: its followers read once more, for what came before."""
+        sid = self._wake_channels.get(channel)
+        if sid is not None:
+            for event in self._watches.get(sid, ()):
+                event.set()
 
     def _dispatch(self, data: bytes) -> None:
         try:
@@ -200,18 +200,26 @@ class Cluster:
     def watch(self, sid: str, event: asyncio.Event | None = None) -> Iterator[asyncio.Event]:
         """An event set whenever something is appended to one of the session's streams, anywhere."""
         event = event or asyncio.Event()
-        self._watches.setdefault(sid, set()).add(event)
+        watchers = self._watches.setdefault(sid, set())
+        if not watchers:
+            channel = self.keys.wake(sid)
+            self._wake_channels[channel] = sid
+            self._subscriber.add(channel)
+        watchers.add(event)
         try:
             yield event
         finally:
-            watchers = self._watches.get(sid)
-            if watchers is not None:
-                watchers.discard(event)
-                if not watchers:
+            left = self._watches.get(sid)
+            if left is not None:
+                left.discard(event)
+                if not left:
                     del self._watches[sid]
+                    channel = self.keys.wake(sid)
+                    self._wake_channels.pop(channel, None)
+                    self._subscriber.discard(channel)
 
     def wake_message(self, sid: str, stream: str) -> bytes:
-        """What the event store publishes (on ``keys.broadcast``) with every append."""
+        """What the event store publishes (on ``keys.wake(sid)``) with every append."""
         return orjson.dumps(["w", sid, stream])
 
     # -- sending -------------------------------------------------------------------------------
@@ -230,25 +238,25 @@ class Cluster:
 
     async def forward_response(self, replica: str, sid: str, raw: bytes) -> None:
         with reachable("forwarding a response"):
-            await self.client.publish(self.keys.inbox(replica), orjson.dumps(["r", sid, raw.decode()]))
+            await publish(self.client, self.keys.inbox(replica), orjson.dumps(["r", sid, raw.decode()]))
 
     async def broadcast_cancel(self, sid: str, params: JSONObject) -> None:
         with reachable("forwarding a cancellation"):
-            await self.client.publish(self.keys.broadcast, orjson.dumps(["c", sid, params]))
+            await publish(self.client, self.keys.broadcast(sid), orjson.dumps(["c", sid, params]))
 
     async def broadcast_delete(self, sid: str) -> None:
         with reachable("announcing a deleted session"):
-            await self.client.publish(self.keys.broadcast, orjson.dumps(["d", sid, self.replica]))
+            await publish(self.client, self.keys.broadcast(sid), orjson.dumps(["d", sid, self.replica]))
 
     async def broadcast_task_cancel(self, task_id: str) -> None:
         """A task was cancelled here: the replica running it stops it."""
         with reachable("forwarding a task cancellation"):
-            await self.client.publish(self.keys.broadcast, orjson.dumps(["t", task_id]))
+            await publish(self.client, self.keys.broadcast(task_id), orjson.dumps(["t", task_id]))
 
     async def broadcast_task_input(self, task_id: str) -> None:
         """The client answered a task's input requests here: the replica running it reads the answers."""
         with reachable("forwarding a task's input"):
-            await self.client.publish(self.keys.broadcast, orjson.dumps(["i", task_id]))
+            await publish(self.client, self.keys.broadcast(task_id), orjson.dumps(["i", task_id]))
 
     def changed_message(self, sid: str) -> bytes:
         """What announces a session saved or deleted here (``session_changed`` on every other replica); the
@@ -266,20 +274,23 @@ class Cluster:
             log.warning("dropped a change event published before the cluster started")
             return
         payload = orjson.dumps(["b", event])
+        params = event.get("params")
+        subject = str(params.get("uri", "")) if isinstance(params, dict) else ""
+        channel = self.keys.broadcast(subject or str(event.get("method", "")))  # one resource's in order
         if running is loop:
-            self._spawn_publish(payload)
+            self._spawn_publish(channel, payload)
         else:
-            loop.call_soon_threadsafe(self._spawn_publish, payload)
+            loop.call_soon_threadsafe(self._spawn_publish, channel, payload)
 
-    def _spawn_publish(self, payload: bytes) -> None:
-        task = asyncio.get_running_loop().create_task(self._publish(payload))
+    def _spawn_publish(self, channel: str, payload: bytes) -> None:
+        task = asyncio.get_running_loop().create_task(self._publish(channel, payload))
         self._publishing.add(task)
         task.add_done_callback(self._publishing.discard)
 
-    async def _publish(self, payload: bytes) -> None:
+    async def _publish(self, channel: str, payload: bytes) -> None:
         try:
-            await self.client.publish(self.keys.broadcast, payload)
-        except (RedisError, OSError) as exc:
+            await publish(self.client, channel, payload)
+        except (RedisError, RedisClusterException, OSError) as exc:
             log.warning("could not publish a change event to the other replicas: %s", exc)
 
     # -- the one GET stream of a session ----------------------------------------------------------

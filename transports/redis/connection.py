@@ -1,33 +1,102 @@
-"""Connecting to Redis (or Valkey): one client per purpose, key and channel names, and errors translated
-to ``StoreUnavailable`` so that the transports answer 503 instead of crashing."""
+"""Connecting to Redis (or Valkey) on any topology (``target``): one client per purpose, publishing and
+running scripts together as the topology allows, and errors translated to ``StoreUnavailable`` so that
+the transports answer 503 instead of crashing."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import hashlib
 from collections.abc import Iterator
 from typing import Any
 
 import redis.asyncio as redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+from redis.asyncio.sentinel import Sentinel
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from wiremcp.transports.redis.target import RedisTarget, parse_target
 from wiremcp.unavailable import StoreUnavailable
 
-Redis = redis.Redis
+Redis = redis.Redis | RedisCluster
+"""A command client: to one server (or to the primary Sentinel names), or to a Redis Cluster."""
+
+CLUSTER_RETRIES = 3
+"""Attempts a cluster client makes once more after a node fails (a failover, a slot moved), after
+reading the slots again: short, so that a request fails with 503 rather than waiting long."""
 
 
-def connect(url: str, *, timeout: float, blocking: bool = False) -> Redis:
+def connect(target: RedisTarget | str, *, timeout: float, blocking: bool = False) -> Redis:
     """A client that fails fast: one short connect, one command timeout, no retries behind the caller's
-    back (the caller answers 503 and the next request tries again). ``blocking``: for pub/sub, which
-    waits for messages indefinitely."""
+    back on one server (the caller answers 503 and the next request tries again); a few quick ones in a
+    cluster, which reads its slots again in between. ``blocking``: for pub/sub, which waits for messages
+    indefinitely (one server and Sentinel: a cluster's subscriber opens its own connections)."""
+    target = parse_target(target) if isinstance(target, str) else target
+    read_timeout = None if blocking else timeout
+    if target.topology == "cluster":
+        return RedisCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in target.nodes], username=target.username,
+            password=target.password, ssl=target.tls, socket_connect_timeout=timeout, socket_timeout=read_timeout,
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), CLUSTER_RETRIES), client_name="wiremcp",
+            **_no_maintenance_notifications())
+    if target.topology == "sentinel":
+        sentinel = Sentinel(list(target.nodes), sentinel_kwargs={  # type: ignore[no-untyped-call]
+            "socket_connect_timeout": timeout, "socket_timeout": timeout, "ssl": target.tls})
+        master: redis.Redis = sentinel.master_for(
+            target.service, db=target.db, username=target.username, password=target.password, ssl=target.tls,
+            socket_connect_timeout=timeout, socket_timeout=read_timeout, retry=Retry(NoBackoff(), 0),
+            health_check_interval=0 if blocking else 30, client_name="wiremcp")
+        return master
     return redis.Redis.from_url(
-        url, socket_connect_timeout=timeout, socket_timeout=None if blocking else timeout,
+        target.url, socket_connect_timeout=timeout, socket_timeout=read_timeout,
         retry=Retry(NoBackoff(), 0), health_check_interval=0 if blocking else 30,
         client_name="wiremcp", **_no_maintenance_notifications())
+
+
+async def publish(client: Redis, channel: str, message: bytes) -> None:
+    """Publish on a channel as ``Subscriber`` listens to it: a shard channel in a cluster."""
+    if isinstance(client, RedisCluster):
+        await client.spublish(channel, message)
+    else:
+        await client.publish(channel, message)
+
+
+def publish_command(client: Redis) -> str:
+    """The command a script publishes with (its channel in the script's slot)."""
+    return "SPUBLISH" if isinstance(client, RedisCluster) else "PUBLISH"
+
+
+async def run_scripts(client: Redis, calls: list[tuple[AsyncScript, list[str], list[Any]]]) -> list[Any]:
+    """Run scripts together: in one pipeline (one round trip) on one server; concurrently in a cluster,
+    which runs no script in a pipeline (each goes to the node of its slot). A script Redis does not hold
+    (flushed by a restart) is loaded and that call alone sent again."""
+    if isinstance(client, RedisCluster):
+        return list(await asyncio.gather(*(script(keys=keys, args=args) for script, keys, args in calls)))
+    results: list[Any] = [_NOT_RUN] * len(calls)
+    for attempt in range(2):
+        todo = [n for n, result in enumerate(results) if result is _NOT_RUN or isinstance(result, NoScriptError)]
+        if not todo:
+            break
+        if attempt:
+            for script in {id(calls[n][0]): calls[n][0] for n in todo}.values():
+                await client.script_load(script.script)
+        async with client.pipeline(transaction=False) as pipe:
+            for n in todo:
+                script, keys, args = calls[n]
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            for n, result in zip(todo, await pipe.execute(raise_on_error=False), strict=True):
+                results[n] = result
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return results
+
+
+_NOT_RUN = object()
 
 
 def _no_maintenance_notifications() -> dict[str, Any]:
@@ -49,58 +118,5 @@ def reachable(what: str) -> Iterator[None]:
         yield
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         raise StoreUnavailable(f"{what}: Redis is unreachable ({exc})") from exc
-    except RedisError as exc:
+    except (RedisError, RedisClusterException) as exc:
         raise StoreUnavailable(f"{what}: Redis failed ({exc})") from exc
-
-
-class Keys:
-    """Every key and channel name, under one prefix."""
-
-    __slots__ = ("prefix",)
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-
-    def session(self, sid: str) -> str:
-        return f"{self.prefix}:s:{sid}"
-
-    @property
-    def sessions(self) -> str:
-        """Sorted set: session id -> expiry (ms since the epoch, Redis time); counts live sessions."""
-        return f"{self.prefix}:sessions"
-
-    def events(self, sid: str, stream: str) -> str:
-        return f"{self.prefix}:ev:{sid}:{stream}"
-
-    def streams(self, sid: str) -> str:
-        """Set: the names of a session's streams (to drop them with the session)."""
-        return f"{self.prefix}:evs:{sid}"
-
-    def counters(self, sid: str) -> str:
-        """Hash: stream name -> its newest event number."""
-        return f"{self.prefix}:evn:{sid}"
-
-    def alive(self, replica: str) -> str:
-        return f"{self.prefix}:alive:{replica}"
-
-    def get_stream(self, sid: str) -> str:
-        """Who holds a session's GET stream (one at a time, across replicas)."""
-        return f"{self.prefix}:get:{sid}"
-
-    def task(self, task_id: str) -> str:
-        return f"{self.prefix}:task:{task_id}"
-
-    def tasks_of(self, principal: str | None) -> str:
-        """Sorted set: a principal's task ids -> their creation times (its ``tasks/list``). The principal
-        is hashed (any length, any characters); None (no identified requestor) has its own set."""
-        owner = "-" if principal is None else hashlib.sha256(principal.encode()).hexdigest()[:32]
-        return f"{self.prefix}:tasks:{owner}"
-
-    @property
-    def broadcast(self) -> str:
-        """Pub/sub: every replica listens (wake-ups, bus events, cancellations, deleted sessions)."""
-        return f"{self.prefix}:all"
-
-    def inbox(self, replica: str) -> str:
-        """Pub/sub: messages for one replica (a client's response to a request it sent)."""
-        return f"{self.prefix}:to:{replica}"

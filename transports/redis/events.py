@@ -4,8 +4,9 @@ Entry ids are ``0-<seq + 1>``, and ``Last-Event-ID`` maps to a range read. A per
 each stream's newest number, so that appends with an explicit number are conditional (the first
 writer of a number wins) and numbering goes on after a quiet stream's events expired. Each stream
 is bounded in length (``MAXLEN ~``) and in age (its events expire ``max_age`` after the last one);
-the numbers live as long as the session may (``counter_ttl``). Each append publishes a wake-up to
-every replica, for whoever follows the stream.
+the numbers live as long as the session may (``counter_ttl``). Each append publishes a wake-up on the
+session's channel, for whoever follows the stream. Every key of a session and its channel share the
+session's hash slot, so that the append is one script in a Redis Cluster too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import orjson
 
 from wiremcp.event_store import EventStore, StoredEvent
-from wiremcp.transports.redis.connection import Keys, Redis, reachable
+from wiremcp.transports.redis.connection import Redis, publish_command, reachable
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.types import JSONObject, RequestId
 
 _APPEND = """
@@ -27,7 +29,7 @@ redis.call('HSET', KEYS[3], ARGV[8], seq)
 redis.call('PEXPIRE', KEYS[3], ARGV[10])
 redis.call('SADD', KEYS[2], ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[10])
-redis.call('PUBLISH', ARGV[7], ARGV[9])
+redis.call(ARGV[11], ARGV[7], ARGV[9])
 return seq
 """
 
@@ -49,6 +51,7 @@ class RedisEventStore(EventStore):
         self._ttl_ms = max(1, int(max_age * 1000))
         self._counter_ttl_ms = max(self._ttl_ms, int((counter_ttl or 0) * 1000))
         self._append = client.register_script(_APPEND)
+        self._publish = publish_command(client)
 
     async def _add(self, session_id: str, stream: str, seq: int | None, message: JSONObject | None,
                    request_id: RequestId | None) -> int:
@@ -60,7 +63,7 @@ class RedisEventStore(EventStore):
                       self._keys.counters(session_id)],
                 args=["" if seq is None else seq, payload, self.replica,
                       b"" if request_id is None else orjson.dumps(request_id), self._max_events, self._ttl_ms,
-                      self._keys.broadcast, stream, wake, self._counter_ttl_ms]))
+                      self._keys.wake(session_id), stream, wake, self._counter_ttl_ms, self._publish]))
 
     async def append(self, session_id: str, stream: str, seq: int, message: JSONObject | None,
                      request_id: RequestId | None = None) -> None:

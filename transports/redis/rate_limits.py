@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 
 from wiremcp.rate_limits import Taken
-from wiremcp.transports.redis.connection import Keys, Redis, reachable
+from wiremcp.transports.redis.connection import Redis, reachable
+from wiremcp.transports.redis.keys import Keys
 
 DEFAULT_RUNNING_TTL = 600.0
 """Seconds a count of calls running lives after its last ``enter`` or ``leave``."""

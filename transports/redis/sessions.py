@@ -35,12 +35,14 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from redis.commands.core import AsyncScript
 
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.session_store import SessionStore
 from wiremcp.state import SessionState
 from wiremcp.transports.redis.cluster import Cluster
-from wiremcp.transports.redis.connection import Keys, Redis, reachable
+from wiremcp.transports.redis.connection import Redis, publish, reachable, run_scripts
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.unavailable import StoreUnavailable
 
 _NOW_MS = """
@@ -49,30 +51,35 @@ local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 """
 """Redis's own clock in ms (replicas' clocks may differ), the start of every script here."""
 
-_CREATE = _NOW_MS + """
+_RESERVE = _NOW_MS + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[4])
+redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
 return 1
 """
+"""Count a new session (ARGV[1], expiring in ARGV[2] ms) in its index shard, unless the shard already
+holds ARGV[3] live sessions: 1 if counted."""
 
-_TOUCH = _NOW_MS + """
-local value
-if ARGV[3] == '' then
-  value = redis.call('GET', KEYS[2])
+_TOUCH = """
+if ARGV[2] == '' then
+  local value = redis.call('GET', KEYS[1])
   if not value then return false end
-  redis.call('PEXPIRE', KEYS[2], ARGV[1])
-else
-  if redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[1], 'XX') == false then return false end
-  value = ARGV[3]
-  if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return value
 end
-redis.call('ZADD', KEYS[1], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
-return value
+if redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1], 'XX') == false then return false end
+return ARGV[2]
 """
-"""Restart a session's idle clock and answer its state; with a state (ARGV[3]), store it first (only
-if the session still exists) and publish ARGV[5] on ARGV[4] if given."""
+"""Restart a session's idle clock (ARGV[1] ms) and answer its state; with a state (ARGV[2]), store it
+first, only if the session still exists."""
+
+_RENEW = _NOW_MS + """
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if expiry and tonumber(expiry) > now_ms then redis.call('ZADD', KEYS[1], 'XX', now_ms + tonumber(ARGV[2]), ARGV[1]) end
+return 0
+"""
+"""Restart the session's (ARGV[1]) expiry in its index shard too, unless it has expired there already: the
+session itself expired then, and a lookup of a session gone must not count it again."""
 
 _COUNT = _NOW_MS + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
@@ -111,8 +118,9 @@ class RedisSessionStore(SessionStore, ClusterEvents):
         self._ttl_ms = max(1, int((idle_timeout + self.fresh_for) * 1000))
         self._max_cached = max(1, max_cached)
         self._clock = clock
-        self._create = client.register_script(_CREATE)
+        self._reserve = client.register_script(_RESERVE)
         self._touch = client.register_script(_TOUCH)
+        self._renew = client.register_script(_RENEW)
         self._count = client.register_script(_COUNT)
         self._cached: OrderedDict[str, tuple[SessionState, float]] = OrderedDict()
         """Session id -> (its state, used until then), the oldest first."""
@@ -128,15 +136,23 @@ class RedisSessionStore(SessionStore, ClusterEvents):
             link.listen(self)
 
     async def create(self, state: SessionState, limit: int | None = None) -> bool:
-        assert state.id is not None
+        """Count the session in its index shard, then store it. With several shards (a cluster), the
+        shard is given the room the others leave as counted just before: the cap holds exactly on one
+        shard, and in a cluster may be passed by the sessions other replicas create in that same moment."""
+        sid = state.id
+        assert sid is not None
         started = self._clock()
+        room = limit if limit is not None else 2**53
         with reachable("session store"):
-            created = await self._create(
-                keys=[self._keys.sessions, self._keys.session(state.id)],
-                args=[orjson.dumps(state.to_dict()), self._ttl_ms, limit if limit is not None else 2**53, state.id])
-        if created:
-            self._keep(state, started)
-        return bool(created)
+            if limit is not None and self._keys.session_shards > 1:
+                mine = self._keys.sessions(sid)
+                others = [index for index in self._keys.session_indexes if index != mine]
+                room -= sum(await run_scripts(self._client, [(self._count, [index], []) for index in others]))
+            if room < 1 or not await self._reserve(keys=[self._keys.sessions(sid)], args=[sid, self._ttl_ms, room]):
+                return False
+            await self._client.set(self._keys.session(sid), orjson.dumps(state.to_dict()), px=self._ttl_ms)
+        self._keep(state, started)
+        return True
 
     async def get(self, session_id: str) -> SessionState | None:
         """The state: this replica's copy while it is fresh (no round trip), else read from Redis, which
@@ -168,13 +184,8 @@ class RedisSessionStore(SessionStore, ClusterEvents):
     async def _read(self, batch: list[_Lookup]) -> None:
         try:
             with reachable("session store"):
-                if len(batch) == 1:
-                    results = [await self._renew(batch[0].sid)]
-                else:
-                    async with self._client.pipeline(transaction=False) as pipe:
-                        for lookup in batch:
-                            await self._renew(lookup.sid, client=pipe)
-                        results = await pipe.execute()
+                results = (await run_scripts(self._client, [call for lookup in batch
+                                                            for call in self._renewal(lookup.sid)]))[::2]
         except BaseException as exc:
             error = exc if isinstance(exc, Exception) else StoreUnavailable(str(exc))
             for lookup in batch:
@@ -198,23 +209,22 @@ class RedisSessionStore(SessionStore, ClusterEvents):
                 if not waiter.done():
                     waiter.set_result(state)
 
-    async def _renew(self, session_id: str, state: bytes = b"", announce: bytes = b"", client: Any = None) -> Any:
-        """The touch script: restart the session's idle clock, storing ``state`` if given (and then publishing
-        ``announce``, if given, to every replica); the stored state, or None if the session is gone. With a
-        pipeline as ``client``, queued (the pipeline answers)."""
-        return await self._touch(keys=[self._keys.sessions, self._keys.session(session_id)],
-                                 args=[self._ttl_ms, session_id, state, self._keys.broadcast, announce],
-                                 client=client)
+    def _renewal(self, session_id: str, state: bytes = b"") -> list[tuple[AsyncScript, list[str], list[Any]]]:
+        """The scripts that restart the session's idle clock, storing ``state`` if given: the first answers
+        the stored state, or None if the session is gone."""
+        return [(self._touch, [self._keys.session(session_id)], [self._ttl_ms, state]),
+                (self._renew, [self._keys.sessions(session_id)], [session_id, self._ttl_ms])]
 
     async def save(self, state: SessionState) -> None:
         sid = state.id
         assert sid is not None
         self._lookups.pop(sid, None)  # a read under way may predate this write: it fills no copy
         started, heard = self._clock(), self._heard
-        announce = self._link.changed_message(sid) if self._link is not None else b""
         try:
             with reachable("session store"):
-                stored = await self._renew(sid, orjson.dumps(state.to_dict()), announce)
+                stored = (await run_scripts(self._client, self._renewal(sid, orjson.dumps(state.to_dict()))))[0]
+                if stored is not None:
+                    await self._announce(sid)
         except BaseException:
             self._forget(sid)  # written or not: unknown
             raise
@@ -226,24 +236,29 @@ class RedisSessionStore(SessionStore, ClusterEvents):
 
     async def touch(self, session_id: str) -> None:
         with reachable("session store"):
-            if await self._renew(session_id) is None:
+            if (await run_scripts(self._client, self._renewal(session_id)))[0] is None:
                 self._forget(session_id)
 
     async def delete(self, session_id: str) -> bool:
         self._forget(session_id)
         with reachable("session store"):
-            async with self._client.pipeline(transaction=True) as pipe:
+            async with self._client.pipeline(transaction=False) as pipe:
                 pipe.delete(self._keys.session(session_id))
-                pipe.zrem(self._keys.sessions, session_id)
-                if self._link is not None:
-                    pipe.publish(self._keys.broadcast, self._link.changed_message(session_id))
-                deleted, *_ = await pipe.execute()
+                pipe.zrem(self._keys.sessions(session_id), session_id)
+                deleted, _ = await pipe.execute()
+            await self._announce(session_id)
         self._forget(session_id)  # a read sent meanwhile may have found it still there
         return bool(deleted)
 
     async def count(self) -> int:
         with reachable("session store"):
-            return int(await self._count(keys=[self._keys.sessions]))
+            counts = await run_scripts(self._client, [(self._count, [index], []) for index in self._keys.session_indexes])
+        return sum(int(count) for count in counts)
+
+    async def _announce(self, session_id: str) -> None:
+        """Tell the other replicas that the session changed (after the write: they drop their copies)."""
+        if self._link is not None:
+            await publish(self._client, self._keys.broadcast(session_id), self._link.changed_message(session_id))
 
     # -- the copies ------------------------------------------------------------------------------
     def _linked(self) -> bool:

@@ -5,7 +5,10 @@ has elapsed (``default_ttl`` when the task asks for no limit). Updates are compa
 version in a Lua script: read, check the status, write back only if nobody wrote in between (else read
 again), so concurrent transitions from any number of replicas have exactly one winner. A sorted set per
 principal (score: creation time) lists its tasks; entries whose task has expired are pruned as listing
-meets them, and every create drops the entries older than the longest TTL a task may have.
+meets them, and every create drops the entries older than the longest TTL a task may have. The task and
+its index entry are written one after the other (each in its own hash slot in a Redis Cluster): a
+replica that dies in between leaves a task that ``tasks/get`` finds and ``tasks/list`` does not, until
+it expires.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from wiremcp.tasks import (
     with_answers,
     with_input_request,
 )
-from wiremcp.transports.redis.connection import Keys, Redis, reachable
+from wiremcp.transports.redis.connection import Redis, reachable
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.types import JSONObject
 
 DEFAULT_TTL = 24 * 3600.0
@@ -38,9 +42,13 @@ _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', '1', 'json', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[5])
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+return 1
+"""
+
+_INDEX = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 1
 """
 
@@ -66,6 +74,7 @@ class RedisTaskStore(TaskStore):
         self._longest_ms = self._default_ttl_ms
         self._clock = clock
         self._create = client.register_script(_CREATE)
+        self._index = client.register_script(_INDEX)
         self._swap = client.register_script(_SWAP)
 
     async def create(self, record: TaskRecord) -> None:
@@ -74,12 +83,12 @@ class RedisTaskStore(TaskStore):
         self._longest_ms = max(self._longest_ms, ttl_ms)
         horizon = record.created_at - self._longest_ms / 1000
         with reachable("task store"):
-            created = await self._create(
-                keys=[self._keys.task(record.task_id), self._keys.tasks_of(record.principal)],
-                args=[orjson.dumps(record.to_dict()), ttl_ms, record.task_id, repr(record.created_at),
-                      repr(horizon)])
-        if not created:
-            raise DuplicateTask(record.task_id)
+            created = await self._create(keys=[self._keys.task(record.task_id)],
+                                         args=[orjson.dumps(record.to_dict()), ttl_ms])
+            if not created:
+                raise DuplicateTask(record.task_id)
+            await self._index(keys=[self._keys.tasks_of(record.principal)],
+                              args=[record.task_id, ttl_ms, repr(record.created_at), repr(horizon)])
 
     async def _read(self, task_id: str) -> tuple[bytes | str, TaskRecord] | None:
         with reachable("task store"):

@@ -131,23 +131,21 @@ def build_redis(settings: Settings) -> RedisBackend | None:
     if not settings.redis_url:
         return None
     from wiremcp.transports.redis.backend import RedisBackend
+    from wiremcp.transports.redis.target import parse_target
 
-    backend = RedisBackend.connect(settings.redis_url, prefix=settings.redis_prefix,
+    try:
+        target = parse_target(settings.redis_url)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    backend = RedisBackend.connect(target, prefix=settings.redis_prefix,
                                    timeout=settings.redis_timeout_seconds, replica=settings.replica_id,
                                    lease=settings.replica_lease_seconds, idle_timeout=settings.session_idle_seconds,
                                    max_events_per_stream=settings.event_store_max_events,
                                    max_event_age=settings.event_store_max_age_seconds,
                                    session_cache=settings.session_cache_seconds)
-    log.info("sessions in Redis at %s as replica %s", _redacted(settings.redis_url), backend.cluster.replica)
+    log.info("sessions in Redis (%s) at %s as replica %s", target.topology, target.redacted,
+             backend.cluster.replica)
     return backend
-
-
-def _redacted(url: str) -> str:
-    """A URL fit for logs: no password."""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.split("@", 1)[1]
-    return scheme + sep + rest
 
 
 def build_metrics(settings: Settings) -> Metrics | None:

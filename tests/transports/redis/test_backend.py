@@ -21,7 +21,8 @@ from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.transports.redis.backend import RedisBackend
 from wiremcp.transports.redis.cluster import Cluster
-from wiremcp.transports.redis.connection import Keys, Redis, connect
+from wiremcp.transports.redis.connection import Redis, connect
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.transports.sessions import SessionManager
 from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
 

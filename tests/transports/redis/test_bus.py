@@ -13,7 +13,7 @@ from tests.support.http import READ_BOUND
 from tests.support.redis import RedisServer
 from wiremcp.subscriptions import Subscription
 from wiremcp.transports.redis.bus import RedisSubscriptionBus
-from wiremcp.transports.redis.connection import Keys
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)

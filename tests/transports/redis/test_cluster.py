@@ -17,8 +17,9 @@ from tests.support.cluster import make_cluster, next_item, started, until
 from tests.support.redis import RedisServer
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.transports.redis.cluster import Cluster
-from wiremcp.transports.redis.connection import Keys
+from wiremcp.transports.redis.connection import publish
 from wiremcp.transports.redis.events import RedisEventStore
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)
@@ -119,7 +120,7 @@ async def test_changed_sessions_reach_the_other_replica_and_task_events_every_re
         replicas: tuple[Cluster, Cluster]) -> None:
     a, b = replicas
     at_a, at_b = Inbox(a), Inbox(b)
-    await a.client.publish(a.keys.broadcast, a.changed_message("sid-1"))  # as the session store does with a write
+    await publish(a.client, a.keys.broadcast("sid-1"), a.changed_message("sid-1"))  # as the session store does
     assert await next_item(at_b.changes) == "sid-1"
     await a.broadcast_task_cancel("task-1")
     await a.broadcast_task_input("task-2")
@@ -170,7 +171,11 @@ async def test_an_append_on_one_replica_wakes_the_watchers_on_the_other(replicas
     a, b = replicas
     events_b = RedisEventStore(b.client, b.keys, replica="B")
     with a.watch("sid-w") as woken, a.watch("sid-other") as other:
-        assert not woken.is_set()
+        async with asyncio.timeout(10):  # a watch wakes once its session's wake-ups start to arrive here
+            await woken.wait()
+            await other.wait()
+        woken.clear()
+        other.clear()
         await events_b.append_next("sid-w", "get", {"jsonrpc": "2.0", "method": "notifications/message"})
         async with asyncio.timeout(10):
             await woken.wait()

@@ -11,7 +11,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from tests.support.http import free_port
 from tests.support.redis import RedisServer
-from wiremcp.transports.redis.connection import Keys, connect, reachable
+from wiremcp.transports.redis.connection import connect, reachable
 from wiremcp.unavailable import StoreUnavailable
 
 TIMEOUT = 5.0
@@ -52,25 +52,3 @@ def test_redis_failures_become_store_unavailable(error: Exception, says: str) ->
 def test_other_errors_are_not_redis_s_to_explain() -> None:
     with pytest.raises(KeyError), reachable("events"):
         raise KeyError("a bug")
-
-
-def test_every_name_is_under_the_prefix_and_names_what_it_holds() -> None:
-    keys = Keys("app1")
-    names = [keys.session("s1"), keys.sessions, keys.events("s1", "get"), keys.streams("s1"), keys.counters("s1"),
-             keys.alive("A@1"), keys.get_stream("s1"), keys.task("t1"), keys.tasks_of("iss|alice"),
-             keys.tasks_of(None), keys.broadcast, keys.inbox("A@1")]
-    assert all(name.startswith("app1:") for name in names)
-    assert len(set(names)) == len(names)
-    assert (keys.session("s1"), keys.events("s1", "get"), keys.inbox("A@1")) == (
-        "app1:s:s1", "app1:ev:s1:get", "app1:to:A@1")
-    assert Keys("app2").session("s1") != keys.session("s1")  # deployments sharing a Redis keep apart
-
-
-def test_a_principal_is_hashed_into_its_task_list_name() -> None:
-    keys = Keys("p")
-    alice = keys.tasks_of("https://issuer.example|alice")
-    assert alice == keys.tasks_of("https://issuer.example|alice")
-    assert len(alice.removeprefix("p:tasks:")) == 32
-    assert "alice" not in alice
-    assert keys.tasks_of(None) == "p:tasks:-"
-    assert keys.tasks_of("https://issuer.example|bob") != alice

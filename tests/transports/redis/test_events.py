@@ -12,8 +12,9 @@ import pytest
 from tests.support.cluster import TIMEOUT, until
 from tests.support.redis import RedisServer
 from wiremcp.event_store import StoredEvent
-from wiremcp.transports.redis.connection import Keys, Redis, connect
+from wiremcp.transports.redis.connection import Redis, connect
 from wiremcp.transports.redis.events import RedisEventStore
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)

@@ -14,7 +14,8 @@ import pytest
 from tests.support.cluster import TIMEOUT, fail_while_away, until
 from tests.support.redis import RedisServer
 from wiremcp.rate_limits import Taken
-from wiremcp.transports.redis.connection import Keys, Redis, connect
+from wiremcp.transports.redis.connection import Redis, connect
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.transports.redis.rate_limits import RedisRateLimits
 
 pytestmark = pytest.mark.timeout(30)

@@ -11,7 +11,8 @@ from tests.support.cluster import TIMEOUT, fail_while_away, until
 from tests.support.redis import RedisServer
 from tests.support.tasks import ALICE, CHECKS, INPUT_CHECKS, Check
 from wiremcp.tasks import TaskRecord
-from wiremcp.transports.redis.connection import Keys, Redis, connect
+from wiremcp.transports.redis.connection import Redis, connect
+from wiremcp.transports.redis.keys import Keys
 from wiremcp.transports.redis.tasks import RedisTaskStore
 
 pytestmark = pytest.mark.timeout(30)

@@ -19,7 +19,6 @@ from wiremcp.auth.metadata import WELL_KNOWN
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.transports.observability.metrics import Metrics
 from wiremcp.transports.serving.deployment import (
-    _redacted,
     build_auth,
     build_http_app,
     build_metrics,
@@ -147,9 +146,11 @@ def test_metrics_unless_switched_off_and_redis_only_when_configured() -> None:
     assert build_redis(Settings()) is None
 
 
-def test_a_redis_url_is_logged_without_its_password() -> None:
-    assert _redacted("redis://user:s3cret@redis:6379/0") == "redis://***@redis:6379/0"
-    assert _redacted("redis://redis:6379/0") == "redis://redis:6379/0"
+def test_a_bad_redis_url_is_a_setting_error_that_names_the_variable() -> None:
+    with pytest.raises(ConfigError, match="WIREMCP_REDIS_URL: unknown scheme 'redis\\+clusters'"):
+        build_redis(Settings(redis_url="redis+clusters://a:1"))
+    with pytest.raises(ConfigError, match="names the service"):
+        build_redis(Settings(redis_url="redis+sentinel://s1:26379,s2:26379"))
 
 
 # -- a bad setting while serving: one line, exit status 2 ---------------------------------------------------------
@@ -163,6 +164,17 @@ def test_a_bad_setting_ends_the_default_deployment_with_one_line(monkeypatch: py
         default_asgi()
     assert exited.value.code == 2
     assert capsys.readouterr().err == "wiremcp: error: WIREMCP_MAX_SESSIONS must be an integer, got 'many'\n"
+
+
+@pytest.mark.usefixtures("no_wiremcp_variables")
+def test_a_bad_redis_url_ends_the_default_deployment_with_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("WIREMCP_REDIS_URL", "redis+cluster://user:s3cret@a:1/0")
+    with pytest.raises(SystemExit) as exited:
+        default_asgi()
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == ("wiremcp: error: WIREMCP_REDIS_URL: a cluster has no databases: nothing may "
+                                       "follow the nodes in 'redis+cluster://***@a:1/0'\n")
 
 
 @pytest.mark.usefixtures("no_wiremcp_variables")
