@@ -19,6 +19,7 @@ from redis.exceptions import RedisError
 from tests.support.http import READ_BOUND
 from tests.support.redis import RedisServer
 from wiremcp.transports.redis.cluster import Cluster
+from wiremcp.transports.redis.connection import Redis, prepare
 from wiremcp.transports.redis.keys import Keys
 from wiremcp.unavailable import StoreUnavailable
 
@@ -49,6 +50,12 @@ async def next_item(queue: asyncio.Queue[T], timeout: float = READ_BOUND) -> T:
     """The next item put on ``queue``; fails if none arrives within ``timeout``."""
     async with asyncio.timeout(timeout):
         return await queue.get()
+
+
+async def ready(client: Redis) -> Redis:
+    """``client``, its cluster's slots read (``prepare``) before tests use it concurrently."""
+    await prepare(client)
+    return client
 
 
 def make_cluster(url: str, keys: Keys, replica: str, *, lease: float = 1.0) -> Cluster:

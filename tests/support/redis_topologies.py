@@ -23,12 +23,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+import pytest
 import redis
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from tests.support.http import START_BOUND, free_port, stop_process
+
+TOPOLOGIES = ("standalone", "cluster", "sentinel")
+"""What ``WIREMCP_REDIS_URL`` may name: one server, a cluster, a primary Sentinel watches."""
+standalone_only = pytest.mark.parametrize("redis_url", ["standalone"], indirect=True)
+"""Keeps a test that takes ``redis_url`` to one server (it stops Redis, counts its commands...)."""
 
 HOST = "127.0.0.1"
 POLL = 0.02

@@ -12,8 +12,10 @@ import pytest
 from tests.support.http import READ_BOUND, UvicornProcess, run_uvicorn
 from tests.support.http_fixture_server import FIXTURE_SERVER, MAX_MESSAGE_BYTES
 from tests.support.redis import RedisServer, run_redis
+from tests.support.redis_topologies import TOPOLOGIES, LocalRedisCluster, LocalRedisSentinel
 from tests.support.stdio import spawn  # noqa: F401 - the fixture of the stdio tests
-from wiremcp.transports.redis.keys import Keys
+from wiremcp.transports.redis.keys import CLUSTER_SHARDS, Keys
+from wiremcp.transports.redis.target import parse_target
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +41,34 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalRedisCluster]:
+    """A real Redis Cluster: six ``redis-server`` processes, three primaries and three replicas."""
+    with LocalRedisCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel() -> Iterator[LocalRedisSentinel]:
+    """A real Sentinel setup: a primary, a replica and three sentinels."""
+    with LocalRedisSentinel() as sentinel:
+        yield sentinel
+
+
+@pytest.fixture(params=TOPOLOGIES)
+def redis_url(request: pytest.FixtureRequest) -> str:
+    """``WIREMCP_REDIS_URL`` for each topology in turn: the tests that take it run on one server, on a
+    cluster and under Sentinel (``standalone_only`` keeps a test to the first)."""
+    served: RedisServer | LocalRedisCluster | LocalRedisSentinel = request.getfixturevalue(
+        {"standalone": "redis_server", "cluster": "redis_cluster", "sentinel": "redis_sentinel"}[request.param])
+    return served.url
+
+
 @pytest.fixture
-def redis_keys() -> Keys:
-    """Key and channel names under a prefix of this test's own."""
-    return Keys(f"t{uuid.uuid4().hex[:12]}")
+def redis_keys(request: pytest.FixtureRequest) -> Keys:
+    """Key and channel names under a prefix of this test's own, sharded as the backend shards them on the
+    test's topology."""
+    shards = 1
+    if "redis_url" in request.fixturenames and parse_target(request.getfixturevalue("redis_url")).topology == "cluster":
+        shards = CLUSTER_SHARDS
+    return Keys(f"t{uuid.uuid4().hex[:12]}", session_shards=shards, broadcast_shards=shards)

@@ -27,7 +27,7 @@ import orjson
 from redis.exceptions import RedisClusterException, RedisError
 
 from wiremcp.replica_link import ClusterEvents
-from wiremcp.transports.redis.connection import Redis, connect, publish, reachable
+from wiremcp.transports.redis.connection import Redis, connect, prepare, publish, reachable
 from wiremcp.transports.redis.keys import Keys
 from wiremcp.transports.redis.pubsub import Subscriber
 from wiremcp.transports.redis.target import RedisTarget, parse_target
@@ -65,7 +65,7 @@ class Cluster:
         self._wake_channels: dict[str, str] = {}
         """A followed session's wake-up channel -> the session."""
         self._subscriber = Subscriber(
-            target, client, listener, (*keys.broadcasts, keys.inbox(replica)), timeout=timeout,
+            target, listener, (*keys.broadcasts, keys.inbox(replica)), timeout=timeout,
             on_message=self._dispatch, on_subscribed=self._subscribed, on_connected=self._connected)
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -81,7 +81,9 @@ class Cluster:
         """The link over ``target``, sending with ``client`` (a new one if not given)."""
         target = parse_target(target) if isinstance(target, str) else target
         client = client if client is not None else connect(target, timeout=timeout)
-        listener = client if target.topology == "cluster" else connect(target, timeout=timeout, blocking=True)
+        # A cluster's subscriber reads the slots again after a failure: with a client of its own, so that
+        # commands under way on the others' are not disturbed.
+        listener = connect(target, timeout=timeout, blocking=target.topology != "cluster")
         return cls(client, listener, keys, target=target, replica=replica, lease=lease, timeout=timeout)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -90,6 +92,7 @@ class Cluster:
             return
         self._loop = asyncio.get_running_loop()
         with contextlib.suppress(RedisError, RedisClusterException, OSError):  # alive for the others from the start
+            await prepare(self.client)
             await self.client.set(self.keys.alive(self.replica), b"1", px=int(self.lease * 1000))
         self._tasks = [self._loop.create_task(self._keep_lease()), self._loop.create_task(self._subscriber.run())]
         with contextlib.suppress(TimeoutError):

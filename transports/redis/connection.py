@@ -25,6 +25,11 @@ from wiremcp.unavailable import StoreUnavailable
 Redis = redis.Redis | RedisCluster
 """A command client: to one server (or to the primary Sentinel names), or to a Redis Cluster."""
 
+MAX_NODE_CONNECTIONS = 2**16
+"""A cluster client's connections to one node, at most. redis-py's asyncio cluster client fails a command
+rather than wait when its bound is reached (100 by default), so the bound is set past what a replica's
+concurrency reaches, as one server's pool is unbounded."""
+
 CLUSTER_RETRIES = 3
 """Attempts a cluster client makes once more after a node fails (a failover, a slot moved), after
 reading the slots again: short, so that a request fails with 503 rather than waiting long."""
@@ -42,7 +47,7 @@ def connect(target: RedisTarget | str, *, timeout: float, blocking: bool = False
             startup_nodes=[ClusterNode(host, port) for host, port in target.nodes], username=target.username,
             password=target.password, ssl=target.tls, socket_connect_timeout=timeout, socket_timeout=read_timeout,
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), CLUSTER_RETRIES), client_name="wiremcp",
-            **_no_maintenance_notifications())
+            max_connections=MAX_NODE_CONNECTIONS, **_no_maintenance_notifications())
     if target.topology == "sentinel":
         sentinel = Sentinel(list(target.nodes), sentinel_kwargs={  # type: ignore[no-untyped-call]
             "socket_connect_timeout": timeout, "socket_timeout": timeout, "ssl": target.tls})
@@ -55,6 +60,13 @@ def connect(target: RedisTarget | str, *, timeout: float, blocking: bool = False
         target.url, socket_connect_timeout=timeout, socket_timeout=read_timeout,
         retry=Retry(NoBackoff(), 0), health_check_interval=0 if blocking else 30,
         client_name="wiremcp", **_no_maintenance_notifications())
+
+
+async def prepare(client: Redis) -> None:
+    """Before a cluster client is used by concurrent requests: read the cluster's slots once. (redis-py
+    reads them on first use, and concurrent first uses may fail while it does.)"""
+    if isinstance(client, RedisCluster):
+        await client.initialize()
 
 
 async def publish(client: Redis, channel: str, message: bytes) -> None:

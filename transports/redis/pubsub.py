@@ -64,15 +64,15 @@ class _Node:
 class Subscriber:
     """Keeps the fixed channels and those asked for with ``add`` subscribed while ``run`` runs."""
 
-    def __init__(self, target: RedisTarget, client: Any, listener: Any, fixed: tuple[str, ...], *,
+    def __init__(self, target: RedisTarget, listener: Any, fixed: tuple[str, ...], *,
                  timeout: float, on_message: Callable[[bytes], None],
                  on_subscribed: Callable[[str], None] = lambda channel: None,
                  on_connected: Callable[[], None] = lambda: None) -> None:
-        """``client``: the command client (a cluster's tells which node owns a channel); ``listener``: on one
-        server or under Sentinel, the client whose connection carries the subscriptions (no read timeout)."""
+        """``listener``: on one server or under Sentinel, the client whose connection carries the
+        subscriptions (no read timeout); in a cluster, a client of the subscriber's own that tells which
+        node owns a channel (the subscriber opens a connection to each node it needs)."""
         self.sharded = target.topology == "cluster"
         self._target = target
-        self._client = client
         self._listener = listener
         self._fixed = fixed
         self._timeout = timeout
@@ -149,7 +149,7 @@ class Subscriber:
         self._broken = asyncio.Event()
         self._failure = None
         if self.sharded:
-            await self._client.nodes_manager.initialize()  # the slots as the cluster has them now
+            await self._listener.nodes_manager.initialize()  # the slots as the cluster has them now
         for channel in self._fixed:
             await self._subscribe(channel)
         while missing := [channel for channel in self._wanted if channel not in self._live]:
@@ -184,7 +184,7 @@ class Subscriber:
         if not self.sharded:
             name, client = "", self._listener
         else:
-            where = self._client.get_node_from_key(channel)
+            where = self._listener.get_node_from_key(channel)
             name = where.name
             client = self._nodes[name].client if name in self._nodes else redis.Redis(
                 host=where.host, port=where.port, username=self._target.username, password=self._target.password,

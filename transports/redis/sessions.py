@@ -136,19 +136,21 @@ class RedisSessionStore(SessionStore, ClusterEvents):
             link.listen(self)
 
     async def create(self, state: SessionState, limit: int | None = None) -> bool:
-        """Count the session in its index shard, then store it. With several shards (a cluster), the
-        shard is given the room the others leave as counted just before: the cap holds exactly on one
-        shard, and in a cluster may be passed by the sessions other replicas create in that same moment."""
+        """Count the session in its index shard, then store it.
+
+        The cap (``limit``) is never passed. With one shard (one server, Sentinel) the count and the check
+        are one script: exact. With several (a cluster), the session is counted in its shard and then all
+        shards are counted; over the cap, it is taken back and refused. So near the cap, creates racing on
+        other replicas may all be refused while one of them would have fitted (the client tries again)."""
         sid = state.id
         assert sid is not None
         started = self._clock()
-        room = limit if limit is not None else 2**53
+        mine = self._keys.sessions(sid)
         with reachable("session store"):
-            if limit is not None and self._keys.session_shards > 1:
-                mine = self._keys.sessions(sid)
-                others = [index for index in self._keys.session_indexes if index != mine]
-                room -= sum(await run_scripts(self._client, [(self._count, [index], []) for index in others]))
-            if room < 1 or not await self._reserve(keys=[self._keys.sessions(sid)], args=[sid, self._ttl_ms, room]):
+            if not await self._reserve(keys=[mine], args=[sid, self._ttl_ms, limit if limit is not None else 2**53]):
+                return False
+            if limit is not None and self._keys.session_shards > 1 and await self._live() > limit:
+                await self._client.zrem(mine, sid)
                 return False
             await self._client.set(self._keys.session(sid), orjson.dumps(state.to_dict()), px=self._ttl_ms)
         self._keep(state, started)
@@ -254,6 +256,15 @@ class RedisSessionStore(SessionStore, ClusterEvents):
         with reachable("session store"):
             counts = await run_scripts(self._client, [(self._count, [index], []) for index in self._keys.session_indexes])
         return sum(int(count) for count in counts)
+
+    async def _live(self) -> int:
+        """The live sessions in every index shard, in one pipeline (a connection per node). Expiry is read
+        against this replica's clock: off by the clocks' difference at most."""
+        now_ms = int(time.time() * 1000)
+        async with self._client.pipeline(transaction=False) as pipe:
+            for index in self._keys.session_indexes:
+                pipe.zcount(index, f"({now_ms}", "+inf")
+            return sum(int(count) for count in await pipe.execute())
 
     async def _announce(self, session_id: str) -> None:
         """Tell the other replicas that the session changed (after the write: they drop their copies)."""

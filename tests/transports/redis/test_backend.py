@@ -30,22 +30,22 @@ pytestmark = pytest.mark.timeout(30)
 
 
 @pytest.fixture
-async def backend(redis_server: RedisServer, redis_keys: Keys) -> AsyncIterator[RedisBackend]:
+async def backend(redis_url: str, redis_keys: Keys) -> AsyncIterator[RedisBackend]:
     """Replica "A"'s backend as ``build_redis`` makes it (each test starts its cluster link)."""
-    backend = RedisBackend.connect(redis_server.url, prefix=redis_keys.prefix, replica="A", lease=1.0)
+    backend = RedisBackend.connect(redis_url, prefix=redis_keys.prefix, replica="A", lease=1.0)
     yield backend
     await backend.cluster.close()
 
 
 async def test_the_task_runner_hears_of_its_tasks_cancelled_or_answered_on_another_replica(
-        backend: RedisBackend, redis_server: RedisServer, redis_keys: Keys, monkeypatch: pytest.MonkeyPatch) -> None:
+        backend: RedisBackend, redis_url: str, redis_keys: Keys, monkeypatch: pytest.MonkeyPatch) -> None:
     server = MCPServer("backend-tasks")
     runner = Runtime(server, bus=backend.bus, task_store=backend.tasks, replicas=backend.cluster).task_runner
     cancelled: asyncio.Queue[str] = asyncio.Queue()
     answered: asyncio.Queue[str] = asyncio.Queue()
     monkeypatch.setattr(runner, "cancel_local", cancelled.put_nowait)
     monkeypatch.setattr(runner.inputs, "wake_soon", answered.put_nowait)
-    other = make_cluster(redis_server.url, redis_keys, "B")
+    other = make_cluster(redis_url, redis_keys, "B")
     async with started(backend.cluster, other):
         await other.broadcast_task_cancel("task-1")
         assert await next_item(cancelled) == "task-1"
@@ -54,9 +54,9 @@ async def test_the_task_runner_hears_of_its_tasks_cancelled_or_answered_on_anoth
 
 
 async def test_the_session_manager_hears_of_its_sessions_deleted_on_another_replica(
-        backend: RedisBackend, redis_server: RedisServer, redis_keys: Keys) -> None:
+        backend: RedisBackend, redis_url: str, redis_keys: Keys) -> None:
     manager = SessionManager(fixture.server, backend.sessions, backend.events, cluster=backend.cluster)
-    other = make_cluster(redis_server.url, redis_keys, "B")
+    other = make_cluster(redis_url, redis_keys, "B")
     try:
         async with started(backend.cluster, other):
             live = await manager.create()

@@ -10,7 +10,6 @@ import pytest
 
 from tests.support.cluster import make_cluster, started
 from tests.support.http import READ_BOUND
-from tests.support.redis import RedisServer
 from wiremcp.subscriptions import Subscription
 from wiremcp.transports.redis.bus import RedisSubscriptionBus
 from wiremcp.transports.redis.keys import Keys
@@ -24,10 +23,10 @@ UPDATED: JSONObject = {"jsonrpc": "2.0", "method": "notifications/resources/upda
 
 
 @pytest.fixture
-async def buses(redis_server: RedisServer, redis_keys: Keys) -> AsyncIterator[tuple[RedisSubscriptionBus,
+async def buses(redis_url: str, redis_keys: Keys) -> AsyncIterator[tuple[RedisSubscriptionBus,
                                                                                   RedisSubscriptionBus]]:
-    a = make_cluster(redis_server.url, redis_keys, "A")
-    b = make_cluster(redis_server.url, redis_keys, "B")
+    a = make_cluster(redis_url, redis_keys, "A")
+    b = make_cluster(redis_url, redis_keys, "B")
     bus_a, bus_b = RedisSubscriptionBus(a), RedisSubscriptionBus(b)
     async with started(a, b):
         yield bus_a, bus_b

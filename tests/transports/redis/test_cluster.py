@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.cluster import make_cluster, next_item, started, until
 from tests.support.redis import RedisServer
+from tests.support.redis_topologies import standalone_only
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import publish
@@ -26,9 +27,9 @@ pytestmark = pytest.mark.timeout(30)
 
 
 @pytest.fixture
-async def replicas(redis_server: RedisServer, redis_keys: Keys) -> AsyncIterator[tuple[Cluster, Cluster]]:
-    a = make_cluster(redis_server.url, redis_keys, "A")
-    b = make_cluster(redis_server.url, redis_keys, "B")
+async def replicas(redis_url: str, redis_keys: Keys) -> AsyncIterator[tuple[Cluster, Cluster]]:
+    a = make_cluster(redis_url, redis_keys, "A")
+    b = make_cluster(redis_url, redis_keys, "B")
     async with started(a, b):
         yield a, b
 
@@ -206,6 +207,7 @@ async def test_one_get_stream_per_session_across_replicas(replicas: tuple[Cluste
     assert await a.hold_get("sid-other", "token-a3", take_over=False)  # per session
 
 
+@standalone_only
 async def test_the_listener_reconnects_after_redis_restarts(
         redis_server: RedisServer, replicas: tuple[Cluster, Cluster]) -> None:
     a, b = replicas

@@ -9,8 +9,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from tests.support.cluster import ready
 from tests.support.http import free_port
-from tests.support.redis import RedisServer
 from wiremcp.transports.redis.connection import connect, reachable
 from wiremcp.unavailable import StoreUnavailable
 
@@ -18,8 +18,8 @@ TIMEOUT = 5.0
 """The clients' command timeout: a failure bound; nothing here comes close."""
 
 
-async def test_a_client_speaks_to_redis_under_the_projects_name(redis_server: RedisServer) -> None:
-    client = connect(redis_server.url, timeout=TIMEOUT)
+async def test_a_client_speaks_to_redis_under_the_projects_name(redis_url: str) -> None:
+    client = await ready(connect(redis_url, timeout=TIMEOUT))
     try:
         assert await client.ping() is True
         assert await client.client_getname() == "wiremcp"

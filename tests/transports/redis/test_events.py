@@ -9,8 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support.cluster import TIMEOUT, until
-from tests.support.redis import RedisServer
+from tests.support.cluster import TIMEOUT, ready, until
 from wiremcp.event_store import StoredEvent
 from wiremcp.transports.redis.connection import Redis, connect
 from wiremcp.transports.redis.events import RedisEventStore
@@ -23,16 +22,16 @@ SID = "session-1"
 
 
 @pytest.fixture
-async def client(redis_server: RedisServer) -> AsyncIterator[Redis]:
-    client = connect(redis_server.url, timeout=TIMEOUT)
+async def client(redis_url: str) -> AsyncIterator[Redis]:
+    client = await ready(connect(redis_url, timeout=TIMEOUT))
     yield client
     await client.aclose()
 
 
 @pytest.fixture
-async def other_client(redis_server: RedisServer) -> AsyncIterator[Redis]:
+async def other_client(redis_url: str) -> AsyncIterator[Redis]:
     """A second replica's client."""
-    client = connect(redis_server.url, timeout=TIMEOUT)
+    client = await ready(connect(redis_url, timeout=TIMEOUT))
     yield client
     await client.aclose()
 

@@ -31,9 +31,9 @@ class Heard:
 async def running(url: str, fixed: tuple[str, ...]) -> AsyncIterator[tuple[Subscriber, Heard, Redis]]:
     target = parse_target(url)
     client = connect(target, timeout=TIMEOUT)
-    listener = client if target.topology == "cluster" else connect(target, timeout=TIMEOUT, blocking=True)
+    listener = connect(target, timeout=TIMEOUT, blocking=target.topology != "cluster")
     heard = Heard()
-    subscriber = Subscriber(target, client, listener, fixed, timeout=TIMEOUT, on_message=heard.messages.put_nowait,
+    subscriber = Subscriber(target, listener, fixed, timeout=TIMEOUT, on_message=heard.messages.put_nowait,
                             on_subscribed=heard.subscribed.put_nowait,
                             on_connected=lambda: heard.connected.put_nowait(None))
     task = asyncio.get_running_loop().create_task(subscriber.run())
@@ -46,13 +46,12 @@ async def running(url: str, fixed: tuple[str, ...]) -> AsyncIterator[tuple[Subsc
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await client.aclose()
-        if listener is not client:
-            await listener.aclose()
+        await listener.aclose()
 
 
-async def test_fixed_channels_are_heard_once_connected(redis_server: RedisServer, redis_keys: Keys) -> None:
+async def test_fixed_channels_are_heard_once_connected(redis_url: str, redis_keys: Keys) -> None:
     fixed = (redis_keys.broadcast("a"), redis_keys.inbox("A"))
-    async with running(redis_server.url, fixed) as (subscriber, heard, client):
+    async with running(redis_url, fixed) as (subscriber, heard, client):
         assert subscriber.connected
         assert {await next_item(heard.subscribed), await next_item(heard.subscribed)} == set(fixed)
         await next_item(heard.connected)
@@ -62,8 +61,8 @@ async def test_fixed_channels_are_heard_once_connected(redis_server: RedisServer
 
 
 async def test_a_channel_added_is_confirmed_then_heard_and_once_discarded_no_longer(
-        redis_server: RedisServer, redis_keys: Keys) -> None:
-    async with running(redis_server.url, (redis_keys.inbox("A"),)) as (subscriber, heard, client):
+        redis_url: str, redis_keys: Keys) -> None:
+    async with running(redis_url, (redis_keys.inbox("A"),)) as (subscriber, heard, client):
         await next_item(heard.subscribed)
         wake = redis_keys.wake("sid-1")
         subscriber.add(wake)

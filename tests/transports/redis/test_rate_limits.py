@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support.cluster import TIMEOUT, fail_while_away, until
+from tests.support.cluster import TIMEOUT, fail_while_away, ready, until
 from tests.support.redis import RedisServer
+from tests.support.redis_topologies import standalone_only
 from wiremcp.rate_limits import Taken
 from wiremcp.transports.redis.connection import Redis, connect
 from wiremcp.transports.redis.keys import Keys
@@ -25,8 +26,8 @@ SLOW = 1e-6
 
 
 @pytest.fixture
-async def clients(redis_server: RedisServer) -> AsyncIterator[tuple[Redis, Redis]]:
-    first, second = connect(redis_server.url, timeout=TIMEOUT), connect(redis_server.url, timeout=TIMEOUT)
+async def clients(redis_url: str) -> AsyncIterator[tuple[Redis, Redis]]:
+    first, second = await ready(connect(redis_url, timeout=TIMEOUT)), await ready(connect(redis_url, timeout=TIMEOUT))
     yield first, second
     await first.aclose()
     await second.aclose()
@@ -174,6 +175,7 @@ async def test_what_redis_cannot_do_is_refused_before_it_is_sent(
         RedisRateLimits(clients[0], redis_keys, running_ttl=0)
 
 
+@standalone_only
 async def test_an_unreachable_redis_raises_store_unavailable_then_recovers(
         replicas: tuple[RedisRateLimits, RedisRateLimits], redis_server: RedisServer) -> None:
     a, b = replicas

@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from tests.support.cluster import TIMEOUT, fail_while_away, until
+from tests.support.cluster import TIMEOUT, fail_while_away, ready, until
 from tests.support.redis import RedisServer
+from tests.support.redis_topologies import standalone_only
 from tests.support.tasks import ALICE, CHECKS, INPUT_CHECKS, Check
 from wiremcp.tasks import TaskRecord
 from wiremcp.transports.redis.connection import Redis, connect
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.timeout(30)
 
 
 @pytest.fixture
-async def clients(redis_server: RedisServer) -> AsyncIterator[tuple[Redis, Redis]]:
-    first, second = connect(redis_server.url, timeout=TIMEOUT), connect(redis_server.url, timeout=TIMEOUT)
+async def clients(redis_url: str) -> AsyncIterator[tuple[Redis, Redis]]:
+    first, second = await ready(connect(redis_url, timeout=TIMEOUT)), await ready(connect(redis_url, timeout=TIMEOUT))
     yield first, second
     await first.aclose()
     await second.aclose()
@@ -79,6 +80,7 @@ async def test_a_principals_index_forgets_entries_older_than_any_task_lives(clie
     assert await clients[0].zrange(redis_keys.tasks_of(ALICE), 0, -1) == [fresh.task_id.encode()]
 
 
+@standalone_only
 async def test_an_unreachable_redis_raises_store_unavailable_then_recovers(
         clients: tuple[Redis, Redis], redis_keys: Keys, redis_server: RedisServer) -> None:
     store = RedisTaskStore(clients[0], redis_keys)
