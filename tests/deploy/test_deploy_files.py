@@ -367,6 +367,199 @@ def test_nginx_balances_round_robin_and_streams_unbuffered() -> None:
     assert nginx["volumes"] == ["./nginx.conf:/etc/nginx/nginx.conf:ro"]
 
 
+# -- compose with Redis Cluster, compose with Redis Sentinel -------------------------------------------------
+CLUSTER_NODES = [f"redis-{n}" for n in range(1, 7)]
+SENTINELS = ["sentinel-1", "sentinel-2", "sentinel-3"]
+VARIANTS = {"compose.cluster.yaml": "redis+cluster", "compose.sentinel.yaml": "redis+sentinel"}
+
+
+def compose_file(name: str) -> dict[str, Any]:
+    document = load((DEPLOY / name).read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+def shell_commands(script: str) -> list[list[str]]:
+    """The simple commands of a ``sh -c`` script, in words: split at ; && || and |, with the keywords that
+    open a command (if, then, do, ...) dropped."""
+    lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    out: list[list[str]] = [[]]
+    for word in lexer:
+        if word in (";", "&&", "||", "|"):
+            out.append([])
+        elif out[-1] or word not in ("if", "then", "else", "fi", "do", "done", "until", "while"):
+            out[-1].append(word)
+    return [words for words in out if words]
+
+
+def sh_script(service: dict[str, Any]) -> str:
+    command = service["command"]
+    assert command[:2] == ["sh", "-c"], command
+    assert len(command) == 3
+    script = command[2]
+    assert isinstance(script, str)
+    return script
+
+
+def written_config(script: str, path: str) -> dict[str, list[str]]:
+    """What ``test -f PATH || printf '%s\\n' LINE... > PATH`` writes (once: a file already there is kept),
+    as {directive: arguments}; a repeated directive (none is) would be an error."""
+    assert script.startswith(f"test -f {path} || printf "), script
+    for words in shell_commands(script):
+        if words[0] == "printf" and words[-2:] == [">", path]:
+            assert words[1] == "%s\\n"
+            lines = [line.split() for line in words[2:-2]]
+            width = {True: 2, False: 1}  # "sentinel monitor ...", "appendonly ..."
+            config = {" ".join(line[:width[line[0] == "sentinel"]]): line[width[line[0] == "sentinel"]:]
+                      for line in lines}
+            assert len(config) == len(lines), lines
+            return config
+    raise AssertionError(f"nothing writes {path}: {script}")
+
+
+def redis_url(services: dict[str, Any]) -> tuple[str, list[tuple[str, int]], str]:
+    """(scheme, [(host, port), ...], path) of the replicas' WIREMCP_REDIS_URL."""
+    url = services["mcp"]["environment"]["WIREMCP_REDIS_URL"]
+    scheme, _, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    nodes = [(host, int(port)) for host, _, port in (node.partition(":") for node in authority.split(","))]
+    return scheme, nodes, slash + path
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_compose_variants_run_the_replicas_and_nginx_of_compose_yaml(name: str) -> None:
+    services = compose_file(name)["services"]
+    base = compose()["services"]
+    mcp = dict(services["mcp"])
+    env = dict(mcp.pop("environment"))
+    assert redis_url(services)[0] == VARIANTS[name]
+    # the same image, build, probes, limits and settings; only Redis and what the replicas wait for differ
+    assert env.pop("WIREMCP_REDIS_URL") != base["mcp"]["environment"]["WIREMCP_REDIS_URL"]
+    assert env == {k: v for k, v in base["mcp"]["environment"].items() if k != "WIREMCP_REDIS_URL"}
+    assert mcp.pop("depends_on") != base["mcp"]["depends_on"]
+    assert mcp == {k: v for k, v in base["mcp"].items() if k not in ("environment", "depends_on")}
+    assert services["nginx"] == base["nginx"]  # deploy/nginx.conf, whose upstream is the "mcp" service
+    # every service waited for exists, every named volume is declared, every image is Redis 7.4 but ours
+    declared = set(compose_file(name)["volumes"])
+    for service_name, service in services.items():
+        for dependency, condition in service.get("depends_on", {}).items():
+            assert dependency in services, (service_name, dependency)
+            assert set(condition) == {"condition"}
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            assert source.startswith("./") or source in declared, (service_name, volume)
+        if service_name not in ("mcp", "nginx"):
+            assert service["image"] == "redis:7.4", service_name
+            # compose replaces ${...} and $X itself: the scripts' own $ must be written $$
+            assert "$" not in " ".join(service.get("command", [])).replace("$$", ""), service_name
+    used = {v.split(":")[0] for s in services.values() for v in s.get("volumes", [])}
+    assert declared <= used
+
+
+def test_compose_cluster_nodes_are_cluster_enabled_with_append_only_files() -> None:
+    services = compose_file("compose.cluster.yaml")["services"]
+    assert set(services) == {"mcp", "nginx", "redis-cluster-init", *CLUSTER_NODES}
+    volumes = set()
+    for name in CLUSTER_NODES:
+        node = services[name]
+        command = node["command"]
+        assert command[0] == "redis-server"
+        assert option(command, "--cluster-enabled") == "yes"
+        assert option(command, "--appendonly") == "yes"
+        assert option(command, "--maxmemory-policy") == "noeviction"
+        assert "--port" not in command  # 6379, as the URL and the init say
+        (volume,) = node["volumes"]
+        assert volume.endswith(":/data")
+        volumes.add(volume)
+        assert node["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+        assert node["restart"] == "unless-stopped"
+    assert len(volumes) == len(CLUSTER_NODES)  # a volume each: data and nodes.conf
+
+
+def test_compose_cluster_init_creates_the_cluster_from_all_six_nodes_once() -> None:
+    services = compose_file("compose.cluster.yaml")["services"]
+    init = services["redis-cluster-init"]
+    assert "restart" not in init  # one shot
+    assert init["depends_on"] == {name: {"condition": "service_healthy"} for name in CLUSTER_NODES}
+    commands = shell_commands(sh_script(init))
+    (create,) = [words for words in commands if words[:3] == ["redis-cli", "--cluster", "create"]]
+    nodes = create[3:next(i for i, word in enumerate(create) if i > 2 and word.startswith("--"))]
+    assert sorted(nodes) == sorted(f"{name}:6379" for name in CLUSTER_NODES)
+    # three primaries, a replica each, and no question to answer
+    assert create[3 + len(nodes):] == ["--cluster-replicas", "1", "--cluster-yes"]
+    # a cluster formed by an earlier `up` is left alone: the check comes first and exits 0
+    first, *_ = commands
+    assert first[:4] == ["redis-cli", "-h", "redis-1", "cluster"]
+    assert commands[commands.index(first) + 2:commands.index(first) + 4] == [
+        ["echo", "the cluster is formed already"], ["exit", "0"]]
+    assert commands.index(first) < commands.index(create)
+
+
+def test_compose_cluster_replicas_wait_for_the_init_and_seed_from_the_nodes() -> None:
+    services = compose_file("compose.cluster.yaml")["services"]
+    assert services["mcp"]["depends_on"] == {
+        "redis-cluster-init": {"condition": "service_completed_successfully"}}
+    scheme, seeds, path = redis_url(services)
+    assert scheme == "redis+cluster"
+    assert path == ""  # a cluster has one database
+    assert len(seeds) >= 2
+    assert {host for host, _ in seeds} <= set(CLUSTER_NODES)
+    assert {port for _, port in seeds} == {6379}
+
+
+def test_compose_sentinel_runs_a_primary_and_a_replica_with_append_only_files() -> None:
+    services = compose_file("compose.sentinel.yaml")["services"]
+    assert set(services) == {"mcp", "nginx", "redis-1", "redis-2", *SENTINELS}
+    configs = {}
+    for name in ("redis-1", "redis-2"):
+        script = sh_script(services[name])
+        assert script.endswith("; exec docker-entrypoint.sh redis-server /data/redis.conf")  # drops root
+        configs[name] = config = written_config(script, "/data/redis.conf")
+        assert config["appendonly"] == ["yes"]
+        assert config["maxmemory-policy"] == ["noeviction"]
+        assert config["replica-announce-ip"] == [name]  # its host name, for the sentinels to announce
+        (volume,) = services[name]["volumes"]
+        assert volume.endswith(":/data")  # the configuration, rewritten by the sentinels, survives restarts
+        assert services[name]["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+    assert "replicaof" not in configs["redis-1"]
+    assert configs["redis-2"]["replicaof"] == ["redis-1", "6379"]
+
+
+def test_compose_sentinel_sentinels_monitor_the_primary_with_a_quorum_of_two() -> None:
+    services = compose_file("compose.sentinel.yaml")["services"]
+    scripts = {sh_script(services[name]) for name in SENTINELS}
+    assert len(scripts) == 1  # three alike
+    (script,) = scripts
+    assert script.endswith("; exec docker-entrypoint.sh redis-server /data/sentinel.conf --sentinel")
+    config = written_config(script, "/data/sentinel.conf")
+    assert config["port"] == ["26379"]
+    service, host, port, quorum = config["sentinel monitor"]
+    assert (host, port) == ("redis-1", "6379")  # the primary of compose.sentinel.yaml
+    assert int(quorum) == 2
+    assert len(SENTINELS) // 2 < int(quorum) <= len(SENTINELS)
+    assert config["sentinel down-after-milliseconds"] == [service, "5000"]
+    # host names: accepted in the monitor line (which must come after it) and given to clients as they are
+    assert config["sentinel resolve-hostnames"] == ["yes"]
+    assert config["sentinel announce-hostnames"] == ["yes"]
+    assert list(config).index("sentinel resolve-hostnames") < list(config).index("sentinel monitor")
+    assert len({v for name in SENTINELS for v in services[name]["volumes"]}) == len(SENTINELS)
+    for name in SENTINELS:
+        assert services[name]["healthcheck"]["test"] == ["CMD", "redis-cli", "-p", "26379", "ping"]
+        assert services[name]["depends_on"] == {"redis-1": {"condition": "service_healthy"},
+                                                "redis-2": {"condition": "service_healthy"}}
+
+
+def test_compose_sentinel_replicas_ask_the_sentinels_for_the_primary() -> None:
+    services = compose_file("compose.sentinel.yaml")["services"]
+    scheme, sentinels, path = redis_url(services)
+    assert scheme == "redis+sentinel"
+    assert sentinels == [(name, 26379) for name in SENTINELS]
+    monitored = written_config(sh_script(services["sentinel-1"]), "/data/sentinel.conf")["sentinel monitor"][0]
+    assert path == f"/{monitored}/0"
+    assert services["mcp"]["depends_on"] == {name: {"condition": "service_healthy"} for name in SENTINELS}
+
+
 # -- Kubernetes ----------------------------------------------------------------------------------------------
 def manifests() -> dict[tuple[str, str], dict[str, Any]]:
     """Every object the kustomization applies, by (kind, name)."""

@@ -1,5 +1,6 @@
-"""Scale-out on Redis: two real ``uvicorn app:asgi`` replicas sharing one real ``redis-server``, and a
-client that picks the replica for every request, as a round-robin load balancer without affinity would.
+"""Scale-out on Redis: two real ``uvicorn app:asgi`` replicas sharing one real ``redis-server`` (the tests
+on ``replicas``: also a real Redis Cluster and a real Sentinel setup), and a client that picks the replica
+for every request, as a round-robin load balancer without affinity would.
 
 - every step of a handshake-era session alternates replicas: initialize on A, tools/call on B, an
   elicitation raised on B answered with a POST to A, a GET stream on A receiving a list_changed
@@ -11,13 +12,16 @@ client that picks the replica for every request, as a round-robin load balancer 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+import redis as redis_py
 
 from tests.support.http import (
     READ_BOUND,
@@ -31,7 +35,9 @@ from tests.support.http import (
     run_uvicorn,
 )
 from tests.support.redis import RedisServer
-from tests.support.replicas import RESTART_LEASE, TASKS, replica_env
+from tests.support.redis_topologies import TOPOLOGIES
+from tests.support.replicas import RESTART_LEASE, TASKS, Served, replica_env
+from wiremcp.transports.redis.keys import Keys
 
 SERVER = "tests.support.http_fixture_server:server"
 
@@ -40,9 +46,12 @@ pytestmark = [pytest.mark.timeout(60), pytest.mark.spec("2025-11-25/basic/transp
 _names = itertools.count(1)
 
 
-@pytest.fixture(scope="module")
-def replicas(redis: RedisServer) -> Iterator[tuple[UvicornProcess, UvicornProcess]]:
-    with run_replicas(SERVER, {name: replica_env(redis, name) for name in ("A", "B")}) as running:
+@pytest.fixture(scope="module", params=TOPOLOGIES)
+def replicas(request: pytest.FixtureRequest) -> Iterator[tuple[UvicornProcess, UvicornProcess]]:
+    """Two replicas on one server, on a cluster and under Sentinel in turn."""
+    served: Served = request.getfixturevalue(
+        {"standalone": "redis", "cluster": "redis_cluster", "sentinel": "redis_sentinel"}[request.param])
+    with run_replicas(SERVER, {name: replica_env(served, name) for name in ("A", "B")}) as running:
         yield running["A"], running["B"]
 
 
@@ -194,6 +203,7 @@ async def test_an_out_of_range_last_event_id_is_400_with_either_backend(
     assert "WARNING" not in output, output
 
 
+@pytest.mark.parametrize("replicas", ["standalone"], indirect=True)  # it stops the one server
 async def test_redis_away_means_503_and_its_return_means_service_without_a_restart(
         redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
     a, b = replicas
@@ -220,6 +230,13 @@ async def test_redis_away_means_503_and_its_return_means_service_without_a_resta
     # The same session (Redis kept it on disk), on both replicas, with no restart of either.
     assert await on(session, a).tool("echo", text="after") == "after"
     assert await on(session, b).tool("echo", text="after") == "after"
+    # Both replicas subscribe again to what the others publish (after a back-off of up to two seconds).
+    listening = redis_py.Redis(port=redis.port)
+    deadline = time.monotonic() + READ_BOUND
+    while listening.pubsub_numsub(Keys("wiremcp").broadcast(""))[0][1] < 2:
+        assert time.monotonic() < deadline, "a replica did not subscribe again"
+        await asyncio.sleep(0.02)  # the poll interval of a bounded wait
+    listening.close()
     assert (await http.get(a.base_url + "/readyz")).status_code == 200
 
 
@@ -273,9 +290,7 @@ async def test_with_a_session_cache_a_replica_serves_from_its_copy_and_still_hea
         redis: RedisServer, http: httpx.AsyncClient) -> None:
     """``WIREMCP_SESSION_CACHE_SECONDS``: requests answered from the replica's copy ask Redis nothing;
     a DELETE on the other replica reaches the copy by pub/sub."""
-    import time
 
-    import redis as redis_py
 
     env = {"WIREMCP_SESSION_CACHE_SECONDS": "30"}
     with run_uvicorn(SERVER, {**replica_env(redis, "CA"), **env}) as a, run_uvicorn(SERVER, {**replica_env(redis, "CB"), **env}) as b:
@@ -329,7 +344,6 @@ async def test_a_task_created_on_one_replica_is_polled_and_cancelled_from_the_ot
 
 async def test_a_task_whose_replica_is_killed_ends_failed_not_working(
         redis: RedisServer, http: httpx.AsyncClient) -> None:
-    import time
 
     with run_uvicorn(TASKS, replica_env(redis, "TK")) as doomed, run_uvicorn(TASKS, replica_env(redis, "TS")) as survivor:
         session = await initialize(http, doomed.url)

@@ -3,7 +3,7 @@ environment, with a short lease so that a killed replica is taken for dead quick
 
 from __future__ import annotations
 
-from tests.support.redis import RedisServer
+from typing import Protocol
 
 LEASE = 1.0
 """The replicas' lease: how soon a killed one is taken for dead."""
@@ -13,7 +13,14 @@ TASKS = "tests.support.task_server:server"
 """The server of the task tests, as a spec."""
 
 
-def replica_env(redis: RedisServer, replica: str) -> dict[str, str]:
+class Served(Protocol):
+    """A Redis the tests run (one server, a cluster, Sentinel): what ``WIREMCP_REDIS_URL`` takes."""
+
+    @property
+    def url(self) -> str: ...
+
+
+def replica_env(redis: Served, replica: str, *, lease: float = LEASE) -> dict[str, str]:
     return {"WIREMCP_REDIS_URL": redis.url, "WIREMCP_REPLICA_ID": replica,
-            "WIREMCP_REPLICA_LEASE_SECONDS": str(LEASE), "WIREMCP_REDIS_TIMEOUT_SECONDS": "1",
+            "WIREMCP_REPLICA_LEASE_SECONDS": str(lease), "WIREMCP_REDIS_TIMEOUT_SECONDS": "1",
             "WIREMCP_SSE_AFTER_SECONDS": "0.05"}
