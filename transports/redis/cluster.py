@@ -2,11 +2,17 @@
 
 Replicas share sessions through the stores; what a store cannot carry goes over pub/sub:
 
-- a wake-up when an event is appended to a session's stream (whoever reads that stream, wherever);
+- a wake-up when an event is appended to a session's stream, on the session's own channel, to the
+  replicas following one of its streams (``watch`` subscribes while a stream is followed);
 - a client's response to a server-to-client request, to the replica whose handler waits for it
   (server-to-client request ids name their replica: ``<replica>:<n>``);
 - cancellations, deleted and changed sessions, cancelled and answered tasks, to every replica;
 - the subscription bus's change events, to every replica.
+
+What goes to every replica travels over the broadcast channels (one, or a cluster's shards: each message
+on the channel its session, task or resource hashes to). ``Subscriber`` keeps the channels subscribed on
+every topology (``transports.redis.pubsub``). "Cluster" in this module's name means the server's replicas,
+not a Redis Cluster: the link is the same on one server, under Sentinel and on a Redis Cluster.
 
 It is the core's ``ReplicaLink`` over Redis, and hands what arrives to its listeners (``ClusterEvents``,
 each registered once with ``listen``).
@@ -263,7 +269,7 @@ class Cluster:
 
     def changed_message(self, sid: str) -> bytes:
         """What announces a session saved or deleted here (``session_changed`` on every other replica); the
-        session store publishes it with every write, in the same script or transaction."""
+        session store publishes it right after every write."""
         return orjson.dumps(["u", sid, self.replica])
 
     def publish_bus(self, event: JSONObject) -> None:

@@ -1,8 +1,9 @@
 """``SessionStore`` on Redis: any replica reads and writes any session; Redis ends idle ones.
 
 A session is one key holding its state as JSON, with the idle timeout as its TTL (renewed when the
-session is read or written). A sorted set maps session ids to their expiry times, so that the
-live-session cap holds across replicas: creation checks and inserts in one script.
+session is read or written). Sorted sets (the index shards of ``Keys``) map session ids to their expiry
+times, so that the live-session cap holds across replicas (see ``create``). The session's key and its
+index entry are in different hash slots: each script touches one of them, so it runs in a Redis Cluster.
 
 Given the link between replicas (``Cluster``), each replica keeps a copy of the sessions it recently read
 or wrote, so that most requests need no round trip to Redis. It is the scheme of Redis's own client-side
@@ -13,8 +14,8 @@ caching (``CLIENT TRACKING``), over the link's pub/sub:
   per ``fresh_for`` on each replica instead of on every request, and its TTL is the idle timeout plus
   ``fresh_for`` to make up for that (a session never ends sooner than the idle timeout after its last
   request, and at most ``fresh_for`` later);
-- every save and delete announces itself to the other replicas (``["u", sid, replica]``, published by
-  the same script or transaction as the write), which drop their copy on receipt (``session_changed``);
+- every save and delete announces itself to the other replicas (``["u", sid, replica]``, published right
+  after the write), which drop their copy on receipt (``session_changed``);
   a lookup under way when its session's announcement arrives answers its callers but fills no copy,
   since its answer may predate the change (the "caching-in-progress" race of Redis's client-side caching);
 - while the link is down no copy is used, and once it is back every copy is dropped (announcements may
