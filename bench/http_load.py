@@ -1,16 +1,20 @@
 """Streamable HTTP load test: wiremcp vs its peers vs a bare-ASGI ceiling, in both protocol eras, driven by wrk.
 
     .venv/bin/python bench/http_load.py                      # defaults: 5 s runs after a 2 s warm-up
-    .venv/bin/python bench/http_load.py --servers all        # the defaults plus wiremcp-redis
+    .venv/bin/python bench/http_load.py --servers all        # the defaults plus wiremcp-redis, -cluster, -sentinel...
     .venv/bin/python bench/http_load.py --repeat 3           # 3 interleaved rounds, median reported
     .venv/bin/python bench/http_load.py --eras 2026-07-28 --servers wiremcp,official-modern,ceiling
     .venv/bin/python bench/http_load.py --servers wiremcp,wiremcp-redis --eras 2025-11-25 --methods tools/call
+    .venv/bin/python bench/http_load.py --servers wiremcp,wiremcp-redis,wiremcp-cluster,wiremcp-sentinel --methods tools/call
 
 Every server runs under uvicorn (the TypeScript ones under node) on a free 127.0.0.1 port pinned to one core
 (``taskset -c 0``); wrk runs pinned to the other core (``taskset -c 1``) with 32 keep-alive connections.
 ``wiremcp-redis`` is wiremcp with its sessions in Redis (``WIREMCP_REDIS_URL``): the harness starts one
 ``redis-server`` for it, without persistence, pinned to the server's core unless ``--redis-cpu`` says
-otherwise. The peers: the official SDK
+otherwise; ``wiremcp-cluster`` and ``wiremcp-sentinel`` are the same server on a Redis Cluster (three primaries,
+three replicas) and on a Sentinel setup (a primary, a replica, three sentinels), which the harness starts the
+same way (``tests/support/redis_topologies.py``: persistence turned off, every process pinned like that
+``redis-server``). The peers: the official SDK
 (``mcp==2.3.0``) stateful with JSON answers (``official``), with SSE answers (``official-sse``), in its stateless
 mode for handshake-era requests (``official-stateless``: no initialize, no session) and for 2026-07-28 requests
 (``official-modern``); FastMCP 4.1.6 (``fastmcp``), run from a venv of its own that ``bench/peers.py`` makes
@@ -95,8 +99,9 @@ class ServerSpec:
     eras: tuple[str, ...]
     factory: bool = False
     note: str = ""
-    redis: bool = False
-    """Served with the Redis backend: the harness starts a redis-server and sets ``WIREMCP_REDIS_URL``."""
+    redis: str = ""
+    """Served with the Redis backend (``standalone``, ``cluster`` or ``sentinel``: see REDIS_TOPOLOGIES): the
+    harness starts that Redis and sets ``WIREMCP_REDIS_URL`` to it."""
     sessionless: bool = False
     """Serves handshake-era requests without a session: no initialize, no ``Mcp-Session-Id`` (the SDK's
     stateless mode)."""
@@ -122,7 +127,15 @@ SERVERS: dict[str, ServerSpec] = {
         ServerSpec("wiremcp-ratelimit", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_rate_limited_server"})},
                    ERAS, note="the built-in RateLimit middleware on, never refusing"),
         ServerSpec("wiremcp-redis", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"})}, ERAS,
-                   redis=True, note="app:asgi, default settings plus WIREMCP_REDIS_URL (sessions in Redis)"),
+                   redis="standalone",
+                   note="app:asgi, default settings plus WIREMCP_REDIS_URL (sessions in Redis)"),
+        ServerSpec("wiremcp-cluster", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"})}, ERAS,
+                   redis="cluster", note="app:asgi, default settings plus WIREMCP_REDIS_URL=redis+cluster://... "
+                                         "(sessions in a Redis Cluster: 3 primaries, 3 replicas)"),
+        ServerSpec("wiremcp-sentinel", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"})}, ERAS,
+                   redis="sentinel", note="app:asgi, default settings plus WIREMCP_REDIS_URL=redis+sentinel://.../"
+                                          "wiremcp/0 (sessions in Redis behind Sentinel: a primary, a replica, "
+                                          "3 sentinels)"),
         ServerSpec("wiremcp-json", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server",
                                                    "WIREMCP_JSON_RESPONSE": "true"})}, (HANDSHAKE,),
                    note="app:asgi, WIREMCP_JSON_RESPONSE=true (a handshake-era setting only)"),
@@ -160,7 +173,7 @@ PEERS = {HANDSHAKE: ("official", "official-stateless", "official-sse", "fastmcp"
          STATELESS: ("official-modern", "official-sse", "fastmcp", "ts-v2", "ceiling")}
 """What wiremcp is compared with in each era (wiremcp has no session-less handshake-era mode: against
 official-stateless it is measured on its one session)."""
-BACKENDS = {"wiremcp-redis": "wiremcp"}
+BACKENDS = {"wiremcp-redis": "wiremcp", "wiremcp-cluster": "wiremcp", "wiremcp-sentinel": "wiremcp"}
 """Servers that differ only by their session backend, and the in-memory server each is compared with."""
 
 
@@ -202,10 +215,11 @@ class Result:
     client_cpu: float = 0.0
     """The same for wrk (near 1.0 would mean the client, not the server, was the limit)."""
     backend_cpu: float = 0.0
-    """The same for the server's redis-server (0.0 when it has none)."""
+    """The same for the server's redis-server (a cluster's or sentinel setup's: all its processes; 0.0 when it
+    has none)."""
     backend_commands: float = 0.0
-    """Commands redis-server processed per completed request (an EVALSHA counts once, and so does each command
-    its script runs; 0.0 without Redis)."""
+    """Commands redis-server (a topology's primaries) processed per completed request (an EVALSHA counts once,
+    and so does each command its script runs; 0.0 without Redis)."""
     other_cpu: float = 0.0
     """CPU busy on the machine beyond the server, its redis-server and wrk, in cores (other processes, the
     kernel, steal)."""
@@ -262,13 +276,15 @@ def wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path, timeout:
 
 
 WORKER_SERVERS = ("ceiling", "wiremcp", "wiremcp-redis", "wiremcp-json", "wiremcp-baseline")
-"""The servers ``--workers N`` runs as N uvicorn workers (the peers always run as one process)."""
+"""The servers ``--workers N`` runs as N uvicorn workers (the peers always run as one process; so do
+wiremcp-cluster and wiremcp-sentinel: bench/workers.py, which takes its cases from here, starts only a
+standalone redis-server)."""
 
 
 def with_workers(spec: ServerSpec, era: str, workers: int) -> bool:
     """Whether ``spec`` serves ``era`` as ``workers`` uvicorn workers: an in-memory session lives in the worker
     that made it, so with more than one worker the handshake era runs only with Redis (or without sessions)."""
-    return workers == 1 or spec.name not in WORKER_SERVERS or era != HANDSHAKE or spec.redis or spec.name == "ceiling"
+    return workers == 1 or spec.name not in WORKER_SERVERS or era != HANDSHAKE or bool(spec.redis) or spec.name == "ceiling"
 
 
 @contextlib.contextmanager
@@ -295,7 +311,7 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
     env = {**os.environ, "WIREMCP_LOG_LEVEL": "WARNING", "PYTHONPATH": str(root), **extra_env}
     env.pop("WIREMCP_REDIS_URL", None)  # never inherited: only the Redis variants get one, ours
     if redis is not None:
-        env["WIREMCP_REDIS_URL"] = f"redis://127.0.0.1:{redis.port}/0"
+        env["WIREMCP_REDIS_URL"] = redis.url
     log = logdir / f"{spec.name}-{catalog}.log"
     with log.open("wb") as out:
         # taskset execs the command: the pid is the server's.
@@ -310,9 +326,32 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
 
 @dataclass(frozen=True, slots=True)
 class RedisServer:
+    """A Redis the harness started for a server's sessions: one redis-server, or a topology of several."""
+
     port: int
     pid: int
     version: str
+    topology: str = "standalone"
+    """``standalone`` (this redis-server alone), ``cluster`` or ``sentinel`` (``port`` and ``pid``: a primary's)."""
+    wiremcp_url: str = ""
+    """``WIREMCP_REDIS_URL`` for it (empty: ``redis://127.0.0.1:PORT/0``)."""
+    primaries: tuple[int, ...] = ()
+    """The ports whose commands are counted (empty: ``port``): the primaries, which every command reaches
+    (a replica counts again what it replicates, a sentinel its own pings)."""
+    pids: tuple[int, ...] = ()
+    """Every process of the topology (empty: ``pid``), whose CPU time is the backend's."""
+
+    @property
+    def url(self) -> str:
+        return self.wiremcp_url or f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def command_ports(self) -> tuple[int, ...]:
+        return self.primaries or (self.port,)
+
+    @property
+    def processes(self) -> tuple[int, ...]:
+        return self.pids or (self.pid,)
 
 
 @contextlib.contextmanager
@@ -336,6 +375,56 @@ def redis_server(cpu: str | None, logdir: Path) -> Iterator[RedisServer]:
         yield RedisServer(port, proc.pid, version)
     finally:
         stop(proc)
+
+
+REDIS_TOPOLOGIES = ("standalone", "cluster", "sentinel")
+
+
+@contextlib.contextmanager
+def redis_backend(topology: str, cpu: str | None, logdir: Path) -> Iterator[RedisServer]:
+    """The Redis of ``topology``: ``redis_server``, or ``redis_topology``. Always stopped."""
+    if topology == "standalone":
+        with redis_server(cpu, logdir) as one:
+            yield one
+    else:
+        with redis_topology(topology, cpu, logdir) as several:
+            yield several
+
+
+@contextlib.contextmanager
+def redis_topology(topology: str, cpu: str | None, logdir: Path) -> Iterator[RedisServer]:
+    """A Redis Cluster (three primaries, three replicas) or a Sentinel setup (a primary, a replica, three
+    sentinels) on free loopback ports, as the tests start them, then made like ``redis_server``'s: every data
+    node's persistence off (``CONFIG SET appendonly no``; the tests' nodes fsync every write, and RDB
+    snapshots are already off) and every process (all its threads) pinned to ``cpu``. Always stopped.
+
+    The bench imports the tests' support code for this (as ``redis_server`` does for the binary): one
+    definition of how such a topology is started and when it is ready, the one the failover tests rely on."""
+    import redis
+
+    from tests.support.redis_topologies import LocalRedisCluster, LocalRedisSentinel, redis7_binary
+
+    directory = logdir / f"redis-{topology}"
+    directory.mkdir(exist_ok=True)
+    local: LocalRedisCluster | LocalRedisSentinel = (
+        LocalRedisCluster(str(directory)) if topology == "cluster" else LocalRedisSentinel(directory=str(directory)))
+    version = subprocess.run([redis7_binary(), "--version"], capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+    with local:
+        data = local.ports if isinstance(local, LocalRedisCluster) else local.data_ports
+        primaries = local.primaries() if isinstance(local, LocalRedisCluster) else [local.primary_port()]
+        pids: list[int] = []
+        for port in local.ports:
+            with redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, protocol=2) as client:
+                if port in data:
+                    client.config_set("appendonly", "no")
+                pids.append(int(client.info("server")["process_id"]))
+        if cpu is not None:
+            for pid in pids:
+                subprocess.run(["taskset", "-a", "-p", "-c", cpu, str(pid)], check=True, timeout=10,
+                               stdout=subprocess.DEVNULL)
+        yield RedisServer(primaries[0], pids[local.ports.index(primaries[0])], version, topology, local.url,
+                          tuple(primaries), tuple(pids))
 
 
 def redis_commands(port: int) -> int:
@@ -579,10 +668,15 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
     over all of them instead of skewing one.
     """
     with contextlib.ExitStack() as stack:
-        redis: RedisServer | None = None
-        if any(spec.redis for spec in specs):
-            redis = stack.enter_context(redis_server(args.redis_cpu, logdir))
-            print(f"{redis.version} on CPU {args.redis_cpu} (port {redis.port}, no persistence)", flush=True)
+        redis: dict[str, RedisServer] = {}  # one Redis per topology the servers need, started once
+        for topology in REDIS_TOPOLOGIES:
+            if any(spec.redis == topology for spec in specs):
+                started = redis[topology] = stack.enter_context(redis_backend(topology, args.redis_cpu, logdir))
+                print(f"{started.version}"
+                      + (f", {topology}: {len(started.processes)} processes" if topology != "standalone" else "")
+                      + f" on CPU {args.redis_cpu} ("
+                      + (f"port {started.port}" if topology == "standalone" else started.url)
+                      + ", no persistence)", flush=True)
         targets: dict[tuple[str, int], Target] = {}
         plan: list[tuple[ServerSpec, str, str, Target]] = []  # one round's runs, in order
         for era in args.eras:
@@ -595,7 +689,7 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
                         continue
                     key = (spec.name, catalog)
                     if key not in targets:
-                        backend = redis if spec.redis else None
+                        backend = redis[spec.redis] if spec.redis else None
                         port, pid = stack.enter_context(uvicorn_server(spec, catalog, args.server_cpu, args.loop,
                                                                        args.http, logdir, backend, args.workers))
                         targets[key] = Target(port, pid, redis=backend)
@@ -642,17 +736,18 @@ def measure(target: Target, session: str | None, server: str, era: str, workload
     if not wait_quiet(timeout=args.settle):
         print(f"  (the machine did not get quiet within {args.settle:g} s; measuring anyway)", flush=True)
     redis = target.redis
-    commands0 = redis_commands(redis.port) if redis is not None else 0
-    backend0 = cpu_seconds(redis.pid) if redis is not None else 0.0
+    commands0 = sum(map(redis_commands, redis.command_ports)) if redis is not None else 0
+    backend0 = sum(map(cpu_seconds, redis.processes)) if redis is not None else 0.0
     server0, client0, all0 = cpu_seconds(target.pid), children_cpu_seconds(), busy_cpu_seconds()
     wall0 = time.monotonic()
     out = run_wrk(target.port, session, era, workload, args.duration, args)
     wall = time.monotonic() - wall0
     server_cpu, client_cpu = cpu_seconds(target.pid) - server0, children_cpu_seconds() - client0
-    backend_cpu = cpu_seconds(redis.pid) - backend0 if redis is not None else 0.0
+    backend_cpu = sum(map(cpu_seconds, redis.processes)) - backend0 if redis is not None else 0.0
     other_cpu = max(busy_cpu_seconds() - all0 - server_cpu - client_cpu - backend_cpu, 0.0)
     # read before the requests wrk left in flight are worked off: a few dozen at most, against thousands
-    commands = redis_commands(redis.port) - commands0 - 1 if redis is not None else 0
+    commands = (sum(map(redis_commands, redis.command_ports)) - commands0 - len(redis.command_ports)
+                if redis is not None else 0)
     if args.verbose:
         print(out)
     r = parse_wrk(out, server, era, workload)
@@ -717,7 +812,7 @@ def target_lines(results: Sequence[Result]) -> list[str]:
         for workload in WORKLOADS:
             if (value := ratio("wiremcp", "ceiling", era, workload, "p99_ms")) is not None:
                 rows.append(("wiremcp p99 / ceiling p99", era, workload, value, "<= 3", value <= 3))
-        for server, memory in BACKENDS.items():
+        for server, memory in (("wiremcp-redis", BACKENDS["wiremcp-redis"]),):  # issue 7 named one Redis
             for workload in WORKLOADS:
                 if (value := ratio(server, memory, era, workload)) is not None:
                     rows.append((f"{server} / {memory} req/s", era, workload, value, ">= 0.50", value >= 0.5))
@@ -819,8 +914,9 @@ def main(argv: list[str] | None = None) -> int:
                              "with N > 1 the handshake era of in-memory wiremcp is skipped (sessions stay in one "
                              "worker: use wiremcp-redis); bench/workers.py compares 1 and N (default: 1)")
     parser.add_argument("--redis-cpu", default=None,
-                        help="CPU list for the redis-server of wiremcp-redis (default: --server-cpu, so that the "
-                             "server and its Redis share one core)")
+                        help="CPU list for the redis-server of wiremcp-redis (and every process of the cluster "
+                             "or sentinel setup of wiremcp-cluster / wiremcp-sentinel) (default: --server-cpu, so "
+                             "that the server and its Redis share one core)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes with taskset")
     parser.add_argument("--loop", default="auto", help="uvicorn --loop (default: auto)")
     parser.add_argument("--http", default="auto", help="uvicorn --http (default: auto)")
