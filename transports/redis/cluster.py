@@ -227,10 +227,6 @@ class Cluster:
                     self._wake_channels.pop(channel, None)
                     self._subscriber.discard(channel)
 
-    def wake_message(self, sid: str, stream: str) -> bytes:
-        """What the event store publishes (on ``keys.wake(sid)``) with every append."""
-        return orjson.dumps(["w", sid, stream])
-
     # -- sending -------------------------------------------------------------------------------
     def request_ids(self) -> Callable[[], RequestId]:
         """Ids for server-to-client requests that tell which replica waits for the answer."""

@@ -82,6 +82,10 @@ def publish_command(client: Redis) -> str:
     return "SPUBLISH" if isinstance(client, RedisCluster) else "PUBLISH"
 
 
+_NOT_RUN = object()
+"""A call of ``run_scripts`` not sent yet."""
+
+
 async def run_scripts(client: Redis, calls: list[tuple[AsyncScript, list[str], list[Any]]]) -> list[Any]:
     """Run scripts together: in one pipeline (one round trip) on one server; concurrently in a cluster,
     which runs no script in a pipeline (each goes to the node of its slot). A script Redis does not hold
@@ -106,9 +110,6 @@ async def run_scripts(client: Redis, calls: list[tuple[AsyncScript, list[str], l
         if isinstance(result, Exception):
             raise result
     return results
-
-
-_NOT_RUN = object()
 
 
 def _no_maintenance_notifications() -> dict[str, Any]:

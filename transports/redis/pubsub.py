@@ -171,6 +171,8 @@ class Subscriber:
 
     async def _end_round(self) -> None:
         self._ready = False
+        for task in self._spawned:  # a subscription sent in the round that ended has no connection left
+            task.cancel()
         self._connected.clear()
         nodes, self._nodes = list(self._nodes.values()), {}
         self._live.clear()
