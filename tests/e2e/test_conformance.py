@@ -165,8 +165,9 @@ def test_conformance_against_a_parent_whose_fixtures_come_from_a_mounted_child(
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    """``deploy/local_cluster.py``: two replicas sharing a real Redis, behind a round-robin proxy
-    without affinity (every request of a session may land on either replica)."""
+    """``deploy/local_cluster.py``: two replicas sharing a real Redis, behind real nginx running the shipped
+    ``deploy/nginx.conf`` (round robin without affinity: every request of a session may land on either
+    replica)."""
     from deploy.local_cluster import LocalCluster
 
     with LocalCluster(2, server="examples.everything:server") as running:

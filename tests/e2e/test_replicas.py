@@ -1,6 +1,7 @@
 """Scale-out on Redis: two real ``uvicorn app:asgi`` replicas sharing one real ``redis-server`` (the tests
 on ``replicas``: also a real Redis Cluster and a real Sentinel setup), and a client that picks the replica
-for every request, as a round-robin load balancer without affinity would.
+for every request, as a round-robin load balancer without affinity would; where a test needs the
+balancer's own behaviour (a dead replica skipped), real nginx with ``deploy/nginx.conf`` in front.
 
 - every step of a handshake-era session alternates replicas: initialize on A, tools/call on B, an
   elicitation raised on B answered with a POST to A, a GET stream on A receiving a list_changed
@@ -13,6 +14,7 @@ for every request, as a round-robin load balancer without affinity would.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import signal
 import time
@@ -23,6 +25,7 @@ import httpx
 import pytest
 import redis as redis_py
 
+from deploy.nginx import Nginx
 from tests.support.http import (
     READ_BOUND,
     RawSession,
@@ -121,35 +124,53 @@ async def test_cancelling_on_one_replica_stops_the_call_running_on_the_other(
 
 async def test_a_killed_replicas_stream_resumes_on_the_other_one_exactly_once(
         redis: RedisServer, http: httpx.AsyncClient) -> None:
-    with run_uvicorn(SERVER, replica_env(redis, "K")) as doomed, run_uvicorn(SERVER, replica_env(redis, "S")) as survivor:
-        session = await initialize(http, doomed.url)
+    """Behind real nginx (``deploy/nginx.conf``): the client only knows nginx's address. The replica running
+    the call is SIGKILLed; the client resumes through nginx, which finds the dead replica refusing and
+    passes the GET to the other one."""
+    with run_uvicorn(SERVER, replica_env(redis, "K0")) as first, run_uvicorn(SERVER, replica_env(redis, "K1")) as second, \
+            Nginx([("127.0.0.1", first.port), ("127.0.0.1", second.port)]) as nginx:
+        url = nginx.base_url + "/mcp"
+        session = await initialize(http, url)
+        before = await asyncio.to_thread(nginx.routed)
+        # One worker, requests one after another: nginx's round robin strictly alternates.
+        assert before[0].replica is not None, before
+        running = (before[0].replica + len(before)) % 2
+        doomed, name_of_doomed = (first, "K0") if running == 0 else (second, "K1")
         name = f"steps{next(_names)}"
         call = request_body(session.next_id(), "tools/call",
                             {"name": "stepper", "arguments": {"name": name, "steps": 5}, "_meta": {"progressToken": 7}})
         seen: list[Any] = []
         async with session.stream_post(call) as response:
             reader = SSEReader(response)
-            first = await reader.message()
-            assert first["method"] == "notifications/progress", first
-            seen.append(first)
-            # Two more steps are produced (and stored) but not read before the replica dies.
-            assert (await session.tool("release", name=name)).endswith("step 1")
-            assert (await session.tool("release", name=name)).endswith("step 2")
+            first_event = await reader.message()
+            assert first_event["method"] == "notifications/progress", first_event
+            seen.append(first_event)
+            # Two more steps are produced (and stored) but not read before the replica dies. (The steps' gate
+            # is in the doomed replica's memory: it is asked directly, with the session's own request ids.)
+            direct = dataclasses.replace(session, url=doomed.url)
+            assert (await direct.tool("release", name=name)).endswith("step 1")
+            assert (await direct.tool("release", name=name)).endswith("step 2")
             reader_id = reader.last_id
+            assert (await session.request("ping")).status_code == 200  # through nginx: the next turn is the doomed one's
             doomed.process.send_signal(signal.SIGKILL)
             doomed.process.wait(READ_BOUND)
         assert reader_id is not None
-        resumed = on(session, survivor)
-        async with resumed.stream_get(reader_id) as response:
+        async with session.stream_get(reader_id) as response:
             assert response.status_code == 200, await response.aread()
             replay = await SSEReader(response).rest()
+        routed = await asyncio.to_thread(nginx.routed)
+    posts = [r for r in routed if r.method == "POST"][len(before):]  # logged as they end: the ping, then the call
+    assert [r.replica for r in posts] == [1 - running, running], routed  # the stream was the doomed replica's
+    resumed = [r for r in routed if r.method == "GET"]
+    # Its turn, so nginx tried the dead replica first: refused, the GET passed to the other one.
+    assert [(r.tried, r.status) for r in resumed] == [((running, 1 - running), 200)], routed
     messages = [e.message for e in replay if e.message is not None]
     progress = [m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"]
     assert progress == [1, 2], messages  # every event not yet read, once, in order
     final = messages[-1]
     assert final["id"] == call["id"], messages
     assert final["error"]["code"] == -32603, final
-    assert final["error"]["data"] == {"replica": "K", "retryable": True}, final
+    assert final["error"]["data"] == {"replica": name_of_doomed, "retryable": True}, final
     ids = [e.id for e in replay if e.id is not None]
     assert len(ids) == len(set(ids)), ids
 

@@ -4,6 +4,7 @@ sharing one real ``redis-server``; the client picks the replica for every reques
 - the 2026-07-28 extension (``io.modelcontextprotocol/tasks``): a task created on A is polled and
   cancelled on B, and its handler on A stops; a finished task reads ``completed`` with its result
   inlined on the other replica; a task whose replica is SIGKILLed ends ``failed`` on the survivor; a
+  real SIGTERM to a replica running a task (in both eras) fails it after the drain, as the survivor reads; a
   task asking for input shows ``input_required`` on B, takes the answer there (``tasks/update``) and
   completes on A;
 - the 2025-11-25 experimental tasks: another session can neither see, wait for, nor cancel a task; a
@@ -47,6 +48,7 @@ from tests.support.replicas import LEASE, RESTART_LEASE, TASKS, replica_env
 from tests.support.stateless_http import Call, post, result_of, with_meta
 from tests.support.task_server import CONFIRM_SCHEMA
 from wiremcp.protocol import TASKS_EXTENSION
+from wiremcp.task_runner import SHUT_DOWN
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 WITH_TASKS: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
@@ -181,6 +183,56 @@ async def test_a_task_whose_replica_is_killed_ends_failed_on_the_survivor(
     assert failed["error"]["data"] == {"replica": "XK", "retryable": True}, failed
     assert "result" not in failed, failed
     assert (await get(http, survivor, task_id))["status"] == "failed"  # and stays so
+
+
+def sigterm_and_wait(process: UvicornProcess) -> str:
+    """A real SIGTERM to the uvicorn process; its exit (after the drain) is awaited, its output returned."""
+    process.process.send_signal(signal.SIGTERM)
+    code = process.process.wait(READ_BOUND)
+    assert code in (0, -signal.SIGTERM), code  # uvicorn re-raises the signal it caught
+    output = process.output()
+    assert "Traceback" not in output, output
+    assert "timeout graceful shutdown exceeded" not in output, output  # the drain ended it, not uvicorn
+    return output
+
+
+def assert_shut_down(state: Any) -> None:
+    assert state["status"] == "failed", state
+    assert state["statusMessage"] == SHUT_DOWN, state
+    assert state["error"]["code"] == INTERNAL_ERROR, state
+    assert state["error"]["data"]["retryable"] is True, state
+    assert "result" not in state, state
+
+
+@pytest.mark.spec("2026-07-28/extensions/tasks#task-status")
+async def test_sigterm_with_a_task_running_fails_it_after_the_drain_and_the_survivor_says_so(
+        redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
+    """A real SIGTERM to a uvicorn running a 2026-07-28 task: the drain (``WIREMCP_DRAIN_SECONDS``) gives
+    it its window, then the task is marked failed (retryable) before the process exits; another
+    replica reads that from Redis."""
+    _, survivor = replicas
+    name = unique("s-sigterm")
+    with run_uvicorn(TASKS, {**replica_env(redis, "XT"), "WIREMCP_DRAIN_SECONDS": "0.3"}) as stopping:
+        task_id = await create(http, stopping, "job", name=name)
+        assert (await get(http, survivor, task_id))["status"] == "working"
+        sigterm_and_wait(stopping)
+    assert_shut_down(await get(http, survivor, task_id))  # already failed when the process was gone
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/tasks#task-status-lifecycle")
+async def test_sigterm_with_a_handshake_era_task_running_fails_it_for_its_session_on_the_survivor(
+        redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
+    _, survivor = replicas
+    name = unique("h-sigterm")
+    with run_uvicorn(TASKS, {**replica_env(redis, "XU"), "WIREMCP_DRAIN_SECONDS": "0.3"}) as stopping:
+        session = await initialize(http, stopping.url)
+        task_id = await _legacy_task(session, "job", name=name)
+        sigterm_and_wait(stopping)
+    state = await on(session, survivor).call("tasks/get", {"taskId": task_id})
+    assert (state["status"], state["statusMessage"]) == ("failed", SHUT_DOWN), state
+    result = await on(session, survivor).request("tasks/result", {"taskId": task_id})
+    code, _ = error_of(result)
+    assert code == INTERNAL_ERROR, result.text
 
 
 @pytest.mark.spec("2026-07-28/extensions/tasks#task-status")
