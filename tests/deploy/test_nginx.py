@@ -114,7 +114,7 @@ async def test_each_request_goes_to_the_next_backend_with_headers_and_body() -> 
     assert a.seen[0]["path"] == "/mcp"
     assert "connection" not in headers  # upstream keep-alive: nginx sends no Connection header
     assert [r.replica for r in routed] == [0, 1, 0, 1, 0]
-    assert routed[0] == Routed("POST", "/mcp", 0, "s-1", 200)
+    assert routed[0] == Routed("POST", "/mcp", 0, "s-1", 200, (0,))
 
 
 async def test_streams_are_unbuffered_and_closing_one_closes_it_upstream() -> None:
