@@ -345,9 +345,12 @@ async def test_the_official_oauth_client_steps_up_on_insufficient_scope(mode: st
 
 
 @spec("token-handling", "canonical-server-uri")
-async def test_a_server_configured_from_the_environment_behind_a_proxy() -> None:
-    """``uvicorn app:asgi`` with ``WIREMCP_AUTH_*``: the canonical URL is the public one (a proxy's), which
-    tokens name as audience and challenges point at, whatever address the process listens on."""
+async def test_a_server_configured_from_the_environment_takes_the_public_url_as_resource_not_its_address() -> None:
+    """``uvicorn app:asgi`` configured from ``WIREMCP_AUTH_*`` takes the public URL it is given
+    (``WIREMCP_AUTH_RESOURCE``, where a proxy would serve it; none runs here) as its resource, not the address
+    it listens on: tokens whose audience is the public URL are accepted, a 401's challenge points at the
+    metadata at the public URL's origin, the document names the public URL, and a token for the listening
+    address is refused."""
     public = "https://mcp.example.test/mcp"
     async with dev_auth_server() as das:
         env = {"WIREMCP_AUTH_RESOURCE": public, "WIREMCP_AUTH_ISSUER": das.issuer,
@@ -659,7 +662,7 @@ async def burst(stack: Stack, token: str) -> None:
 
 
 @spec("token-handling")
-async def test_a_burst_with_one_token_fetches_the_jwks_once(stack: Stack) -> None:
+async def test_a_burst_of_in_process_calls_with_one_token_fetches_the_jwks_over_http_once(stack: Stack) -> None:
     await burst(stack, stack.token())
     assert stack.das.counts["jwks"] == 1
     assert isinstance(stack.verifier, JWKSVerifier)
@@ -667,7 +670,7 @@ async def test_a_burst_with_one_token_fetches_the_jwks_once(stack: Stack) -> Non
 
 
 @spec("token-handling")
-async def test_a_burst_with_one_token_introspects_once(introspected: Stack) -> None:
+async def test_a_burst_of_in_process_calls_with_one_token_introspects_over_http_once(introspected: Stack) -> None:
     await burst(introspected, introspected.token())
     assert introspected.das.counts["introspect"] == 1
     assert isinstance(introspected.verifier, IntrospectionVerifier)

@@ -20,3 +20,16 @@ def test_without_authentication_there_is_no_caller_and_no_owner() -> None:
     scope: Scope = {"type": "http", "headers": []}
     assert caller(scope) is None
     assert owner_key(scope) is None
+
+
+def test_the_owner_is_the_issuer_and_subject_whatever_the_token_carries() -> None:
+    """What a session is bound to: another subject, or the same subject at another issuer, is another owner
+    (refused the session); the same principal with another token (client, scopes, expiry) is the same one."""
+    def owner(principal: Principal | None) -> str | None:
+        return owner_key({"type": "http", SCOPE_KEY: principal})
+
+    assert owner(Principal("https://as.example.test", "bob", "app", frozenset({"mcp:tools"}))) != owner(ALICE)
+    assert owner(Principal("https://other.example.test", "alice", "app", frozenset({"mcp:tools"}))) != owner(ALICE)
+    assert owner(None) != owner(ALICE)
+    refreshed = Principal("https://as.example.test", "alice", "another-app", frozenset(), expires_at=1e10)
+    assert owner(refreshed) == owner(ALICE)

@@ -25,7 +25,10 @@ from tests.support.http import (
     serve_in_process,
 )
 from tests.support.http_fixture_server import MAX_MESSAGE_BYTES
+from tests.support.tokens import Recorder, recording_server
 from wiremcp.errors import INVALID_REQUEST
+from wiremcp.principal import SCOPE_KEY, Principal, key_of
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, header
 from wiremcp.transports.http_app import MCPHttpApp
 
 LEGACY = "2024-11-05/basic/transports#http-with-sse"
@@ -173,4 +176,68 @@ async def test_closing_the_stream_ends_the_session() -> None:
         gone = await http.post(base + client.endpoint, content=json.dumps(request_body(1, "ping")),
                                headers={"content-type": "application/json"})
         assert gone.status_code == 404
+    await app.manager.close()
+
+
+# -- a session is its principal's -----------------------------------------------------------------------------
+ISSUER = "https://as.example.test"
+SUBJECT_HEADER = "x-test-subject"
+UNKNOWN_SESSION = {"jsonrpc": "2.0", "id": None,
+                   "error": {"code": INVALID_REQUEST, "message": "Not Found: unknown session"}}
+"""The answer to a ``session_id`` this server does not know, with 404."""
+
+
+def signed_in(app: ASGIApp) -> ASGIApp:
+    """Stands in for authentication where ``auth.BearerAuth`` goes (``MCPHttpApp(authenticate=...)``): the
+    principal the ``x-test-subject`` header names is left in the scope under ``SCOPE_KEY``, as a verified
+    token's would be; without the header the request is anonymous."""
+
+    async def authenticated(scope: Scope, receive: Receive, send: SendASGI) -> None:
+        subject = header(scope, SUBJECT_HEADER.encode())
+        if subject is not None:
+            scope[SCOPE_KEY] = Principal(ISSUER, subject)
+        await app(scope, receive, send)
+
+    return authenticated
+
+
+def as_(subject: str | None) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=READ_BOUND, headers={SUBJECT_HEADER: subject} if subject else {})
+
+
+@pytest.mark.parametrize(("owner", "intruder"), [
+    pytest.param("alice", "bob", id="another-principal"),
+    pytest.param("alice", None, id="an-anonymous-caller"),
+    pytest.param(None, "alice", id="a-principal-in-an-anonymous-session"),
+])
+@pytest.mark.spec(LEGACY)
+@pytest.mark.spec("2025-11-25/basic/transports#session-management")
+async def test_only_the_principal_that_opened_the_stream_can_post_into_its_session(
+        owner: str | None, intruder: str | None) -> None:
+    """The session an ``/sse`` stream opened is bound to its caller's ``owner_key`` (``Principal.key``, or None
+    without authentication, so neither an anonymous caller nor a principal gets the other's): a POST to its
+    ``/messages?session_id=...`` from anyone else is answered as for a session that does not exist, and
+    nothing of it is handled or sent on the owner's stream."""
+    recorder = Recorder()
+    app = MCPHttpApp(recording_server(recorder), authenticate=signed_in)
+    owner_key = key_of(Principal(ISSUER, owner)) if owner is not None else None
+    async with serve_in_process(app) as base, as_(owner) as owners, as_(intruder) as intruders, \
+            connect(owners, base) as mine:
+        await handshake(mine)
+        unknown = await intruders.post(base + "/messages?session_id=" + "x" * 43, content=b"{}",
+                                       headers={"content-type": "application/json"})
+        assert (unknown.status_code, unknown.json()) == (404, UNKNOWN_SESSION)
+        for body in (request_body(5, "tools/call", {"name": "whoami", "arguments": {}}), request_body(6, "ping"),
+                     {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+                     {"jsonrpc": "2.0", "id": 0, "result": {}}):
+            stolen = await intruders.post(base + mine.endpoint, content=json.dumps(body),
+                                          headers={"content-type": "application/json"})
+            assert stolen.status_code == 404, (body, stolen.text)
+            assert (stolen.headers["content-type"], stolen.json()) == (
+                unknown.headers["content-type"], unknown.json()), body
+        assert recorder.calls == []
+        # The owner's next answer is the next message on its stream: nothing of the intruder's came first.
+        answer = await mine.rpc(7, "tools/call", {"name": "whoami", "arguments": {}})
+        assert answer["result"]["content"][0]["text"] == str(owner_key)
+        assert [key for _, key, _ in recorder.calls] == [owner_key]
     await app.manager.close()

@@ -7,9 +7,11 @@ fixture server, so what exists on a stream at any moment is known, not timed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -17,6 +19,8 @@ import pytest
 
 from tests.support import http_fixture_server as fixture
 from tests.support.http import (
+    LATEST,
+    READ_BOUND,
     RawSession,
     SSEEvent,
     SSEReader,
@@ -30,8 +34,11 @@ from tests.support.http import (
     serve_in_process,
 )
 from tests.support.http_fixture_server import MAX_MESSAGE_BYTES
+from tests.support.tokens import Recorder, recording_server
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, PARSE_ERROR
 from wiremcp.event_store import InMemoryEventStore
+from wiremcp.principal import SCOPE_KEY, Principal, key_of
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, header
 from wiremcp.transports.channels import READER_QUEUE
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.streamable_http import HttpOptions
@@ -675,3 +682,147 @@ async def test_an_accept_wildcard_is_enough(session: RawSession) -> None:
     response = await session.post(request_body(1, "ping"), accept="*/*")
     assert response.status_code == 200
     assert response.json() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+# -- a session is its principal's -----------------------------------------------------------------------------
+ISSUER = "https://as.example.test"
+SUBJECT_HEADER = "x-test-subject"
+UNKNOWN_SESSION = {"jsonrpc": "2.0", "id": None,
+                   "error": {"code": INVALID_REQUEST, "message": "Not Found: unknown or expired session"}}
+"""The answer to a session id this server does not know (``_session``), with 404."""
+
+
+def signed_in(app: ASGIApp) -> ASGIApp:
+    """Stands in for authentication where ``auth.BearerAuth`` goes (``MCPHttpApp(authenticate=...)``): the
+    principal the ``x-test-subject`` header names is left in the scope under ``SCOPE_KEY``, as a verified
+    token's would be; without the header the request is anonymous."""
+
+    async def authenticated(scope: Scope, receive: Receive, send: SendASGI) -> None:
+        subject = header(scope, SUBJECT_HEADER.encode())
+        if subject is not None:
+            scope[SCOPE_KEY] = Principal(ISSUER, subject)
+        await app(scope, receive, send)
+
+    return authenticated
+
+
+def owner_of(subject: str | None) -> str | None:
+    return key_of(Principal(ISSUER, subject)) if subject is not None else None
+
+
+@dataclass
+class SignedIn:
+    """The in-process app behind ``signed_in``, serving a server that records who each call ran for."""
+
+    app: MCPHttpApp
+    recorder: Recorder
+    url: str
+    clients: dict[str | None, httpx.AsyncClient]
+
+    async def initialize(self, subject: str | None) -> RawSession:
+        mine = await initialize(self.clients[subject], self.url)
+        assert await mine.tool("whoami") == str(owner_of(subject))
+        return mine
+
+    def as_(self, subject: str | None, sid: str) -> RawSession:
+        """The session ``sid`` as ``subject`` would use it, had it learned the id."""
+        return RawSession(self.clients[subject], self.url, sid, LATEST)
+
+
+@pytest.fixture
+async def signed() -> AsyncIterator[SignedIn]:
+    recorder = Recorder()
+    app = MCPHttpApp(recording_server(recorder), authenticate=signed_in)
+    try:
+        # The clients are closed first, so the server finds no connection to wait for when it stops.
+        async with serve_in_process(app) as base, contextlib.AsyncExitStack() as stack:
+            clients = {subject: await stack.enter_async_context(httpx.AsyncClient(
+                timeout=READ_BOUND, headers={SUBJECT_HEADER: subject} if subject else {}))
+                for subject in ("alice", "bob", None)}
+            yield SignedIn(app, recorder, base + "/mcp", clients)
+    finally:
+        await app.endpoint.stateless.close()
+        await app.manager.close()
+
+
+def answer_of(response: httpx.Response) -> tuple[int, str | None, Any]:
+    """(status, content type, body) of a complete answer."""
+    kind = response.headers.get("content-type")
+    return response.status_code, kind, response.json() if kind == "application/json" else response.content
+
+
+INTRUDERS = [pytest.param("alice", "bob", id="another-principal"),
+             pytest.param("alice", None, id="an-anonymous-caller"),
+             pytest.param(None, "alice", id="a-principal-in-an-anonymous-session")]
+"""(whose session it is, who tries to use it). A session is bound to ``owner_key`` of the request that made
+it: ``Principal.key`` (issuer|subject), or None without authentication; every later request must have the
+same. So an anonymous caller (None) is refused a principal's session, and a principal is refused an anonymous
+one (its key is not None): a session made before signing in is not taken over by whoever signs in later."""
+
+
+@pytest.mark.parametrize(("owner", "intruder"), INTRUDERS)
+@spec("session-management")
+async def test_a_post_into_someone_elses_session_is_answered_as_an_unknown_session(
+        owner: str | None, intruder: str | None, signed: SignedIn) -> None:
+    """Requests, notifications and answers to the server's requests alike: the same 404 and body as for a
+    session that does not exist, nothing handled, and the session still its owner's."""
+    mine = await signed.initialize(owner)
+    unknown = answer_of(await signed.as_(intruder, "no-such-session-" + "x" * 30).post(request_body(1, "ping")))
+    assert unknown == (404, "application/json", UNKNOWN_SESSION)
+    stolen = signed.as_(intruder, mine.sid)
+    for body in (tool_call(2, "whoami", {}), request_body(3, "ping"),
+                 {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+                 {"jsonrpc": "2.0", "id": 0, "result": {}}):
+        response = await stolen.post(body)
+        assert answer_of(response) == unknown, body  # indistinguishable from a session that does not exist
+        assert "mcp-session-id" not in response.headers
+    assert signed.recorder.names() == ["whoami"]  # the owner's, in initialize(): the intruder's never ran
+    assert await mine.tool("whoami") == str(owner_of(owner))
+    assert [key for _, key, _ in signed.recorder.calls] == [owner_of(owner)] * 2
+
+
+@pytest.mark.parametrize(("owner", "intruder"), INTRUDERS)
+@spec("session-management")
+@spec("listening-for-messages-from-the-server")
+async def test_the_get_stream_of_someone_elses_session_is_404_and_stays_its_owners(
+        owner: str | None, intruder: str | None, signed: SignedIn) -> None:
+    mine = await signed.initialize(owner)
+    stolen = signed.as_(intruder, mine.sid)
+    async with stolen.stream_get() as response:
+        assert response.status_code == 404  # at once: no stream was opened (it would never end)
+        await response.aread()
+    assert answer_of(response) == (404, "application/json", UNKNOWN_SESSION)
+    # The owner's GET stream opens (had the intruder's attached, a second one would be 409) ...
+    async with mine.stream_get() as response:
+        assert response.status_code == 200
+        priming = await SSEReader(response).next()
+        assert priming.id == "get_0"
+        # ... and the intruder cannot replay it with its event ids either.
+        async with stolen.stream_get(priming.id) as replay:
+            assert replay.status_code == 404
+            await replay.aread()
+        assert answer_of(replay) == (404, "application/json", UNKNOWN_SESSION)
+        assert await mine.tool("whoami") == str(owner_of(owner))
+
+
+@pytest.mark.parametrize(("owner", "intruder"), INTRUDERS)
+@spec("session-management")
+async def test_a_delete_of_someone_elses_session_is_404_and_the_session_lives_on(
+        owner: str | None, intruder: str | None, signed: SignedIn) -> None:
+    mine = await signed.initialize(owner)
+    refused = await signed.as_(intruder, mine.sid).delete()
+    assert answer_of(refused) == (404, "application/json", UNKNOWN_SESSION)
+    assert mine.sid in signed.app.manager.live
+    assert await mine.tool("whoami") == str(owner_of(owner))
+    assert (await mine.delete()).status_code == 200  # its owner can end it
+    assert answer_of(await mine.post(request_body(1, "ping"))) == (404, "application/json", UNKNOWN_SESSION)
+
+
+@spec("session-management")
+async def test_without_authentication_the_session_id_alone_names_a_session(signed: SignedIn) -> None:
+    """What the check does where nobody signs in: every anonymous request has the owner key None, so any
+    anonymous client holding the id is the session's owner (there is nobody to tell apart; the id's entropy
+    is the protection, as on a server without authentication)."""
+    mine = await signed.initialize(None)
+    async with httpx.AsyncClient(timeout=READ_BOUND) as elsewhere:
+        assert await RawSession(elsewhere, signed.url, mine.sid, LATEST).tool("whoami") == "None"
