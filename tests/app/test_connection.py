@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
+
+import pytest
 
 from wiremcp import MCPServer
 from wiremcp.connection import Connection
@@ -14,6 +15,8 @@ from wiremcp.session import ServerSession
 from wiremcp.types import JSONObject
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+BOUND = 20.0
+"""Failure bound for anything awaited here; generous, for loaded machines."""
 
 
 def _server(release: asyncio.Event) -> MCPServer:
@@ -44,7 +47,7 @@ class _Wire:
     async def answer(self, rid: Any) -> JSONObject:
         while rid not in self.answers:
             self.changed.clear()
-            await asyncio.wait_for(self.changed.wait(), 10)
+            await asyncio.wait_for(self.changed.wait(), BOUND)
         return self.answers[rid]
 
 
@@ -61,17 +64,24 @@ async def _connect(release: asyncio.Event, **kwargs: Any) -> tuple[Connection, _
 
 
 async def test_pacing_does_not_hold_reading_up_behind_slow_requests() -> None:
+    """Reading waits ``pace_wait`` once, and not again while the requests in flight are stuck: the pings read
+    after that are so many that each waiting ``pace_wait`` would take five times ``BOUND`` (no measurement:
+    ``BOUND`` is a failure bound that only such waiting can reach)."""
+    pace_wait = 0.5
+    pings = range(6, 6 + int(5 * BOUND / pace_wait))
     release = asyncio.Event()
-    connection, wire = await _connect(release, pace=4, pace_wait=0.5)
+    connection, wire = await _connect(release, pace=4, pace_wait=pace_wait)
     for rid in range(1, 5):
         await connection.feed(_line(rid, "tools/call", {"name": "wait"}))
-    start = time.monotonic()
-    await connection.feed(_line(5, "ping"))  # 4 in flight that will not finish: waits pace_wait, no more
-    assert await wire.answer(5) == {"jsonrpc": "2.0", "id": 5, "result": {}}
-    for rid in range(6, 20):  # and reading does not wait again while they are stuck (14 waits: 7 s)
-        await connection.feed(_line(rid, "ping"))
-    assert time.monotonic() - start < 5
-    for rid in range(6, 20):
+    try:
+        async with asyncio.timeout(BOUND):
+            await connection.feed(_line(5, "ping"))  # 4 in flight that will not finish: waits pace_wait, no more
+            assert await wire.answer(5) == {"jsonrpc": "2.0", "id": 5, "result": {}}
+            for rid in pings:
+                await connection.feed(_line(rid, "ping"))
+    except TimeoutError:
+        pytest.fail(f"reading {len(pings)} pings behind stuck requests took over {BOUND}s: it waited pace_wait again")
+    for rid in pings:
         assert (await wire.answer(rid))["result"] == {}
     release.set()
     for rid in range(1, 5):
@@ -98,6 +108,6 @@ async def test_reading_waits_for_a_free_slot() -> None:
         await asyncio.sleep(0)
     assert not third.done()  # both slots taken: backpressure (only a finished request frees one)
     release.set()
-    await asyncio.wait_for(third, 10)
+    await asyncio.wait_for(third, BOUND)
     assert await wire.answer(3) == {"jsonrpc": "2.0", "id": 3, "result": {}}
     await connection.close()

@@ -95,12 +95,14 @@ class WireClient(Client):
         await super()._receive(message)
 
     async def wait_frame(self, predicate: Callable[[Any], bool]) -> Any:
-        while True:
-            for frame in self.frames:
-                if predicate(frame):
-                    return frame
-            self._frame_added.clear()
-            await self._frame_added.wait()
+        """The first frame ``predicate`` holds for, waiting for frames to come (bounded)."""
+        async with asyncio.timeout(BOUND):
+            while True:
+                for frame in self.frames:
+                    if predicate(frame):
+                        return frame
+                self._frame_added.clear()
+                await self._frame_added.wait()
 
     def server_requests(self) -> list[JSONObject]:
         """Requests the server sent to this client."""
@@ -110,7 +112,8 @@ class WireClient(Client):
         """Wait until every request the server is running for this client has finished."""
         assert self._connection is not None
         if running := self._connection.running():
-            await asyncio.wait(running, timeout=10)
+            _, pending = await asyncio.wait(running, timeout=BOUND)
+            assert not pending, f"{len(pending)} requests still running after {BOUND}s"
 
 
 def _noop() -> None:

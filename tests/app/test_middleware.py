@@ -22,6 +22,8 @@ from wiremcp.transports.memory import Client
 from wiremcp.types import JSONObject
 
 STATELESS = "2026-07-28"
+BOUND = 10.0
+"""Failure bound for anything awaited here; nothing should come close."""
 ERAS = pytest.mark.parametrize("version", ["2025-11-25", STATELESS])
 ALICE = Principal("https://issuer.example", "alice", client_id="app-1", scopes=frozenset({"mcp:tools"}))
 
@@ -84,12 +86,13 @@ class Frames(Client):
         await super()._receive(message)
 
     async def batch_reply(self) -> list[JSONObject]:
-        while True:
-            for frame in self.frames:
-                if isinstance(frame, list):
-                    return frame
-            self.arrived.clear()
-            await self.arrived.wait()
+        async with asyncio.timeout(BOUND):
+            while True:
+                for frame in self.frames:
+                    if isinstance(frame, list):
+                        return frame
+                self.arrived.clear()
+                await self.arrived.wait()
 
 
 async def _call(client: Client, name: str, arguments: JSONObject | None = None) -> JSONObject:

@@ -17,7 +17,7 @@ async def test_listen_requests_end_and_the_transport_quiesces_before_the_grace()
         return [event async for event in subscription]
 
     listener = asyncio.ensure_future(listened())
-    left = await shut_down(server, grace=5.0, running=lambda: [listener], quiesce=lambda: quiesced.append(True))
+    left = await shut_down(server, grace=30.0, running=lambda: [listener], quiesce=lambda: quiesced.append(True))
     assert quiesced == [True]
     assert listener.done()  # the bus ended: the subscription's stream closed, within the grace
     assert left == 0

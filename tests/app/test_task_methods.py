@@ -49,7 +49,7 @@ async def test_cancelling_reaches_the_handler_and_a_terminal_task_cannot_be_canc
     gate = Gate()
     async with Client(task_server(gate)) as client:
         task = await create(client, "slow", {"text": "x"})
-        await gate.started.wait()
+        await asyncio.wait_for(gate.started.wait(), BOUND)
         cancelled = await client.request("tasks/cancel", {"taskId": task["taskId"]})
         assert cancelled["status"] == "cancelled"
         with pytest.raises(MCPError) as again:
@@ -75,21 +75,15 @@ async def test_an_unknown_task_id_is_invalid_params_in_the_handshake_era(method:
 @pytest.mark.spec("2025-11-25/basic/utilities/tasks")
 async def test_what_a_task_sent_just_before_it_ended_reaches_the_next_tasks_result() -> None:
     server = MCPServer("last-words")
-    done = asyncio.Event()
 
     @server.tool(task_support="optional")
     async def brief(ctx: Context) -> str:
         await ctx.info("almost there")
-        done.set()
         return "done"
 
     async with Client(server) as client:
         task = await create(client, "brief", {})
-        await done.wait()
-        state = await client.request("tasks/get", {"taskId": task["taskId"]})
-        while state["status"] != "completed":  # the record is written as the handler returns
-            await asyncio.sleep(0)
-            state = await client.request("tasks/get", {"taskId": task["taskId"]})
+        await until(client, task["taskId"], status("completed"))  # the record is written as the handler returns
         result = await client.request("tasks/result", {"taskId": task["taskId"]})
         again = await client.request("tasks/result", {"taskId": task["taskId"]})
     logs = [n["params"] for n in client.notifications if n["method"] == "notifications/message"]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.tasks import (
+    BOUND,
     EXT,
     MISSING_EXTENSION,
     NO,
@@ -87,7 +88,7 @@ async def test_a_task_is_created_at_once_and_its_result_is_the_calls_result() ->
         assert len(task["taskId"]) >= 40
         assert task["createdAt"].endswith("Z")
         assert (await client.request("tasks/get", {"taskId": task["taskId"]}))["status"] == "working"
-        await gate.started.wait()
+        await asyncio.wait_for(gate.started.wait(), BOUND)
         waiting = asyncio.ensure_future(client.request("tasks/result", {"taskId": task["taskId"]}))
         await asyncio.sleep(0)
         assert not waiting.done()  # tasks/result blocks until the task is terminal
@@ -156,11 +157,9 @@ async def test_a_task_asking_for_input_is_input_required_and_tasks_result_carrie
     """The handler's ``ctx.elicit`` moves the task to input_required; the elicitation goes out on the
     ``tasks/result`` stream tagged with the task; once answered the task completes."""
     server = MCPServer("asking")
-    asked = asyncio.Event()
 
     @server.tool(task_support="optional")
     async def confirm(ctx: Context) -> str:
-        asked.set()
         answer = await ctx.elicit("Go ahead?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
         return f"{answer.action}: {(answer.content or {}).get('ok')}"
 
@@ -172,14 +171,7 @@ async def test_a_task_asking_for_input_is_input_required_and_tasks_result_carrie
 
     async with Client(server, elicitation=elicitation) as client:
         task = await create(client, "confirm", {})
-        await asked.wait()
-        state = await client.request("tasks/get", {"taskId": task["taskId"]})
-        for _ in range(10):  # the transition is written as the handler asks; a few turns at most
-            if state["status"] == "input_required":
-                break
-            await asyncio.sleep(0)
-            state = await client.request("tasks/get", {"taskId": task["taskId"]})
-        assert state["status"] == "input_required", state
+        await until(client, task["taskId"], status("input_required"))  # written as the handler asks
         result = await client.request("tasks/result", {"taskId": task["taskId"]})
         final = await client.request("tasks/get", {"taskId": task["taskId"]})
     assert result["content"][0]["text"] == "accept: True"
@@ -203,7 +195,7 @@ async def test_the_wire_shapes_parse_as_the_official_sdks_2025_11_25_types() -> 
         task_id = created["task"]["taskId"]
         spec.GetTaskResult.model_validate(await client.request("tasks/get", {"taskId": task_id}))
         spec.ListTasksResult.model_validate(await client.request("tasks/list", {}))
-        await gate.started.wait()
+        await asyncio.wait_for(gate.started.wait(), BOUND)
         spec.CancelTaskResult.model_validate(await client.request("tasks/cancel", {"taskId": task_id}))
         done = await create(client, "batch", {"n": 1})
         spec.CallToolResult.model_validate(await client.request("tasks/result", {"taskId": done["taskId"]}))
@@ -216,7 +208,7 @@ async def test_at_shutdown_a_task_still_running_is_failed_saying_why_and_its_han
     server = task_server(gate)
     async with Client(server) as client:
         task = await create(client, "slow", {"text": "a"})
-        await gate.started.wait()
+        await asyncio.wait_for(gate.started.wait(), BOUND)
         await server.runtime.task_runner.shutdown()
         state = await client.request("tasks/get", {"taskId": task["taskId"]})
         assert server.runtime.task_runner.running == []

@@ -301,7 +301,9 @@ async def test_anything_but_active_true_is_inactive(answer: Any, clock: FakeCloc
 
 STALL = 1.0
 """The verifier's introspection timeout in the tests where the endpoint stalls."""
-BOUND = 3 * STALL
+BOUND = 10 * STALL
+"""Failure bound for each wait, never a measurement: generous, for loaded machines. That stalled
+requests share one call and wait one timeout, not one each, is shown by the calls the endpoint counts."""
 
 
 def introspection(up: Upstream, clock: FakeClock, url: str | None = None, **options: Any) -> IntrospectionVerifier:

@@ -53,7 +53,7 @@ RESOURCES = {"test://static-text", "test://static-binary", "test://watched-resou
 TEMPLATES = {"test://template/{id}/data"}
 PROMPTS = {"test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
            "test_prompt_with_image", "test_input_required_result_prompt"}
-WAIT = 5.0  # an upper bound for awaited events, never a sleep
+WAIT = 20.0  # an upper bound for awaited events, never a sleep; generous, for loaded machines
 STATELESS = "2026-07-28"
 
 

@@ -15,6 +15,7 @@ from wiremcp.types import JSONObject
 pytestmark = pytest.mark.timeout(30)
 
 STATELESS = "2026-07-28"
+WAIT = 20.0  # an upper bound for each awaited task change, never a sleep; generous, for loaded machines
 
 
 async def confirm(params: JSONObject) -> JSONObject:
@@ -26,7 +27,7 @@ async def finished(client: Client, task_id: str) -> JSONObject:
     with server.runtime.bus.subscribe() as changes:
         state = await client.request("tasks/get", {"taskId": task_id})
         while state["status"] in ("working", "input_required"):
-            async with asyncio.timeout(5):
+            async with asyncio.timeout(WAIT):
                 async for event in changes:
                     if event["params"]["taskId"] == task_id:
                         break

@@ -19,8 +19,10 @@ TEST_SERVER = "tests.support.stdio_server:server"
 
 READ_BOUND = 10.0
 """Failure bound for one expected line (or for stdout to reach EOF); generous, for loaded machines."""
-EXIT_BOUND = 1.0
-"""How soon after stdin EOF or SIGTERM the process must be gone."""
+EXIT_BOUND = 20.0
+"""Failure bound for the process to be gone by itself after stdin EOF or SIGTERM; generous, for loaded
+machines. A test that also means "without waiting for X" makes X (a drain, a blocking tool) last longer
+than this by configuration, so that an exit within the bound cannot have waited for it."""
 STREAM_LIMIT = 1 << 24
 
 INIT_PARAMS = {"protocolVersion": "2025-11-25", "capabilities": {},

@@ -81,7 +81,9 @@ async def fresh_initialize(http: httpx.AsyncClient, url: str) -> httpx.Response:
 async def test_drain_refuses_new_sessions_closes_the_get_stream_and_lets_the_call_finish(
         http: httpx.AsyncClient) -> None:
     held = held_server()
-    app = MCPHttpApp(held.server, drain_seconds=5.0, options=HttpOptions(sse_after=0.01))
+    # the drain ends with the call, which the test releases; its time never runs out while the test looks at
+    # the draining server, however loaded the machine (it is longer than the test may take)
+    app = MCPHttpApp(held.server, drain_seconds=60.0, options=HttpOptions(sse_after=0.01))
     async with serve_in_process(app) as base:
         url = base + "/mcp"
         session = await initialize(http, url)

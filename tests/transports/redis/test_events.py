@@ -187,7 +187,7 @@ async def test_streams_expire_max_age_after_their_last_event(client: Redis, redi
     async def aged() -> bool:
         return 0 < await client.pttl(events_key) < age_ms - 150
 
-    await until(aged, timeout=5, what="the stream's ageing")
+    await until(aged, what="the stream's ageing")
     await store.append(SID, "p1", 1, note(1))  # a new event restarts the clock of the stream and the index
     assert await client.pttl(events_key) > age_ms - 100
     assert await client.pttl(streams_key) > age_ms - 100
@@ -195,7 +195,7 @@ async def test_streams_expire_max_age_after_their_last_event(client: Redis, redi
     async def expired() -> bool:
         return await client.exists(events_key, streams_key) == 0
 
-    await until(expired, timeout=5, what="the stream's expiry")
+    await until(expired, what="the stream's expiry")
     assert await store.after(SID, "p1", -1) is None
     assert await store.last(SID, "p1") == -1
 
@@ -213,7 +213,7 @@ async def test_numbering_continues_after_a_quiet_stream_expires(client: Redis, r
     async def expired() -> bool:
         return await client.exists(redis_keys.events(SID, "get")) == 0
 
-    await until(expired, timeout=5, what="the quiet stream's expiry")
+    await until(expired, what="the quiet stream's expiry")
     assert await store.append_next(SID, "get", note(3)) == 3
     # What a follower that last sent event 2 reads: one back is gone with the old events, so it falls
     # back to what came after 2 (shared_streams.follow).

@@ -50,7 +50,8 @@ async def test_a_new_bucket_lets_a_burst_through_then_refuses_saying_when_to_ret
     refused = await a.take("k", rate, 3)
     assert not refused.allowed
     assert refused.remaining == 0
-    assert 59.9 < refused.retry_after <= 60  # a whole token, at one a minute (less what elapsed since)
+    # a whole token, at one a minute, less what elapsed since the first take: a loaded machine may take seconds
+    assert 50 < refused.retry_after <= 60
     again = await b.take("k", rate, 3)  # a refusal takes nothing: the wait only shrinks
     assert not again.allowed
     assert 0 < again.retry_after <= refused.retry_after

@@ -143,7 +143,7 @@ async def test_an_idle_session_expires_by_its_ttl(client: Redis, redis_keys: Key
     async def gone() -> bool:  # neither get() nor touch(): they would restart the idle clock
         return await client.exists(redis_keys.session("idle")) == 0 and await store.count() == 0
 
-    await until(gone, timeout=5, what="the idle session's expiry")
+    await until(gone, what="the idle session's expiry")
     assert await store.get("idle") is None
     # Nothing brings it back: not a late touch, not a late save.
     await store.touch("idle")
@@ -166,7 +166,7 @@ async def test_get_touch_and_save_restart_the_idle_clock(client: Redis, redis_ke
     renewals: list[Callable[[], Awaitable[object]]] = [
         lambda: store.get("busy"), lambda: store.touch("busy"), lambda: store.save(state)]
     for renew in renewals:
-        await until(aged, timeout=5, what="the session's ageing")
+        await until(aged, what="the session's ageing")
         before = await client.zscore(redis_keys.sessions("busy"), "busy")
         assert before is not None
         await renew()
@@ -255,7 +255,7 @@ async def test_the_store_renews_a_session_when_a_call_longer_than_its_ttl_ends(
             quiet = await initialize(http, base + "/mcp")
             key, quiet_key = redis_keys.session(session.sid), redis_keys.session(quiet.sid)
             call = asyncio.ensure_future(session.tool("hold", name=gate))
-            await until(lambda: _holding(manager, session.sid), timeout=5, what="the call to start")
+            await until(lambda: _holding(manager, session.sid), what="the call to start")
             clock.advance(idle / 2)
             other = await initialize(http, base + "/mcp")
             assert await other.tool("release", name=gate) == f"{gate}: step 1"
@@ -502,7 +502,7 @@ async def test_with_copies_an_idle_session_still_expires_and_one_in_use_never_do
         async def gone() -> bool:  # no lookup: it would renew
             return await client.exists(redis_keys.session("busy")) == 0
 
-        await until(gone, timeout=5, what="the session's expiry once unused")
+        await until(gone, what="the session's expiry once unused")
         assert await store.get("busy") is None
 
 
