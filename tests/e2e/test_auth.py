@@ -344,6 +344,8 @@ async def test_the_official_oauth_client_steps_up_on_insufficient_scope(mode: st
         assert set(ADMIN_SCOPES) <= stack.recorder.calls[1][2]
 
 
+@pytest.mark.setting("WIREMCP_AUTH_RESOURCE", "WIREMCP_AUTH_ISSUER", "WIREMCP_AUTH_JWKS_URL", "WIREMCP_AUTH_SCOPES",
+                     "WIREMCP_AUTH_SCOPES_SUPPORTED")
 @spec("token-handling", "canonical-server-uri")
 async def test_a_server_configured_from_the_environment_takes_the_public_url_as_resource_not_its_address() -> None:
     """``uvicorn app:asgi`` configured from ``WIREMCP_AUTH_*`` takes the public URL it is given

@@ -204,6 +204,7 @@ def assert_shut_down(state: Any) -> None:
     assert "result" not in state, state
 
 
+@pytest.mark.setting("WIREMCP_DRAIN_SECONDS")
 @pytest.mark.spec("2026-07-28/extensions/tasks#task-status")
 async def test_sigterm_with_a_task_running_fails_it_after_the_drain_and_the_survivor_says_so(
         redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
@@ -219,6 +220,7 @@ async def test_sigterm_with_a_task_running_fails_it_after_the_drain_and_the_surv
     assert_shut_down(await get(http, survivor, task_id))  # already failed when the process was gone
 
 
+@pytest.mark.setting("WIREMCP_DRAIN_SECONDS")
 @pytest.mark.spec("2025-11-25/basic/utilities/tasks#task-status-lifecycle")
 async def test_sigterm_with_a_handshake_era_task_running_fails_it_for_its_session_on_the_survivor(
         redis: RedisServer, replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:

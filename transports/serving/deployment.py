@@ -74,8 +74,11 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
         raise ConfigError("WIREMCP_AUTH_ISSUER (the authorization server's issuer URL) is required for auth")
     verifier: TokenVerifier
     if settings.auth_jwks_url:
-        verifier = JWKSVerifier(jwks_url=settings.auth_jwks_url, issuer=settings.auth_issuer,
-                                audience=settings.auth_resource, algorithms=settings.auth_algorithms)
+        try:
+            verifier = JWKSVerifier(jwks_url=settings.auth_jwks_url, issuer=settings.auth_issuer,
+                                    audience=settings.auth_resource, algorithms=settings.auth_algorithms)
+        except ValueError as exc:  # an algorithm it does not take (symmetric, none, unknown)
+            raise ConfigError(f"WIREMCP_AUTH_ALGORITHMS: {exc}") from None
     elif settings.auth_introspection_url:
         if not (settings.auth_client_id and settings.auth_client_secret):
             raise ConfigError("introspection needs WIREMCP_AUTH_CLIENT_ID and WIREMCP_AUTH_CLIENT_SECRET")
@@ -84,11 +87,17 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
                                          issuer=settings.auth_issuer)
     elif settings.auth_static_tokens:
         log.warning("static bearer tokens are for development only")
-        verifier = StaticTokenVerifier.from_pairs(settings.auth_static_tokens, issuer=settings.auth_issuer)
+        try:
+            verifier = StaticTokenVerifier.from_pairs(settings.auth_static_tokens, issuer=settings.auth_issuer)
+        except ValueError as exc:
+            raise ConfigError(f"WIREMCP_AUTH_STATIC_TOKENS: {exc}") from None
     else:
         raise ConfigError("auth needs WIREMCP_AUTH_JWKS_URL, WIREMCP_AUTH_INTROSPECTION_URL or WIREMCP_AUTH_STATIC_TOKENS")
-    resource = ProtectedResource(settings.auth_resource, (settings.auth_issuer,),
-                                 settings.auth_scopes_supported or settings.auth_scopes)
+    try:
+        resource = ProtectedResource(settings.auth_resource, (settings.auth_issuer,),
+                                     settings.auth_scopes_supported or settings.auth_scopes)
+    except ValueError as exc:
+        raise ConfigError(f"WIREMCP_AUTH_RESOURCE: {exc}") from None
     return lambda app: BearerAuth(app, verifier=verifier, resource=resource, required_scopes=settings.auth_scopes,
                                   on_failure=on_failure)
 

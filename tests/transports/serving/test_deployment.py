@@ -97,10 +97,13 @@ def test_the_task_settings_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> 
     ({"auth_resource": "mcp.example.test/mcp", "auth_issuer": ISSUER, "auth_static_tokens": ("t=a",)},
      "absolute"),
     ({"auth_resource": RESOURCE, "auth_issuer": ISSUER, "auth_jwks_url": ISSUER + "/jwks",
-      "auth_algorithms": ("HS256",)}, "asymmetric"),
+      "auth_algorithms": ("HS256",)}, "WIREMCP_AUTH_ALGORITHMS: .*asymmetric"),
+    ({"auth_resource": RESOURCE, "auth_issuer": ISSUER, "auth_static_tokens": ("bad token=x",)},
+     "WIREMCP_AUTH_STATIC_TOKENS"),
 ])
 def test_incomplete_auth_settings_are_refused_at_startup(options: dict[str, Any], complaint: str) -> None:
-    with pytest.raises(ValueError, match=complaint):
+    """A ``ConfigError``: one line and exit status 2, never a traceback."""
+    with pytest.raises(ConfigError, match=complaint):
         build_auth(Settings(**options))
 
 
