@@ -23,8 +23,9 @@ from joserfc import jwk, jwt
 from examples.dev_auth_server import DevAuthServer
 from tests.support.http import ACCEPT_BOTH, serve_in_process
 from wiremcp import Context, MCPServer
+from wiremcp.principal import SCOPE_KEY, Principal
 from wiremcp.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
-from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, header
 
 STATELESS = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -230,3 +231,22 @@ def challenge_params(value: str) -> dict[str, str]:
         assert name not in params, (value, name)
         params[name] = "".join(out)
     return params
+
+
+# -- a principal without a token (transport tests) -----------------------------------------------------------
+SIGNED_IN_ISSUER = "https://as.example.test"
+SUBJECT_HEADER = "x-test-subject"
+
+
+def signed_in(app: ASGIApp) -> ASGIApp:
+    """Stands in for authentication where ``auth.BearerAuth`` goes (``MCPHttpApp(authenticate=...)``): the
+    principal the ``x-test-subject`` header names (issuer ``SIGNED_IN_ISSUER``) is left in the scope under
+    ``SCOPE_KEY``, as a verified token's would be; without the header the request is anonymous."""
+
+    async def authenticated(scope: Scope, receive: Receive, send: SendASGI) -> None:
+        subject = header(scope, SUBJECT_HEADER.encode())
+        if subject is not None:
+            scope[SCOPE_KEY] = Principal(SIGNED_IN_ISSUER, subject)
+        await app(scope, receive, send)
+
+    return authenticated

@@ -25,10 +25,9 @@ from tests.support.http import (
     serve_in_process,
 )
 from tests.support.http_fixture_server import MAX_MESSAGE_BYTES
-from tests.support.tokens import Recorder, recording_server
+from tests.support.tokens import SIGNED_IN_ISSUER, SUBJECT_HEADER, Recorder, recording_server, signed_in
 from wiremcp.errors import INVALID_REQUEST
-from wiremcp.principal import SCOPE_KEY, Principal, key_of
-from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, header
+from wiremcp.principal import Principal, key_of
 from wiremcp.transports.http_app import MCPHttpApp
 
 LEGACY = "2024-11-05/basic/transports#http-with-sse"
@@ -180,25 +179,10 @@ async def test_closing_the_stream_ends_the_session() -> None:
 
 
 # -- a session is its principal's -----------------------------------------------------------------------------
-ISSUER = "https://as.example.test"
-SUBJECT_HEADER = "x-test-subject"
+ISSUER = SIGNED_IN_ISSUER
 UNKNOWN_SESSION = {"jsonrpc": "2.0", "id": None,
                    "error": {"code": INVALID_REQUEST, "message": "Not Found: unknown session"}}
 """The answer to a ``session_id`` this server does not know, with 404."""
-
-
-def signed_in(app: ASGIApp) -> ASGIApp:
-    """Stands in for authentication where ``auth.BearerAuth`` goes (``MCPHttpApp(authenticate=...)``): the
-    principal the ``x-test-subject`` header names is left in the scope under ``SCOPE_KEY``, as a verified
-    token's would be; without the header the request is anonymous."""
-
-    async def authenticated(scope: Scope, receive: Receive, send: SendASGI) -> None:
-        subject = header(scope, SUBJECT_HEADER.encode())
-        if subject is not None:
-            scope[SCOPE_KEY] = Principal(ISSUER, subject)
-        await app(scope, receive, send)
-
-    return authenticated
 
 
 def as_(subject: str | None) -> httpx.AsyncClient:

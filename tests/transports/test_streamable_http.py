@@ -34,11 +34,10 @@ from tests.support.http import (
     serve_in_process,
 )
 from tests.support.http_fixture_server import MAX_MESSAGE_BYTES
-from tests.support.tokens import Recorder, recording_server
+from tests.support.tokens import SIGNED_IN_ISSUER, SUBJECT_HEADER, Recorder, recording_server, signed_in
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, PARSE_ERROR
 from wiremcp.event_store import InMemoryEventStore
-from wiremcp.principal import SCOPE_KEY, Principal, key_of
-from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, header
+from wiremcp.principal import Principal, key_of
 from wiremcp.transports.channels import READER_QUEUE
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.streamable_http import HttpOptions
@@ -685,25 +684,10 @@ async def test_an_accept_wildcard_is_enough(session: RawSession) -> None:
 
 
 # -- a session is its principal's -----------------------------------------------------------------------------
-ISSUER = "https://as.example.test"
-SUBJECT_HEADER = "x-test-subject"
+ISSUER = SIGNED_IN_ISSUER
 UNKNOWN_SESSION = {"jsonrpc": "2.0", "id": None,
                    "error": {"code": INVALID_REQUEST, "message": "Not Found: unknown or expired session"}}
 """The answer to a session id this server does not know (``_session``), with 404."""
-
-
-def signed_in(app: ASGIApp) -> ASGIApp:
-    """Stands in for authentication where ``auth.BearerAuth`` goes (``MCPHttpApp(authenticate=...)``): the
-    principal the ``x-test-subject`` header names is left in the scope under ``SCOPE_KEY``, as a verified
-    token's would be; without the header the request is anonymous."""
-
-    async def authenticated(scope: Scope, receive: Receive, send: SendASGI) -> None:
-        subject = header(scope, SUBJECT_HEADER.encode())
-        if subject is not None:
-            scope[SCOPE_KEY] = Principal(ISSUER, subject)
-        await app(scope, receive, send)
-
-    return authenticated
 
 
 def owner_of(subject: str | None) -> str | None:
