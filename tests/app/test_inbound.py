@@ -96,7 +96,7 @@ def test_an_envelope_without_optional_fields_has_no_client_info_or_log_level() -
 
 
 @pytest.mark.spec(f"{INDEX}#_meta")
-def test_over_http_a_stateless_request_with_matching_headers_gets_its_envelope() -> None:
+def test_with_http_headers_a_stateless_request_with_matching_headers_gets_its_envelope() -> None:
     inbound = classify(stateless_request(), server, mirrored())
     assert isinstance(inbound, Inbound)
     assert inbound.stateless is True
@@ -120,7 +120,7 @@ def test_a_stateless_notification_is_stateless_with_no_envelope() -> None:
 
 
 @pytest.mark.spec(f"{TRANSPORT}#protocol-version-header")
-def test_over_http_a_notification_with_a_stateless_version_header_is_stateless() -> None:
+def test_with_http_headers_a_notification_with_a_stateless_version_header_is_stateless() -> None:
     note = jsonrpc.Notification("notifications/cancelled", {"requestId": 1})
     inbound = classify(note, server, headers(mcp_protocol_version=VERSION))
     assert inbound == Inbound(note, stateless=True)
@@ -128,7 +128,7 @@ def test_over_http_a_notification_with_a_stateless_version_header_is_stateless()
 
 @pytest.mark.spec(f"{TRANSPORT}#protocol-version-header")
 @pytest.mark.parametrize("version", [VERSION, "1900-01-01"], ids=["stateless", "unknown"])
-def test_over_http_a_non_handshake_version_header_outside_a_session_makes_a_request_stateless(
+def test_with_http_headers_a_non_handshake_version_header_outside_a_session_makes_a_request_stateless(
         version: str) -> None:
     request = jsonrpc.Request(7, "tools/list", {})
     done = rejected(classify(request, server, mirrored(version=version)))
@@ -139,7 +139,7 @@ def test_over_http_a_non_handshake_version_header_outside_a_session_makes_a_requ
 
 
 @pytest.mark.spec(f"{TRANSPORT}#earlier-streamable-http-revisions")
-def test_over_http_a_stateless_version_header_on_a_session_stays_in_the_handshake_era() -> None:
+def test_with_http_headers_a_stateless_version_header_on_a_session_stays_in_the_handshake_era() -> None:
     request = jsonrpc.Request(7, "tools/list", {})
     inbound = classify(request, server, mirrored(mcp_session_id="sess-1"))
     assert inbound == Inbound(request)
@@ -147,14 +147,14 @@ def test_over_http_a_stateless_version_header_on_a_session_stays_in_the_handshak
 
 @pytest.mark.spec(f"{VERSIONING}#backward-compatibility-with-initialization-based-versions")
 @pytest.mark.parametrize("version", HANDSHAKE_VERSIONS)
-def test_over_http_a_handshake_version_header_stays_in_the_handshake_era(version: str) -> None:
+def test_with_http_headers_a_handshake_version_header_stays_in_the_handshake_era(version: str) -> None:
     request = jsonrpc.Request(7, "tools/list", {})
     inbound = classify(request, server, headers(mcp_protocol_version=version))
     assert inbound == Inbound(request, stateless=False, envelope=None)
 
 
 @pytest.mark.spec(f"{VERSIONING}#backward-compatibility-with-initialization-based-versions")
-def test_over_http_a_request_without_a_version_header_or_meta_is_handshake_era() -> None:
+def test_with_http_headers_a_request_without_a_version_header_or_meta_is_handshake_era() -> None:
     request = jsonrpc.Request("init", "initialize", {"protocolVersion": "2025-06-18"})
     assert classify(request, server, headers()) == Inbound(request)
 
@@ -241,7 +241,7 @@ def test_a_stateless_request_naming_a_version_the_server_does_not_serve_stateles
     (headers(mcp_protocol_version=VERSION), "the Mcp-Method header is missing"),
     (mirrored(method="tools/call"), "Mcp-Method header value 'tools/call' does not match body value 'tools/list'"),
 ], ids=["version", "no-method", "method"])
-def test_over_http_a_stateless_request_whose_headers_do_not_match_its_body_is_rejected(
+def test_with_http_headers_a_stateless_request_whose_headers_do_not_match_its_body_is_rejected(
         given: Headers, fragment: str) -> None:
     done = rejected(classify(stateless_request(9), server, given))
     assert isinstance(done.error, HeaderMismatch)
@@ -251,14 +251,14 @@ def test_over_http_a_stateless_request_whose_headers_do_not_match_its_body_is_re
 
 
 @pytest.mark.spec(f"{TRANSPORT}#server-validation")
-def test_over_http_a_request_with_meta_but_no_version_header_is_a_header_mismatch() -> None:
+def test_with_http_headers_a_request_with_meta_but_no_version_header_is_a_header_mismatch() -> None:
     done = rejected(classify(stateless_request(9), server, headers(mcp_method="tools/list")))
     assert isinstance(done.error, HeaderMismatch)
     assert "the MCP-Protocol-Version header is missing" in done.message["error"]["message"]
 
 
 @pytest.mark.spec(f"{TRANSPORT}#server-validation")
-def test_over_http_the_required_meta_fields_are_checked_before_the_headers_match() -> None:
+def test_with_http_headers_the_required_meta_fields_are_checked_before_the_headers_match() -> None:
     request = stateless_request(9, **{META_CAPABILITIES: None})
     done = rejected(classify(request, server, mirrored(version="2026-07-29")))
     assert isinstance(done.error, InvalidMeta)

@@ -232,7 +232,7 @@ async def test_each_request_of_a_batch_has_its_span_current_in_the_middleware(
         assert "wiremcp.timing.handler_ms" in attributes
 
 
-async def test_over_http_the_requests_span_is_current_in_the_middleware(
+async def test_through_the_asgi_app_the_requests_span_is_current_in_the_middleware(
         http_app: MCPHttpApp, exporter: InMemorySpanExporter) -> None:
     _timed(http_app.server)
     async with asgi_client(Operations(http_app)) as http:
