@@ -170,10 +170,10 @@ class Nginx:
         return True
 
     def stop(self) -> None:
-        """SIGQUIT: nginx finishes the requests in flight and closes idle keep-alive connections, then exits
-        (streams still open are cut when the bound passes)."""
+        """SIGTERM, nginx's fast shutdown: open connections (SSE streams too) are closed at once, so clients
+        see their streams end and reconnect elsewhere; then the working folder goes."""
         if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(3)  # SIGQUIT: graceful shutdown
+            self.process.terminate()
             try:
                 self.process.wait(STOP_BOUND)
             except subprocess.TimeoutExpired:

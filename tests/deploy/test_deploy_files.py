@@ -372,6 +372,18 @@ def nginx_directives() -> list[tuple[str, list[str], str]]:
     return out
 
 
+def test_nginx_closes_idle_upstream_connections_before_the_replicas_do() -> None:
+    """A POST nginx sends on a connection the replica is closing at that moment is lost (nginx does not
+    repeat a POST): nginx's idle timeout for upstream connections is below uvicorn's keep-alive."""
+    import uvicorn
+
+    upstream = {name: args for name, args, block in nginx_directives() if block == "upstream"}
+    assert "keepalive" in upstream
+    replica_keep_alive = uvicorn.Config("app:asgi").timeout_keep_alive
+    assert "--timeout-keep-alive" not in (ROOT / "Dockerfile").read_text()  # the replicas keep uvicorn's default
+    assert seconds(upstream["keepalive_timeout"][0]) < replica_keep_alive
+
+
 def test_nginx_conf_has_no_affinity_and_does_not_buffer() -> None:
     """nginx.conf's directives (nginx is not run): an upstream of the compose service "mcp" with no
     affinity of any kind (plain round robin), proxying without buffering or caching, HTTP/1.1 with the
@@ -390,7 +402,7 @@ def test_nginx_conf_has_no_affinity_and_does_not_buffer() -> None:
     assert headers["x-forwarded-proto"] == "$scheme"
     # plain round robin: no affinity of any kind
     upstream = [(name, args) for name, args, block in directives if block == "upstream"]
-    assert {name for name, _ in upstream} <= {"server", "keepalive", "zone"}
+    assert {name for name, _ in upstream} <= {"server", "keepalive", "keepalive_timeout", "zone"}
     servers = [args[0] for name, args in upstream if name == "server"]
     assert servers == ["mcp:8000"]
     assert "mcp" in compose()["services"]

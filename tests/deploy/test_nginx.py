@@ -70,7 +70,7 @@ async def proxied(*backends: Backend, refused: int = 0) -> AsyncIterator[tuple[s
         try:
             yield nginx.base_url, nginx
         finally:
-            await asyncio.to_thread(nginx.stop)  # SIGQUIT waits on what is in flight: the backends must run
+            await asyncio.to_thread(nginx.stop)  # off the loop: the backends run on it
 
 
 @asynccontextmanager

@@ -261,11 +261,13 @@ async def test_request_state_is_sealed_with_the_configured_key_for_the_configure
 @pytest.mark.setting("WIREMCP_LOG_LEVEL", "WIREMCP_LOG_FORMAT")
 async def test_the_framework_logs_json_lines_at_the_configured_level(guarded: UvicornProcess,
                                                                      public: httpx.AsyncClient) -> None:
+    """An answer to a request the server never sent is dropped with a DEBUG record (below the default INFO)."""
     session = await initialize(public, url_of(guarded, "/tools/mcp"))
-    await session.call("tools/call", {"name": "nap", "arguments": {"seconds": 0}})
+    assert (await session.post({"jsonrpc": "2.0", "id": "never-sent", "result": {}})).status_code == 202
+    await session.call("ping")  # handled after the answer above: its record is written by now
     lines = [line for line in guarded.output().splitlines() if line.strip()]
     records = [json.loads(line) for line in lines if line.startswith("{")]
-    assert any(r["level"] == "DEBUG" for r in records), lines[-20:]  # below the default INFO
+    assert any(r["level"] == "DEBUG" and "never-sent" in r["message"] for r in records), lines[-20:]
     text = [line for line in lines if not line.startswith("{") and " wiremcp" in line]
     assert not text, text  # no record of the framework's in the text format
 
@@ -292,12 +294,15 @@ async def test_a_call_sending_notifications_is_still_answered_as_json(capped: Uv
 
 @pytest.mark.setting("WIREMCP_MAX_SESSIONS")
 async def test_sessions_past_the_configured_cap_are_503(capped: UvicornProcess, http: httpx.AsyncClient) -> None:
+    """The one session holds its GET stream open (busy: it cannot expire, however slow this machine is)."""
     session = await until_initialized(http, capped.url)
-    refused = await http.post(capped.url, headers=post_headers(), content=json.dumps(request_body(
-        1, "initialize", {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}})))
-    assert refused.status_code == 503, refused.text
-    assert error_of(refused)[0] == -32603
-    assert (await session.request("ping")).status_code == 200  # the one session is served
+    async with session.stream_get() as stream:
+        assert stream.status_code == 200
+        refused = await http.post(capped.url, headers=post_headers(), content=json.dumps(request_body(
+            1, "initialize", {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}})))
+        assert refused.status_code == 503, refused.text
+        assert error_of(refused)[0] == -32603
+        assert (await session.request("ping")).status_code == 200  # the one session is served
     assert (await session.delete()).status_code == 200
     await until_initialized(http, capped.url, bound=READ_BOUND)  # its place is free again at once
 
