@@ -1,7 +1,9 @@
 """Scale-out on Redis: two real ``uvicorn app:asgi`` replicas sharing one real ``redis-server`` (the tests
 on ``replicas``: also a real Redis Cluster and a real Sentinel setup), and a client that picks the replica
-for every request, as a round-robin load balancer without affinity would; where a test needs the
-balancer's own behaviour (a dead replica skipped), real nginx with ``deploy/nginx.conf`` in front.
+for every request, as a round-robin load balancer without affinity would. The requests go through the
+real nginx running ``deploy/nginx.conf`` (``tests/support/balancer.py`` steers its round robin to the
+replica each step names), except where a test addresses a replica's own process (Redis away, drain,
+restarts); where a test needs the balancer's own behaviour (a dead replica skipped), nginx picks.
 
 - every step of a handshake-era session alternates replicas: initialize on A, tools/call on B, an
   elicitation raised on B answered with a POST to A, a GET stream on A receiving a list_changed
@@ -26,6 +28,7 @@ import pytest
 import redis as redis_py
 
 from deploy.nginx import Nginx
+from tests.support.balancer import Balanced
 from tests.support.http import (
     READ_BOUND,
     RawSession,
@@ -63,63 +66,92 @@ def on(session: RawSession, replica: UvicornProcess) -> RawSession:
     return RawSession(session.client, replica.url, session.sid, session.version)
 
 
+@pytest.fixture(scope="module")
+def balanced(replicas: tuple[UvicornProcess, UvicornProcess]) -> Iterator[Balanced]:
+    """The two replicas behind the real nginx; each test names the replica of every step (``to``)."""
+    with Nginx([("127.0.0.1", r.port) for r in replicas]) as nginx:
+        yield Balanced(nginx, replicas)
+
+
+A, B = 0, 1
+
+
 async def test_every_request_of_a_session_may_land_on_either_replica(
-        replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
-    a, b = replicas
-    at_a = await initialize(http, a.url, capabilities={"elicitation": {}}, initialized=False)
-    at_b = on(at_a, b)
-    assert (await at_b.notify("notifications/initialized")).status_code == 202
-    assert await at_b.tool("echo", text="served by B") == "served by B"
-    assert await at_a.tool("echo", text="served by A") == "served by A"
+        balanced: Balanced, http: httpx.AsyncClient) -> None:
+    """Through nginx, each step on the replica the test names: initialize on A, the rest alternating."""
+    await balanced.to(A)
+    session = await initialize(http, balanced.url, capabilities={"elicitation": {}}, initialized=False)
+    await balanced.to(B)
+    assert (await session.notify("notifications/initialized")).status_code == 202
+    await balanced.to(B)
+    assert await session.tool("echo", text="served by B") == "served by B"
+    await balanced.to(A)
+    assert await session.tool("echo", text="served by A") == "served by A"
 
     # An elicitation raised by the call running on B, answered with a POST to A.
-    call = request_body(at_b.next_id(), "tools/call", {"name": "ask", "arguments": {"question": "Colour?"}})
-    async with at_b.stream_post(call) as response:
+    call = request_body(session.next_id(), "tools/call", {"name": "ask", "arguments": {"question": "Colour?"}})
+    await balanced.to(B)
+    async with session.stream_post(call) as response:
         reader = SSEReader(response)
         asked = await reader.message()
         assert asked["method"] == "elicitation/create", asked
         answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"answer": "teal"}}}
-        assert (await at_a.post(answer)).status_code == 202
+        await balanced.to(A)
+        assert (await session.post(answer)).status_code == 202
         done = await reader.message()
     assert done["id"] == call["id"], done
     assert done["result"]["content"][0]["text"] == "accept: teal", done
 
     # The GET stream held by A carries a list_changed caused on B.
-    async with at_a.stream_get() as get:
+    await balanced.to(A)
+    async with session.stream_get() as get:
         assert get.status_code == 200
         events = SSEReader(get)
         priming = await events.next()
         assert priming.data == ""
         assert priming.id is not None
         # One GET stream per session across replicas: a second one, on B, is refused.
-        second = await at_b.get()
+        await balanced.to(B)
+        second = await session.get()
         assert second.status_code == 409, second.text
-        assert (await at_b.tool("add_tool", name=f"extra{next(_names)}")).startswith("added")
+        await balanced.to(B)
+        assert (await session.tool("add_tool", name=f"extra{next(_names)}")).startswith("added")
         changed = await events.message()
         assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
     # DELETE on B ends the session everywhere.
-    assert (await at_b.delete()).status_code == 200
-    gone = await at_a.request("tools/list")
+    await balanced.to(B)
+    assert (await session.delete()).status_code == 200
+    await balanced.to(A)
+    gone = await session.request("tools/list")
     assert gone.status_code == 404, gone.text
     assert error_of(gone)[0] == -32600
 
+    # nginx's log agrees (in the order the requests ended, which for the streams is not when they began).
+    mine = [(r.method, r.replica, r.status) for r in await balanced.served() if r.session == session.sid]
+    assert sorted(mine) == sorted([("POST", A, 200), ("POST", B, 202), ("POST", B, 200), ("POST", A, 200),
+                                   ("POST", B, 200), ("POST", A, 202), ("GET", A, 200), ("GET", B, 409),
+                                   ("POST", B, 200), ("DELETE", B, 200), ("POST", A, 404)]), mine
+
 
 async def test_cancelling_on_one_replica_stops_the_call_running_on_the_other(
-        replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
-    a, b = replicas
-    at_a = await initialize(http, a.url)
-    at_b = on(at_a, b)
+        balanced: Balanced, http: httpx.AsyncClient) -> None:
+    await balanced.to(A)
+    session = await initialize(http, balanced.url)
     name = f"cancel{next(_names)}"
-    call = request_body(at_b.next_id(), "tools/call", {"name": "until_cancelled", "arguments": {"name": name}})
-    async with at_b.stream_post(call) as response:
+    call = request_body(session.next_id(), "tools/call", {"name": "until_cancelled", "arguments": {"name": name}})
+    await balanced.to(B)
+    async with session.stream_post(call) as response:
         reader = SSEReader(response)
-        assert (await at_b.tool("until_cancelled_started", name=name)).endswith("started")  # it runs on B
-        cancel = await at_a.notify("notifications/cancelled", {"requestId": call["id"], "reason": "test"})
+        await balanced.to(B)
+        assert (await session.tool("until_cancelled_started", name=name)).endswith("started")  # it runs on B
+        await balanced.to(A)
+        cancel = await session.notify("notifications/cancelled", {"requestId": call["id"], "reason": "test"})
         assert cancel.status_code == 202
         rest = await reader.rest()
     assert not any(e.message and e.message.get("id") == call["id"] for e in rest), rest
-    assert (await at_b.tool("cancel_outcome", name=name)).endswith("CancelledError")
+    await balanced.to(B)
+    assert (await session.tool("cancel_outcome", name=name)).endswith("CancelledError")
 
 
 async def test_a_killed_replicas_stream_resumes_on_the_other_one_exactly_once(
@@ -293,15 +325,17 @@ async def test_sigterm_drains_a_replica_without_losing_the_call_in_flight(
 
 
 async def test_a_listen_stream_on_one_replica_hears_a_change_made_on_the_other(
-        replicas: tuple[UvicornProcess, UvicornProcess], http: httpx.AsyncClient) -> None:
+        balanced: Balanced, http: httpx.AsyncClient) -> None:
     """2026-07-28 ``subscriptions/listen`` on A; a tool list changed on B (by a handshake-era call there)."""
     from tests.support.stateless_http import ACK, listen_call, listening, tagged
 
-    a, b = replicas
+    await balanced.to(A)
     call = listen_call({"toolsListChanged": True}, 77)
-    async with listening(http, a.url, call) as stream:
+    async with listening(http, balanced.url, call) as stream:
         assert tagged(await stream.next(), 77)["method"] == ACK
-        at_b = await initialize(http, b.url)
+        await balanced.to(B)
+        at_b = await initialize(http, balanced.url)
+        await balanced.to(B)
         assert (await at_b.tool("add_tool", name=f"extra{next(_names)}")).startswith("added")
         changed = tagged(await stream.next(), 77)
     assert changed["method"] == "notifications/tools/list_changed"
@@ -343,22 +377,32 @@ async def test_a_task_created_on_one_replica_is_polled_and_cancelled_from_the_ot
         redis: RedisServer, http: httpx.AsyncClient) -> None:
     """2025-11-25 tasks on the Redis task store: any replica answers for any task; the cancel reaches the
     handler on the replica running it; another session cannot see the task."""
-    with run_uvicorn(TASKS, replica_env(redis, "TA")) as a, run_uvicorn(TASKS, replica_env(redis, "TB")) as b:
-        at_a = await initialize(http, a.url)
-        at_b = on(at_a, b)
-        task_id = await _task(at_a, "j1")
-        assert (await at_b.call("tasks/get", {"taskId": task_id}))["status"] == "working"
-        listed = await at_b.call("tasks/list", {})
+    with run_uvicorn(TASKS, replica_env(redis, "TA")) as a, run_uvicorn(TASKS, replica_env(redis, "TB")) as b, \
+            Nginx([("127.0.0.1", a.port), ("127.0.0.1", b.port)]) as nginx:
+        balanced = Balanced(nginx, (a, b))
+        await balanced.to(A)
+        session = await initialize(http, balanced.url)
+        await balanced.to(A)
+        task_id = await _task(session, "j1")
+        await balanced.to(B)
+        assert (await session.call("tasks/get", {"taskId": task_id}))["status"] == "working"
+        await balanced.to(B)
+        listed = await session.call("tasks/list", {})
         assert [t["taskId"] for t in listed["tasks"]] == [task_id]
         stranger = await initialize(http, b.url)
         hidden = await stranger.request("tasks/get", {"taskId": task_id})
         assert error_of(hidden)[0] == -32602
-        assert (await at_b.call("tasks/cancel", {"taskId": task_id}))["status"] == "cancelled"
-        assert await at_a.tool("outcome", name="j1") == "cancelled"  # the handler on A was stopped
+        await balanced.to(B)
+        assert (await session.call("tasks/cancel", {"taskId": task_id}))["status"] == "cancelled"
+        await balanced.to(A)
+        assert await session.tool("outcome", name="j1") == "cancelled"  # the handler on A was stopped
 
-        done_id = await _task(at_b, "j2")
-        assert await at_b.tool("finish", name="j2") == "ok"
-        result = await at_a.call("tasks/result", {"taskId": done_id})  # waits, on A, for B's task
+        await balanced.to(B)
+        done_id = await _task(session, "j2")
+        await balanced.to(B)
+        assert await session.tool("finish", name="j2") == "ok"
+        await balanced.to(A)
+        result = await session.call("tasks/result", {"taskId": done_id})  # waits, on A, for B's task
         assert result["content"][0]["text"] == "j2 done"
         assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": done_id}
 
