@@ -159,7 +159,7 @@ async def test_the_named_server_is_served_at_the_configured_path(guarded: Uvicor
                                                                   public: httpx.AsyncClient) -> None:
     session = await initialize(public, url_of(guarded, "/tools/mcp"))
     tools = {tool["name"] for tool in (await session.call("tools/list"))["tools"]}
-    assert tools == {"nap", "say", "ask"}  # tests.support.settings_server, not the demo
+    assert tools == {"echo", "pause", "nap", "say", "ask"}  # tests.support.settings_server, not the demo
     moved = await public.post(url_of(guarded, "/mcp"), content=json.dumps(request_body(1, "ping")),
                               headers=post_headers())
     assert moved.status_code == 404

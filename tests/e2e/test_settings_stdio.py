@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.settings_stdio_server import SETTINGS_STDIO_SERVER
+from tests.support.settings_server import SETTINGS_SERVER
 from tests.support.stdio import Spawn, parse_wire_line, spawn  # noqa: F401 - spawn: the fixture of the stdio tests
 
 pytestmark = pytest.mark.timeout(60)
@@ -40,7 +40,7 @@ def _text(response: dict[str, Any]) -> str:
 @pytest.mark.setting("WIREMCP_MAX_MESSAGE_BYTES")
 async def test_a_line_longer_than_max_message_bytes_is_refused_and_the_process_keeps_serving(
         spawn: Spawn) -> None:  # noqa: F811 - the fixture
-    server = await spawn(SETTINGS_STDIO_SERVER, env={"WIREMCP_MAX_MESSAGE_BYTES": str(LIMIT)})
+    server = await spawn(SETTINGS_SERVER, env={"WIREMCP_MAX_MESSAGE_BYTES": str(LIMIT)})
     await server.initialize()
     await server.call_tool(1, "echo", {"text": "x" * (2 * LIMIT)})  # a 2 KiB line: nothing under the default
     refused = await server.recv()
@@ -57,7 +57,7 @@ async def test_a_line_longer_than_max_message_bytes_is_refused_and_the_process_k
 @pytest.mark.setting("WIREMCP_STDIO_DRAIN_SECONDS")
 async def test_a_call_in_flight_at_stdin_eof_is_answered_within_the_stdio_drain(
         spawn: Spawn) -> None:  # noqa: F811 - the fixture
-    server = await spawn(SETTINGS_STDIO_SERVER, env={"WIREMCP_STDIO_DRAIN_SECONDS": str(DRAIN)})
+    server = await spawn(SETTINGS_SERVER, env={"WIREMCP_STDIO_DRAIN_SECONDS": str(DRAIN)})
     await server.initialize()
     await server.call_tool(1, "pause", {"seconds": PAUSE})
     started = await server.notification("notifications/message")  # it is running
@@ -71,7 +71,7 @@ async def test_a_call_in_flight_at_stdin_eof_is_answered_within_the_stdio_drain(
 @pytest.mark.setting("WIREMCP_LOG_FORMAT", "WIREMCP_LOG_LEVEL")
 async def test_stdio_logs_are_json_lines_at_the_configured_level(
         spawn: Spawn) -> None:  # noqa: F811 - the fixture
-    server = await spawn(SETTINGS_STDIO_SERVER, env={"WIREMCP_LOG_FORMAT": "json", "WIREMCP_LOG_LEVEL": "DEBUG"})
+    server = await spawn(SETTINGS_SERVER, env={"WIREMCP_LOG_FORMAT": "json", "WIREMCP_LOG_LEVEL": "DEBUG"})
     await server.initialize()
     await server.send({"jsonrpc": "2.0", "id": "never-sent", "result": {}})  # logged at DEBUG, and dropped
     await server.request(2, "ping")
