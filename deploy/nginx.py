@@ -13,25 +13,25 @@ or in ``/usr/sbin``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from deploy.processes import START_BOUND, accepting, free_port, stop_process, wait_ready
+
 SHIPPED = Path(__file__).resolve().parent / "nginx.conf"
 
-START_BOUND = 30.0
-"""Failure bound for nginx to accept connections (a deadline, not a wait)."""
 STOP_BOUND = 10.0
-POLL = 0.02
+"""How long nginx may take to exit after SIGTERM before it is killed."""
 
 UPSTREAM = "        server mcp:8000 max_fails=1 fail_timeout=5s;\n"
 LISTEN = "        listen 8080;\n"
@@ -91,20 +91,6 @@ def render(shipped: str, upstreams: Sequence[tuple[str, int]], host: str, port: 
     return _replace(text, HTTP, HTTP + local)
 
 
-def _accepting(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.25):
-            return True
-    except OSError:
-        return False
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Nginx:
     """nginx with ``deploy/nginx.conf`` in front of ``upstreams``, on ``host:port`` (0: a free port).
     A context manager. ``output`` takes nginx's stdout and stderr together (the shipped access log and the
@@ -153,32 +139,16 @@ class Nginx:
                 [binary, "-e", "stderr", "-p", str(self.workdir), "-c", str(conf), "-g", "daemon off;"],
                 stdin=subprocess.DEVNULL, stdout=self.output,
                 stderr=None if self.output is None else subprocess.STDOUT, start_new_session=True)
-            if self._wait(port):
+            if wait_ready(self.process, functools.partial(accepting, self.host, port), "nginx"):
                 self.port = port
                 return
         raise RuntimeError(f"nginx did not start (exit {self.process.returncode if self.process else None})")
 
-    def _wait(self, port: int) -> bool:
-        assert self.process is not None
-        deadline = time.monotonic() + START_BOUND
-        while not _accepting(self.host, port):
-            if self.process.poll() is not None:
-                return False
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"nginx did not accept connections in {START_BOUND:.0f}s")
-            time.sleep(POLL)
-        return True
-
     def stop(self) -> None:
         """SIGTERM, nginx's fast shutdown: open connections (SSE streams too) are closed at once, so clients
         see their streams end and reconnect elsewhere; then the working folder goes."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(STOP_BOUND)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(STOP_BOUND)
+        if self.process is not None:
+            stop_process(self.process, STOP_BOUND)
         self.process = None
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -187,7 +157,9 @@ class Nginx:
     def routed(self) -> list[Routed]:
         """Every request nginx has answered so far, in order. nginx logs a request just after its last
         byte goes out, so first one more request goes through nginx's own ``/lb-healthz``: with one worker,
-        which handles one event at a time, its answer means every request answered before it is logged."""
+        which handles one event at a time, its answer means every request answered before it is logged.
+        Not so for an answer nginx gives before it has read the request's body (its own 502): that request
+        is logged once the body is read, which may come later."""
         if self.workdir is None:
             return []
         if self.workers == 1:
