@@ -7,10 +7,11 @@ core never imports a transport.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wiremcp.logs import setup_logging
@@ -32,6 +33,16 @@ if TYPE_CHECKING:  # the HTTP stack is imported by build_http_app: ``wiremcp std
 log = logging.getLogger("wiremcp")
 
 
+@contextlib.contextmanager
+def setting(name: str) -> Iterator[None]:
+    """A ``ValueError`` from what a setting's value is given to is that setting's ``ConfigError``: one line
+    naming it, exit status 2."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
 def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | None = None) -> Runtime:
     """What serves ``server`` under ``settings``: ``requestState`` keys, the task settings and, with Redis,
     its bus, task store, rate limits' buckets and the link between replicas, all given to the runtime as it
@@ -43,10 +54,8 @@ def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | N
                               "runtime to wiremcp, or give it the Redis stores yourself and unset WIREMCP_REDIS_URL")
         log.debug("serving with the server's own Runtime; WIREMCP_TASK_* and WIREMCP_REQUEST_STATE_* do not apply")
         return server.runtime
-    try:
+    with setting("WIREMCP_REQUEST_STATE_KEYS"):
         sealer = RequestStateSealer.from_strings(settings.request_state_keys, ttl=settings.request_state_ttl_seconds)
-    except ValueError as exc:
-        raise ConfigError(f"WIREMCP_REQUEST_STATE_KEYS: {exc}") from None
     tasks = TaskSettings(default_ttl_ms=max(1, round(settings.task_ttl_seconds * 1000)),
                          poll_interval_ms=max(1, settings.task_poll_interval_ms),
                          max_running_per_owner=max(1, settings.max_tasks_per_owner))
@@ -74,11 +83,9 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
         raise ConfigError("WIREMCP_AUTH_ISSUER (the authorization server's issuer URL) is required for auth")
     verifier: TokenVerifier
     if settings.auth_jwks_url:
-        try:
+        with setting("WIREMCP_AUTH_ALGORITHMS"):  # an algorithm it does not take (symmetric, none, unknown)
             verifier = JWKSVerifier(jwks_url=settings.auth_jwks_url, issuer=settings.auth_issuer,
                                     audience=settings.auth_resource, algorithms=settings.auth_algorithms)
-        except ValueError as exc:  # an algorithm it does not take (symmetric, none, unknown)
-            raise ConfigError(f"WIREMCP_AUTH_ALGORITHMS: {exc}") from None
     elif settings.auth_introspection_url:
         if not (settings.auth_client_id and settings.auth_client_secret):
             raise ConfigError("introspection needs WIREMCP_AUTH_CLIENT_ID and WIREMCP_AUTH_CLIENT_SECRET")
@@ -87,17 +94,13 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
                                          issuer=settings.auth_issuer)
     elif settings.auth_static_tokens:
         log.warning("static bearer tokens are for development only")
-        try:
+        with setting("WIREMCP_AUTH_STATIC_TOKENS"):
             verifier = StaticTokenVerifier.from_pairs(settings.auth_static_tokens, issuer=settings.auth_issuer)
-        except ValueError as exc:
-            raise ConfigError(f"WIREMCP_AUTH_STATIC_TOKENS: {exc}") from None
     else:
         raise ConfigError("auth needs WIREMCP_AUTH_JWKS_URL, WIREMCP_AUTH_INTROSPECTION_URL or WIREMCP_AUTH_STATIC_TOKENS")
-    try:
+    with setting("WIREMCP_AUTH_RESOURCE"):
         resource = ProtectedResource(settings.auth_resource, (settings.auth_issuer,),
                                      settings.auth_scopes_supported or settings.auth_scopes)
-    except ValueError as exc:
-        raise ConfigError(f"WIREMCP_AUTH_RESOURCE: {exc}") from None
     return lambda app: BearerAuth(app, verifier=verifier, resource=resource, required_scopes=settings.auth_scopes,
                                   on_failure=on_failure)
 
