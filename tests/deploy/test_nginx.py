@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from deploy.nginx import SHIPPED, Nginx, Routed, nginx_binary, render
+from tests.support.cluster import until
 from tests.support.http import READ_BOUND, SSEReader, free_port, serve_in_process
 from wiremcp.transports.asgi import Receive, Scope, SendASGI
 
@@ -142,9 +143,17 @@ async def test_a_backend_refusing_connections_is_skipped() -> None:
 
 
 async def test_no_backend_accepting_is_a_502() -> None:
+    """nginx answers the 502 itself, before it has read the request's body: it logs the request once it has,
+    which the ``routed`` barrier does not wait for, so the log is polled."""
     async with proxied(refused=2) as (url, nginx), httpx.AsyncClient(base_url=url, timeout=READ_BOUND) as http:
         response = await http.post("/mcp", content="x")
-        routed = await asyncio.to_thread(nginx.routed)
+        routed: list[Routed] = []
+
+        async def logged() -> bool:
+            routed[:] = await asyncio.to_thread(nginx.routed)
+            return bool(routed)
+
+        await until(logged, READ_BOUND, "nginx logging the request it answered with 502")
     assert response.status_code == 502
     assert [r.status for r in routed] == [502]
 

@@ -21,7 +21,6 @@ import itertools
 import signal
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -159,50 +158,44 @@ async def test_a_killed_replicas_stream_resumes_on_the_other_one_exactly_once(
     """Behind real nginx (``deploy/nginx.conf``): the client only knows nginx's address. The replica running
     the call is SIGKILLed; the client resumes through nginx, which finds the dead replica refusing and
     passes the GET to the other one."""
-    with run_uvicorn(SERVER, replica_env(redis, "K0")) as first, run_uvicorn(SERVER, replica_env(redis, "K1")) as second, \
-            Nginx([("127.0.0.1", first.port), ("127.0.0.1", second.port)]) as nginx:
-        url = nginx.base_url + "/mcp"
-        session = await initialize(http, url)
-        before = await asyncio.to_thread(nginx.routed)
-        # One worker, requests one after another: nginx's round robin strictly alternates.
-        assert before[0].replica is not None, before
-        running = (before[0].replica + len(before)) % 2
-        doomed, name_of_doomed = (first, "K0") if running == 0 else (second, "K1")
+    with run_uvicorn(SERVER, replica_env(redis, "KD")) as doomed, run_uvicorn(SERVER, replica_env(redis, "KS")) as survivor, \
+            Nginx([("127.0.0.1", doomed.port), ("127.0.0.1", survivor.port)]) as nginx:
+        balanced = Balanced(nginx, (doomed, survivor))
+        session = await initialize(http, balanced.url)
         name = f"steps{next(_names)}"
         call = request_body(session.next_id(), "tools/call",
                             {"name": "stepper", "arguments": {"name": name, "steps": 5}, "_meta": {"progressToken": 7}})
-        seen: list[Any] = []
+        await balanced.to(A)
         async with session.stream_post(call) as response:
             reader = SSEReader(response)
             first_event = await reader.message()
             assert first_event["method"] == "notifications/progress", first_event
-            seen.append(first_event)
             # Two more steps are produced (and stored) but not read before the replica dies. (The steps' gate
             # is in the doomed replica's memory: it is asked directly, with the session's own request ids.)
             direct = dataclasses.replace(session, url=doomed.url)
             assert (await direct.tool("release", name=name)).endswith("step 1")
             assert (await direct.tool("release", name=name)).endswith("step 2")
             reader_id = reader.last_id
-            assert (await session.request("ping")).status_code == 200  # through nginx: the next turn is the doomed one's
+            await balanced.to(A)  # the resume comes on the doomed replica's turn
             doomed.process.send_signal(signal.SIGKILL)
             doomed.process.wait(READ_BOUND)
         assert reader_id is not None
         async with session.stream_get(reader_id) as response:
             assert response.status_code == 200, await response.aread()
             replay = await SSEReader(response).rest()
-        routed = await asyncio.to_thread(nginx.routed)
-    posts = [r for r in routed if r.method == "POST"][len(before):]  # logged as they end: the ping, then the call
-    assert [r.replica for r in posts] == [1 - running, running], routed  # the stream was the doomed replica's
-    resumed = [r for r in routed if r.method == "GET"]
+        served = await balanced.served()
+    posts = [r for r in served if r.method == "POST"]
+    assert posts[-1].replica == A, served  # the stream, logged as it ended (cut), was the doomed replica's
+    resumed = [r for r in served if r.method == "GET"]
     # Its turn, so nginx tried the dead replica first: refused, the GET passed to the other one.
-    assert [(r.tried, r.status) for r in resumed] == [((running, 1 - running), 200)], routed
+    assert [(r.tried, r.status) for r in resumed] == [((A, B), 200)], served
     messages = [e.message for e in replay if e.message is not None]
     progress = [m["params"]["progress"] for m in messages if m.get("method") == "notifications/progress"]
     assert progress == [1, 2], messages  # every event not yet read, once, in order
     final = messages[-1]
     assert final["id"] == call["id"], messages
     assert final["error"]["code"] == -32603, final
-    assert final["error"]["data"] == {"replica": name_of_doomed, "retryable": True}, final
+    assert final["error"]["data"] == {"replica": "KD", "retryable": True}, final
     ids = [e.id for e in replay if e.id is not None]
     assert len(ids) == len(set(ids)), ids
 

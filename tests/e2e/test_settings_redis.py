@@ -21,13 +21,13 @@ import asyncio
 import contextlib
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
 import redis as redis_py
 
+from tests.support.cluster import until
 from tests.support.http import (
     START_BOUND,
     UvicornProcess,
@@ -77,14 +77,6 @@ def store(redis: RedisServer) -> Iterator[redis_py.Redis]:
     client.close()
 
 
-async def poll(effect: Callable[[], bool], what: Callable[[], str], bound: float = POLL_BOUND) -> None:
-    """Until ``effect()`` holds; fails with ``what()`` after ``bound`` seconds."""
-    deadline = time.monotonic() + bound
-    while not effect():
-        assert time.monotonic() < deadline, f"{what()} (still not so after {bound}s)"
-        await asyncio.sleep(0.02)  # the poll interval of a bounded wait, not a wait for something
-
-
 def _initialize_body() -> bytes:
     params = {"protocolVersion": "2025-11-25", "capabilities": {},
               "clientInfo": {"name": "settings", "version": "0"}}
@@ -105,7 +97,7 @@ async def test_sessions_are_kept_in_the_configured_redis_under_the_configured_pr
 async def test_the_replica_holds_a_lease_under_its_id_for_the_configured_time(
         served: UvicornProcess, store: redis_py.Redis) -> None:
     pattern = Keys(PREFIX).alive("*")
-    await poll(lambda: any(True for _ in store.scan_iter(match=pattern)), lambda: f"no liveness key {pattern}")
+    await until(lambda: any(True for _ in store.scan_iter(match=pattern)), POLL_BOUND, f"a liveness key {pattern}")
     keys = sorted(store.scan_iter(match=pattern))
     assert len(keys) == 1, keys
     assert keys[0].startswith(Keys(PREFIX).alive(f"{REPLICA}@")), keys
@@ -118,8 +110,8 @@ async def test_the_replica_holds_a_lease_under_its_id_for_the_configured_time(
         return ttl > DEFAULT_LEASE * 1000
 
     # Renewed every third of the lease: right after a renewal, it has almost all of it (9 s) to live.
-    await poll(renewed_beyond_the_default,
-               lambda: f"the lease never had more than {DEFAULT_LEASE}s to live; the last times: {seen[-5:]} ms")
+    await until(renewed_beyond_the_default, POLL_BOUND,
+                lambda: f"more than {DEFAULT_LEASE}s to live for the lease (the last times: {seen[-5:]} ms)")
 
 
 @pytest.mark.setting("WIREMCP_SESSION_CACHE_SECONDS")

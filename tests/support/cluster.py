@@ -32,8 +32,9 @@ POLL = 0.01
 
 
 async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = READ_BOUND,
-                what: str = "the condition") -> None:
-    """Return once ``condition()`` holds; fail if it does not within ``timeout``."""
+                what: str | Callable[[], str] = "the condition") -> None:
+    """Return once ``condition()`` holds; fail if it does not within ``timeout``, saying ``what`` (or what
+    ``what()`` says then)."""
     deadline = time.monotonic() + timeout
     while True:
         outcome = condition()
@@ -42,7 +43,7 @@ async def until(condition: Callable[[], bool | Awaitable[bool]], timeout: float 
         if outcome:
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not hold within {timeout}s")
+            raise AssertionError(f"{what if isinstance(what, str) else what()} did not hold within {timeout}s")
         await asyncio.sleep(POLL)
 
 
