@@ -160,24 +160,22 @@ def test_a_bad_redis_url_is_a_setting_error_that_names_the_variable() -> None:
 
 
 @pytest.mark.usefixtures("no_wiremcp_variables")
-def test_a_bad_setting_ends_the_default_deployment_with_one_line(monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("WIREMCP_MAX_SESSIONS", "many")
+@pytest.mark.parametrize(("env", "line"), [
+    ({"WIREMCP_MAX_SESSIONS": "many"}, "WIREMCP_MAX_SESSIONS must be an integer, got 'many'"),
+    ({"WIREMCP_REDIS_URL": "redis+cluster://user:s3cret@a:1/0"},
+     "WIREMCP_REDIS_URL: a cluster has no databases: nothing may follow the nodes in 'redis+cluster://***@a:1/0'"),
+    ({"WIREMCP_AUTH_RESOURCE": RESOURCE, "WIREMCP_AUTH_ISSUER": ISSUER, "WIREMCP_AUTH_JWKS_URL": ISSUER + "/jwks",
+      "WIREMCP_AUTH_ALGORITHMS": "HS256"},
+     "WIREMCP_AUTH_ALGORITHMS: refusing algorithms ['HS256']: only asymmetric signatures are accepted"),
+], ids=["not-an-integer", "a-bad-redis-url", "a-symmetric-algorithm"])
+def test_a_bad_setting_ends_the_default_deployment_with_one_line(
+        env: dict[str, str], line: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     with pytest.raises(SystemExit) as exited:
         default_asgi()
     assert exited.value.code == 2
-    assert capsys.readouterr().err == "wiremcp: error: WIREMCP_MAX_SESSIONS must be an integer, got 'many'\n"
-
-
-@pytest.mark.usefixtures("no_wiremcp_variables")
-def test_a_bad_redis_url_ends_the_default_deployment_with_one_line(monkeypatch: pytest.MonkeyPatch,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("WIREMCP_REDIS_URL", "redis+cluster://user:s3cret@a:1/0")
-    with pytest.raises(SystemExit) as exited:
-        default_asgi()
-    assert exited.value.code == 2
-    assert capsys.readouterr().err == ("wiremcp: error: WIREMCP_REDIS_URL: a cluster has no databases: nothing may "
-                                       "follow the nodes in 'redis+cluster://***@a:1/0'\n")
+    assert capsys.readouterr().err == f"wiremcp: error: {line}\n"
 
 
 @pytest.mark.usefixtures("no_wiremcp_variables")
