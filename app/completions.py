@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wiremcp import access
-from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError
+from wiremcp.errors import InvalidParams, MCPError
+from wiremcp.failures import internal_error
 from wiremcp.threads import run_sync
 from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
 
-log = logging.getLogger("wiremcp.completions")
 
 MAX_VALUES = 100
 
@@ -95,5 +94,5 @@ async def complete(params: JSONObject, ctx: Context) -> JSONObject:
     except MCPError:
         raise
     except Exception as exc:
-        log.exception("completion for %s failed", target)
-        raise MCPError(INTERNAL_ERROR, "Completion failed") from exc
+        raise internal_error(f"Completion of {arg_name} for {target} failed", exc,
+                             details=ctx.server.error_details) from None

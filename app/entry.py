@@ -24,6 +24,7 @@ import orjson
 from wiremcp import jsonrpc, stateless
 from wiremcp.context import Context
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
+from wiremcp.failures import internal_error
 from wiremcp.inbound import Inbound, classify
 from wiremcp.logs import REQUEST_ID
 from wiremcp.middleware import Call, chain
@@ -83,9 +84,9 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
                                      "Service Unavailable: a shared store cannot be reached; try again shortly"),
                        unavailable=True)
         return done
-    except Exception:
-        log.exception("internal error handling %s", request.method)
-        done = Outcome(jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"), internal=True)
+    except Exception as exc:
+        failure = internal_error(f"Internal error handling {request.method}", exc, details=server.error_details)
+        done = Outcome(jsonrpc.error(request.id, failure.code, failure.message, failure.data), internal=True)
         return done
     finally:
         REQUEST_ID.reset(logged)
@@ -108,8 +109,8 @@ async def _through_middleware(server: MCPServer, ctx: Context, peer: str | None,
 
     value = await chain(server.pipeline, call, dispatch)
     if not isinstance(value, dict):
-        log.error("middleware answered %s with %r, not a result object", call.method, type(value).__name__)
-        raise MCPError(INTERNAL_ERROR, "Internal error")
+        raise internal_error(f"Internal error handling {call.method}", TypeError(
+            f"middleware answered with {type(value).__name__}, not a result object"), details=server.error_details)
     if ctx.stateless and "resultType" not in value:  # answered by a middleware: in the era's shape all the same
         value = stateless.complete(value, call.method, server)
     return value

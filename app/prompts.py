@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -12,14 +11,14 @@ from pydantic.fields import FieldInfo
 
 from wiremcp.component import Component
 from wiremcp.content import to_block
-from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError
+from wiremcp.errors import InvalidParams, MCPError
+from wiremcp.failures import internal_error
 from wiremcp.input_required import InputRequired
 from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
 
-log = logging.getLogger("wiremcp.prompts")
 
 
 @dataclass(slots=True)
@@ -108,9 +107,9 @@ class Prompt(Component):
             messages = self._messages(value)
         except (MCPError, InputRequired):
             raise
-        except Exception:
-            log.exception("prompt %s raised", self.name)
-            raise MCPError(INTERNAL_ERROR, f"Error rendering prompt {self.name}") from None
+        except Exception as exc:
+            raise internal_error(f"Error rendering prompt {self.name}", exc,
+                                 details=ctx.server.error_details) from None
         result: JSONObject = {"messages": messages}
         if self.description:
             result["description"] = self.description

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +11,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from wiremcp import access
 from wiremcp.component import Component
 from wiremcp.content import resource_contents
-from wiremcp.errors import INTERNAL_ERROR, MCPError, ResourceNotFound
+from wiremcp.errors import MCPError, ResourceNotFound
+from wiremcp.failures import internal_error
 from wiremcp.input_required import InputRequired
 from wiremcp.types import JSONObject
 from wiremcp.uritemplate import UriTemplate
@@ -20,7 +20,6 @@ from wiremcp.uritemplate import UriTemplate
 if TYPE_CHECKING:
     from wiremcp.context import Context
 
-log = logging.getLogger("wiremcp.resources")
 
 
 class Resource(Component):
@@ -85,9 +84,8 @@ class Resource(Component):
                 raise value
         except (MCPError, InputRequired):
             raise
-        except Exception:
-            log.exception("resource %s raised", uri)
-            raise MCPError(INTERNAL_ERROR, f"Error reading resource {uri}") from None
+        except Exception as exc:
+            raise internal_error(f"Error reading resource {uri}", exc, details=ctx.server.error_details) from None
         return self._contents(uri, value)
 
     def _contents(self, uri: str, value: Any) -> list[JSONObject]:

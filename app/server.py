@@ -41,7 +41,8 @@ class MCPServer:
                  description: str | None = None, instructions: str | None = None, website_url: str | None = None,
                  icons: list[JSONObject] | None = None, page_size: int = 100,
                  request_timeout: float = 300.0, cache_ttl_ms: int = 0,
-                 cache_scope: Literal["public", "private"] = "private", filter_lists_by_scope: bool = True) -> None:
+                 cache_scope: Literal["public", "private"] = "private", filter_lists_by_scope: bool = True,
+                 error_details: bool = False) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
         self.name = name
@@ -62,6 +63,10 @@ class MCPServer:
         """``private`` unless every caller may share the answers (lists that vary by user must stay private)."""
         self.filter_lists_by_scope = filter_lists_by_scope
         """With authentication on, lists show only the tools, prompts and resources the caller's scopes allow."""
+        self.error_details = error_details
+        """Show clients the type and text of unexpected exceptions (development only: they can hold secrets).
+        Off, a client gets a generic message and a reference that names the traceback in the log
+        (``wiremcp.failures``); ``WIREMCP_ERROR_DETAILS=true`` turns it on for a deployment."""
         self.tools: dict[str, Tool] = {}
         self.prompts: dict[str, Prompt] = {}
         self.resources = Resources(lambda: self.list_changed("resources"))

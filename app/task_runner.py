@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from wiremcp.asking import ClientRequests
 from wiremcp.errors import INTERNAL_ERROR, InvalidParams, MCPError, MissingClientCapability
+from wiremcp.failures import internal_error
 from wiremcp.input_required import InputRequired, input_key
 from wiremcp.principal import key_of
 from wiremcp.protocol import TASKS_EXTENSION as EXTENSION
@@ -253,7 +254,7 @@ class TaskRunner:
                 if not answer.done():
                     answer.set_exception(exc)
                 return
-            await self._end(ctx.task.task_id, "failed", **self._failure(ctx.task.task_id, exc))
+            await self._end(ctx.task.task_id, "failed", **self._failure(ctx.task.task_id, exc, ctx.server.error_details))
         else:
             if ctx.task is None:
                 answer.set_result(result)
@@ -267,15 +268,15 @@ class TaskRunner:
                 self._forget(ctx.task.task_id)
 
     @staticmethod
-    def _failure(task_id: str, exc: Exception) -> dict[str, Any]:
+    def _failure(task_id: str, exc: Exception, details: bool) -> dict[str, Any]:
         if isinstance(exc, MCPError):
             return {"error": exc.to_error(), "status_message": exc.message}
         if isinstance(exc, InputRequired):
             message = "The tool asked for input through InputRequired inside a task; use ctx.elicit and the like"
             log.error("task %s: %s", task_id, message)
             return {"error": {"code": INTERNAL_ERROR, "message": message}, "status_message": message}
-        log.error("task %s failed", task_id, exc_info=exc)
-        return {"error": {"code": INTERNAL_ERROR, "message": "Internal error"}, "status_message": "Internal error"}
+        failure = internal_error(f"Task {task_id} failed", exc, details=details)
+        return {"error": failure.to_error(), "status_message": failure.message}
 
     async def _end(self, task_id: str, status: str, *, attempts: int = END_ATTEMPTS, **fields: Any) -> None:
         """Write how the task ended. A store that is away for a moment (Redis restarting) is tried again

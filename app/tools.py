@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -14,6 +13,7 @@ from wiremcp.component import Component
 from wiremcp.content import to_block
 from wiremcp.context import Context
 from wiremcp.errors import ClientError, ClientTimeout, MCPError, ToolError
+from wiremcp.failures import described
 from wiremcp.header_params import header_params
 from wiremcp.input_required import InputRequired
 from wiremcp.schema import (
@@ -25,8 +25,6 @@ from wiremcp.schema import (
     validation_message,
 )
 from wiremcp.types import JSONObject
-
-log = logging.getLogger("wiremcp.tools")
 
 
 def error_result(message: str) -> JSONObject:
@@ -172,11 +170,11 @@ class Tool(Component):
         except ClientTimeout:
             return error_result(f"Tool {self.name} failed: the client did not answer in time")
         except Exception as exc:
-            log.exception("tool %s raised", self.name)
-            return error_result(f"Error executing tool {self.name}: {exc}")
-        return self._result(value)
+            return error_result(described(f"Error executing tool {self.name}", exc,
+                                          details=ctx.server.error_details)[0])
+        return self._result(value, ctx.server.error_details)
 
-    def _result(self, value: Any) -> JSONObject:
+    def _result(self, value: Any, details: bool) -> JSONObject:
         if isinstance(value, InputRequired):
             raise value
         if isinstance(value, ToolResult):
@@ -184,15 +182,16 @@ class Tool(Component):
         if self._output is not None:
             try:
                 structured = self._output.dump(value)
-            except Exception as exc:
-                log.exception("tool %s returned a value that does not match its output schema", self.name)
-                return error_result(f"Tool {self.name} returned an invalid result: {exc}")
+            except Exception as exc:  # the value's own text (and pydantic's, which quotes it) stays in the log
+                return error_result(described(f"Tool {self.name} returned a result that does not match its "
+                                              "output schema", exc, details=details)[0])
             return {"content": [{"type": "text", "text": orjson.dumps(structured).decode()}],
                     "structuredContent": structured}
         if self._output_checker is not None:
             problem = self._output_checker.errors(value)
             if problem is not None:
-                return error_result(f"Tool {self.name} returned an invalid result: {problem}")
+                return error_result(described(f"Tool {self.name} returned a result that does not match its "
+                                              "output schema", ValueError(problem), details=details)[0])
             return {"content": [{"type": "text", "text": orjson.dumps(value).decode()}], "structuredContent": value}
         return {"content": to_content(value)}
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from tests.support.failures import masked_error, reference_in
 from tests.support.tasks import (
     ALICE,
     BOB,
@@ -390,11 +391,15 @@ async def test_invalid_log_level_is_invalid_params(level: Any) -> None:
         assert client.session.state.log_level is None
 
 
-async def test_unknown_level_in_a_handler_is_a_tool_error() -> None:
-    async with Client(_logging_server()) as client:
-        result = await client.call_tool("bad_level")
-    assert result["isError"] is True
-    assert "verbose" in result["content"][0]["text"]
+async def test_unknown_level_in_a_handler_is_a_tool_error_whose_text_only_error_details_shows() -> None:
+    server = _logging_server()
+    async with Client(server) as client:
+        masked = await client.call_tool("bad_level")
+        server.error_details = True
+        shown = await client.call_tool("bad_level")
+    assert masked["isError"] is shown["isError"] is True
+    reference_in(masked["content"][0]["text"], "Error executing tool bad_level")
+    reference_in(shown["content"][0]["text"], "Error executing tool bad_level: ValueError: unknown log level 'verbose'")
 
 
 # -- cancellation ---------------------------------------------------------------------------------------
@@ -890,11 +895,12 @@ async def test_internal_error_leaks_no_details(monkeypatch: pytest.MonkeyPatch,
         raise RuntimeError("secret: password=hunter2")
 
     monkeypatch.setitem(server.runtime.dispatcher._handlers, "tools/list", broken)
-    with caplog.at_level("ERROR", logger="wiremcp.session"):
+    with caplog.at_level("ERROR", logger="wiremcp.failures"):
         async with Client(server) as client:
             response = await client.request_raw("tools/list", id="boom")
-    assert response == {"jsonrpc": "2.0", "id": "boom", "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
-    assert any(record.exc_info for record in caplog.records)
+    reference = masked_error(response["error"], "Internal error handling tools/list")
+    assert "hunter2" not in str(response)
+    assert any(record.exc_info and reference in record.getMessage() for record in caplog.records)
 
 
 async def test_slow_request_does_not_block_others() -> None:
@@ -984,7 +990,7 @@ async def test_completion_without_a_completer_is_empty_and_a_failing_one_is_inte
         failing = await client.request_raw("completion/complete", {"ref": {"type": "ref/prompt", "name": "other"},
                                                                    "argument": {"name": "topic", "value": ""}})
     assert empty == {"completion": {"values": [], "hasMore": False}}
-    assert failing["error"] == {"code": INTERNAL_ERROR, "message": "Completion failed"}
+    masked_error(failing["error"], "Completion of topic for other failed")
 
 
 @pytest.mark.parametrize(("method", "key"), [("tools/list", "tools"), ("prompts/list", "prompts"),

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.failures import masked_error
 from wiremcp import Context, MCPServer, jsonrpc
 from wiremcp.asking import ClientRequests, InputRounds
 from wiremcp.entry import Batch, serve, serve_batch
 from wiremcp.errors import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -225,16 +225,17 @@ async def test_an_unexpected_exception_is_an_internal_error_that_is_logged(
         raise RuntimeError("secret detail")
 
     monkeypatch.setitem(server.runtime.dispatcher._handlers, "tools/list", broken)
-    with caplog.at_level(logging.ERROR, logger="wiremcp.entry"):
+    with caplog.at_level(logging.ERROR, logger="wiremcp.failures"):
         done = await serve(server, Inbound(jsonrpc.Request("boom", "tools/list", {})), Sent(), session=session)
     assert done is not None
     assert done.internal is True
     assert done.error is None
-    assert done.message == {"jsonrpc": "2.0", "id": "boom", "error": {"code": INTERNAL_ERROR,
-                                                                     "message": "Internal error"}}
-    records = [r for r in caplog.records if r.name == "wiremcp.entry" and r.levelno == logging.ERROR]
+    reference = masked_error(done.message["error"], "Internal error handling tools/list")
+    assert "secret" not in str(done.message)
+    records = [r for r in caplog.records if r.name == "wiremcp.failures" and r.levelno == logging.ERROR]
     assert len(records) == 1
-    assert records[0].getMessage() == "internal error handling tools/list"
+    assert reference in records[0].getMessage()
+    assert records[0].getMessage() == f"Internal error handling tools/list (reference {reference})"
     assert records[0].exc_info is not None
     assert isinstance(records[0].exc_info[1], RuntimeError)
     assert session.inflight == 0

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from pydantic import BaseModel
 
+from tests.support.failures import reference_in
 from wiremcp import (
     Audio,
     Context,
@@ -204,23 +205,25 @@ async def test_tool_error_becomes_an_error_result() -> None:
 
 
 @pytest.mark.spec("2025-11-25/server/tools#error-handling")
-async def test_unexpected_exception_is_an_error_result_without_traceback(caplog: pytest.LogCaptureFixture) -> None:
+async def test_unexpected_exception_is_an_error_result_with_a_reference_and_its_text_only_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
     server = MCPServer("t")
 
     @server.tool()
     async def explode() -> str:
         raise KeyError("missing-key")
 
-    with caplog.at_level("ERROR", logger="wiremcp.tools"):
+    with caplog.at_level("ERROR", logger="wiremcp.failures"):
         result = await _call(server, "explode")
     assert result["isError"] is True
     message = _text(result)
-    assert "explode" in message
-    assert "missing-key" in message
-    assert "Traceback" not in message
-    assert 'File "' not in message
-    # the traceback goes to the server's log instead
-    assert any(record.exc_info for record in caplog.records)
+    reference = reference_in(message, "Error executing tool explode")
+    assert "missing-key" not in message
+    (logged,) = caplog.records
+    assert logged.getMessage() == message
+    assert logged.exc_info is not None
+    assert isinstance(logged.exc_info[1], KeyError)
+    assert reference in caplog.text
+    assert "missing-key" in caplog.text
 
 
 async def test_mcp_error_raised_by_a_tool_is_a_protocol_error() -> None:
@@ -335,7 +338,8 @@ async def test_result_not_matching_the_output_schema_is_an_error_result() -> Non
     result = await _call(server, "count")
     assert result["isError"] is True
     assert "structuredContent" not in result
-    assert "count returned an invalid result" in _text(result)
+    reference_in(_text(result), "Tool count returned a result that does not match its output schema")
+    assert "many" not in _text(result)
 
 
 async def test_hand_written_output_schema_is_checked() -> None:
@@ -357,7 +361,8 @@ async def test_hand_written_output_schema_is_checked() -> None:
     assert tools["good"]["outputSchema"] == schema
     assert ok == {"content": [{"type": "text", "text": '{"ok":true}'}], "structuredContent": {"ok": True}}
     assert wrong["isError"] is True
-    assert "ok: 'yes' is not of type 'boolean'" in _text(wrong)
+    reference_in(_text(wrong), "Tool bad returned a result that does not match its output schema")
+    assert "yes" not in _text(wrong)
 
 
 async def test_plain_results_are_text_content() -> None:

@@ -47,7 +47,10 @@ def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | N
     """What serves ``server`` under ``settings``: ``requestState`` keys, the task settings and, with Redis,
     its bus, task store, rate limits' buckets and the link between replicas, all given to the runtime as it
     is made. A runtime the server's own code made is kept (its settings are its code's), unless Redis is
-    configured: its stores can only be given to a runtime made here."""
+    configured: its stores can only be given to a runtime made here. ``WIREMCP_ERROR_DETAILS=true`` turns the
+    server's ``error_details`` on (it never turns off what the code turned on)."""
+    if settings.error_details:
+        server.error_details = True
     if server.has_own_runtime:
         if redis is not None:
             raise ConfigError("WIREMCP_REDIS_URL is set but the server's module makes its own Runtime: leave the "

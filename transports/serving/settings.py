@@ -155,6 +155,9 @@ class Settings:
     """How many tasks one principal (or session) may have running at once in one process; more are refused."""
     metrics: bool = True
     """Serve Prometheus metrics at ``/metrics``."""
+    error_details: bool = False
+    """Development only: show clients the type and text of unexpected exceptions (``MCPServer(error_details=True)``
+    does the same); off, they get a generic message and a reference to the traceback in the log."""
 
     auth_resource: str = ""
     """The canonical URL of the MCP endpoint (e.g. ``https://mcp.example.com/mcp``). Setting it turns
@@ -211,6 +214,7 @@ class Settings:
             task_poll_interval_ms=_int("WIREMCP_TASK_POLL_INTERVAL_MS", d.task_poll_interval_ms),
             max_tasks_per_owner=_int("WIREMCP_MAX_TASKS_PER_OWNER", d.max_tasks_per_owner),
             metrics=_bool("WIREMCP_METRICS", d.metrics),
+            error_details=_bool("WIREMCP_ERROR_DETAILS", d.error_details),
             auth_resource=_str("WIREMCP_AUTH_RESOURCE", d.auth_resource),
             auth_issuer=_str("WIREMCP_AUTH_ISSUER", d.auth_issuer),
             auth_jwks_url=_str("WIREMCP_AUTH_JWKS_URL", d.auth_jwks_url),
