@@ -85,8 +85,8 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 # process exits once its connections have closed or after --timeout-graceful-shutdown.
 STOPSIGNAL SIGTERM
 
-# --proxy-headers: the client address and scheme from X-Forwarded-For/-Proto, trusted from the addresses in
-#   FORWARDED_ALLOW_IPS (uvicorn's variable; its default, 127.0.0.1, trusts no load balancer: set it to
-#   the proxy's address, or "*" where only the proxy can reach the container).
+# --no-proxy-headers: uvicorn's own reading of X-Forwarded-For/-Proto is off (by default it believes any
+#   local client); wiremcp reads them from the proxies WIREMCP_TRUSTED_PROXIES names (none unless set: set it
+#   to the proxy's address or network, or "*" where only the proxy can reach the container).
 # --no-access-log: the load balancer logs every request already; wiremcp's own logs go to stderr.
-CMD ["uvicorn", "app:asgi", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--timeout-graceful-shutdown", "15", "--no-access-log"]
+CMD ["uvicorn", "app:asgi", "--host", "0.0.0.0", "--port", "8000", "--no-proxy-headers", "--timeout-graceful-shutdown", "15", "--no-access-log"]

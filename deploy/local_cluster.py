@@ -243,11 +243,11 @@ class LocalCluster:
         return {**os.environ, "PYTHONUNBUFFERED": "1", **self.env,
                 "WIREMCP_SERVER": self.server, "WIREMCP_REDIS_URL": self.redis_url,
                 "WIREMCP_REQUEST_STATE_KEYS": self.request_state_keys,
-                "WIREMCP_REPLICA_ID": f"replica-{index}"}
+                "WIREMCP_REPLICA_ID": f"replica-{index}", "WIREMCP_TRUSTED_PROXIES": "127.0.0.1"}
 
     def _replica_command(self, port: int) -> list[str]:
         command = [sys.executable, "-m", "uvicorn", "app:asgi", "--host", "127.0.0.1", "--port", str(port),
-                   "--proxy-headers", "--timeout-graceful-shutdown", str(self._graceful_seconds())]
+                   "--no-proxy-headers", "--timeout-graceful-shutdown", str(self._graceful_seconds())]
         return command if self.access_log else [*command, "--no-access-log"]
 
     def _start_replicas(self) -> list[Replica]:

@@ -221,7 +221,7 @@ def test_the_cmd_is_uvicorn_app_asgi_on_all_interfaces_with_a_graceful_timeout_a
     assert argv[:2] == ["uvicorn", "app:asgi"]
     assert option(argv, "--host") == "0.0.0.0"
     assert option(argv, "--port") == "8000"
-    assert "--proxy-headers" in argv
+    assert "--no-proxy-headers" in argv  # forwarded headers are WIREMCP_TRUSTED_PROXIES' to believe
     assert final.all("ENTRYPOINT") == []
     assert final.all("EXPOSE") == ["8000"]
     assert final.all("STOPSIGNAL") == ["SIGTERM"]

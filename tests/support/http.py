@@ -110,18 +110,20 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: int = 3) -> Iterator[UvicornProcess]:
-    """``python -m uvicorn app:asgi`` serving ``server`` (``MODULE:ATTR``) at /mcp, cwd = the repo root."""
+def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: int = 3,
+                wiremcp_http: bool = False) -> Iterator[UvicornProcess]:
+    """``python -m uvicorn app:asgi`` serving ``server`` (``MODULE:ATTR``) at /mcp, cwd = the repo root; with
+    ``wiremcp_http``, ``python -m wiremcp http`` instead (uvicorn as wiremcp runs it)."""
     child_env = {**os.environ, "WIREMCP_SERVER": server, "WIREMCP_LOG_LEVEL": "WARNING",
                  "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
     last_output = ""
     for _ in range(attempts):  # another process may grab the free port between probe and bind
         port = free_port()
         with tempfile.TemporaryFile() as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "app:asgi", "--host", "127.0.0.1", "--port", str(port),
-                 "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"],
-                cwd=ROOT, env=child_env, stdout=log, stderr=subprocess.STDOUT)
+            argv = [sys.executable, "-m", "wiremcp", "http", "--port", str(port)] if wiremcp_http else [
+                sys.executable, "-m", "uvicorn", "app:asgi", "--host", "127.0.0.1", "--port", str(port),
+                "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"]
+            proc = subprocess.Popen(argv, cwd=ROOT, env=child_env, stdout=log, stderr=subprocess.STDOUT)
             running = UvicornProcess(proc, port, log)
             try:
                 if _wait_until_accepting(proc, "127.0.0.1", port, time.monotonic() + START_BOUND):

@@ -110,6 +110,7 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
 
 def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
     from wiremcp.event_store import InMemoryEventStore
+    from wiremcp.transports.forwarded import ForwardedHeaders, TrustedProxies
     from wiremcp.transports.http_app import MCPHttpApp
     from wiremcp.transports.streamable_http import HttpOptions
 
@@ -138,7 +139,9 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
         backend = redis
         mcp.on_startup.append(lambda: backend.share_request_state_key(runtime.request_states))
     checks = {"redis": redis.cluster.ping} if redis is not None else None
-    return build_operations(mcp, metrics, checks)
+    with setting("WIREMCP_TRUSTED_PROXIES"):
+        trusted = TrustedProxies(settings.trusted_proxies)
+    return ForwardedHeaders(build_operations(mcp, metrics, checks), trusted)
 
 
 def build_redis(settings: Settings) -> RedisBackend | None:
@@ -274,8 +277,9 @@ def run(server: MCPServer, transport: str, *, host: str, port: int) -> None:
 def serve_http(server: MCPServer, *, host: str, port: int, settings: Settings) -> None:
     import uvicorn
 
+    # uvicorn's logs go through ours (stderr, format, redaction); forwarded headers are wiremcp's to trust
     uvicorn.run(build_http_app(server, settings), host=host, port=port, log_level=settings.log_level.lower(),
-                lifespan="on", log_config=None)  # uvicorn's logs go through ours (stderr, format, redaction)
+                lifespan="on", log_config=None, proxy_headers=False)
 
 
 def serve_http_reloading(*, host: str, port: int, settings: Settings, watch: list[str]) -> None:
@@ -284,4 +288,4 @@ def serve_http_reloading(*, host: str, port: int, settings: Settings, watch: lis
     import uvicorn
 
     uvicorn.run("wiremcp:asgi", host=host, port=port, log_level=settings.log_level.lower(), lifespan="on",
-                log_config=None, reload=True, reload_dirs=watch)
+                log_config=None, reload=True, reload_dirs=watch, proxy_headers=False)

@@ -103,6 +103,9 @@ class Settings:
     """``Host`` values accepted (comma-separated, ``*`` wildcards; ``*`` alone turns the check off)."""
     allowed_origins: tuple[str, ...] = LOOPBACK_ORIGINS
     """``Origin`` values accepted when the header is present (same syntax)."""
+    trusted_proxies: tuple[str, ...] = ()
+    """The proxies whose ``X-Forwarded-For``/``-Proto`` are believed (addresses or networks, comma-separated;
+    ``*``: every peer). Unset, the client's address is the connection's own."""
     session_idle_seconds: float = 1800.0
     """A session idle this long is ended (never while a request of it is running)."""
     max_sessions: int = 10_000
@@ -191,6 +194,7 @@ class Settings:
             path=_str("WIREMCP_PATH", d.path),
             allowed_hosts=_list("WIREMCP_ALLOWED_HOSTS", d.allowed_hosts),
             allowed_origins=_list("WIREMCP_ALLOWED_ORIGINS", d.allowed_origins),
+            trusted_proxies=_list("WIREMCP_TRUSTED_PROXIES", d.trusted_proxies),
             session_idle_seconds=_float("WIREMCP_SESSION_IDLE_SECONDS", d.session_idle_seconds),
             max_sessions=_int("WIREMCP_MAX_SESSIONS", d.max_sessions),
             json_response=_bool("WIREMCP_JSON_RESPONSE", d.json_response),

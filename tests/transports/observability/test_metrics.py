@@ -14,6 +14,7 @@ from tests.support.http import asgi_client, initialize, post_headers, request_bo
 from wiremcp import MCPServer, ToolError
 from wiremcp.middleware import Call, CallNext
 from wiremcp.timing import Timing
+from wiremcp.transports.forwarded import ForwardedHeaders
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.memory import Client
 from wiremcp.transports.observability.metrics import Metrics
@@ -121,10 +122,12 @@ async def test_each_app_has_its_own_registry() -> None:
 async def test_authentication_failures_are_counted_by_reason() -> None:
     settings = Settings(auth_resource="http://127.0.0.1/mcp", auth_issuer="https://as.example.test",
                         auth_scopes=("mcp:tools",), auth_static_tokens=("t1=alice:mcp:tools", "t2=bob:mcp:read"))
-    app = build_http_app(_server(), settings)
+    outer = build_http_app(_server(), settings)
+    assert isinstance(outer, ForwardedHeaders)
+    app = outer.app
     assert isinstance(app, Operations)
     assert app.metrics is not None
-    async with asgi_client(app) as http:
+    async with asgi_client(outer) as http:
         assert (await http.post("/mcp", json={})).status_code == 401
         assert (await http.post("/mcp", json={}, headers={"authorization": "Bearer nope"})).status_code == 401
         assert (await http.post("/mcp", json={}, headers={"authorization": "Bearer t2"})).status_code == 403
@@ -139,8 +142,9 @@ async def test_authentication_failures_are_counted_by_reason() -> None:
 
 def test_metrics_can_be_turned_off() -> None:
     app = build_http_app(_server(), Settings(metrics=False))
-    assert isinstance(app, Operations)
-    assert app.metrics is None
+    assert isinstance(app, ForwardedHeaders)
+    assert isinstance(app.app, Operations)
+    assert app.app.metrics is None
 
 
 async def test_tasks_are_counted_when_created_and_when_they_end() -> None:

@@ -167,7 +167,9 @@ def test_a_bad_redis_url_is_a_setting_error_that_names_the_variable() -> None:
     ({"WIREMCP_AUTH_RESOURCE": RESOURCE, "WIREMCP_AUTH_ISSUER": ISSUER, "WIREMCP_AUTH_JWKS_URL": ISSUER + "/jwks",
       "WIREMCP_AUTH_ALGORITHMS": "HS256"},
      "WIREMCP_AUTH_ALGORITHMS: refusing algorithms ['HS256']: only asymmetric signatures are accepted"),
-], ids=["not-an-integer", "a-bad-redis-url", "a-symmetric-algorithm"])
+    ({"WIREMCP_TRUSTED_PROXIES": "10.0.0.1, nginx"},
+     "WIREMCP_TRUSTED_PROXIES: 'nginx' is not an IP address, a network such as 10.0.0.0/8, or *"),
+], ids=["not-an-integer", "a-bad-redis-url", "a-symmetric-algorithm", "a-proxy-by-name"])
 def test_a_bad_setting_ends_the_default_deployment_with_one_line(
         env: dict[str, str], line: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     for name, value in env.items():
