@@ -33,9 +33,10 @@ PERMISSIONS: tuple[str, ...] = ("camera", "microphone", "geolocation", "clipboar
 LEGACY_KEY = "ui/resourceUri"
 """The flat ``_meta`` key earlier hosts read (deprecated by the spec, still sent alongside ``_meta.ui``)."""
 
-_ORIGIN = re.compile(r"^(?:https?|wss?)://(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-                     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]{1,5})?$")
-_DOMAIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
+_ORIGIN = re.compile(r"(?:https?|wss?)://(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+                     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]{1,5})?")
+_DOMAIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+"""Patterns are matched with ``fullmatch``: ``$`` would let a value end with a newline."""
 
 
 def tool_meta(ui: str, visibility: Sequence[Visibility] | None, meta: JSONObject | None) -> JSONObject:
@@ -70,7 +71,7 @@ def resource_meta(*, connect_domains: Iterable[str] | None = None, resource_doma
         if origins is None:
             continue
         listed = [origins] if isinstance(origins, str) else list(origins)
-        bad = [o for o in listed if not isinstance(o, str) or not _ORIGIN.match(o)]
+        bad = [o for o in listed if not isinstance(o, str) or not _ORIGIN.fullmatch(o)]
         if bad:
             raise ValueError(f"{key}: {bad[0]!r} is not an origin such as 'https://api.example.com' or "
                              "'https://*.example.com'")
@@ -86,7 +87,7 @@ def resource_meta(*, connect_domains: Iterable[str] | None = None, resource_doma
         if asked:
             ui["permissions"] = {p: {} for p in dict.fromkeys(asked)}
     if domain is not None:
-        if not _DOMAIN.match(domain):
+        if not isinstance(domain, str) or not _DOMAIN.fullmatch(domain):
             raise ValueError(f"domain: {domain!r} is not a host name")
         ui["domain"] = domain
     if prefers_border is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from wiremcp.types import JSONObject
 
-NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+NAME = re.compile(r"(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 """A skill name: 1-64 characters, lowercase letters, digits and hyphens, no hyphen first, last or twice."""
 MAX_DESCRIPTION = 1024
 RESERVED_METADATA = "io.modelcontextprotocol/"
@@ -44,7 +44,7 @@ def read(markdown: str) -> JSONObject:
         raise FrontmatterError("SKILL.md frontmatter must be a mapping of fields")
     _json_only(value, "frontmatter")
     name, description = value.get("name"), value.get("description")
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise FrontmatterError(f"SKILL.md name {name!r} must be 1-64 lowercase letters, digits and single hyphens, "
                                "not starting or ending with a hyphen")
     if not isinstance(description, str) or not description.strip() or len(description) > MAX_DESCRIPTION:
@@ -96,13 +96,13 @@ def _core_schema_loader() -> Any:
         pass
 
     CoreSchemaLoader.yaml_implicit_resolvers = {}
-    resolve = CoreSchemaLoader.add_implicit_resolver
-    resolve("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-    resolve("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
+    resolve = CoreSchemaLoader.add_implicit_resolver  # PyYAML calls .match: \Z, not $, ends the whole value
+    resolve("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z"), list("tTfF"))
+    resolve("tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z"), list("-+0123456789"))
     resolve("tag:yaml.org,2002:float", re.compile(
-        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z"),
         list("-+0123456789."))
-    resolve("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
+    resolve("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)\Z"), ["~", "n", "N", ""])
 
     def integer(loader: Any, node: Any) -> int:
         text = loader.construct_scalar(node)

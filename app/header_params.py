@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from wiremcp.types import JSONObject
 
 KEYWORD = "x-mcp-header"
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _TYPES = ("string", "integer", "boolean")
 _VALUES = frozenset({"default", "const", "enum", "examples"})
 MAX_SAFE_INTEGER = 2**53 - 1

@@ -33,8 +33,8 @@ NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
 """Methods whose ``Mcp-Name`` header mirrors a parameter (the tasks extension's: the task id)."""
 
 _SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
-_VISIBLE = re.compile(r"^[\t\x20-\x7e]*$")
-_B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+_VISIBLE = re.compile(r"[\t\x20-\x7e]*")
+_B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 def decode(value: str, name: str) -> str:
@@ -45,7 +45,7 @@ def decode(value: str, name: str) -> str:
         raise HeaderMismatch(f"{name} header value has invalid characters")
     if value.startswith(_SENTINEL_START) and value.endswith(_SENTINEL_END) and len(value) >= 11:
         encoded = value[len(_SENTINEL_START):-len(_SENTINEL_END)]
-        if len(encoded) % 4 or not _B64.match(encoded):
+        if len(encoded) % 4 or not _B64.fullmatch(encoded):
             raise HeaderMismatch(f"{name} header has a malformed base64 sentinel value")
         try:
             return base64.b64decode(encoded, validate=True).decode("utf-8")

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from wiremcp.server import MCPServer
     from wiremcp.tools import Tool
 
-_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe", "skills/get",
                           "resources/directory/read"})
 
@@ -43,7 +43,7 @@ class Mount:
     parent's names, and how to turn them back into the child's."""
 
     def __init__(self, parent: MCPServer, child: MCPServer, prefix: str | None) -> None:
-        if prefix is not None and not _PREFIX.match(prefix):
+        if prefix is not None and not _PREFIX.fullmatch(prefix):
             raise DefinitionError(f"mount {child.name}: prefix {prefix!r} must be 1 to 64 letters, digits, '_' "
                                   "or '-', starting with a letter or digit")
         self.parent = parent

@@ -32,7 +32,7 @@ MAX_FILES = 512
 MAX_BYTES = 16 * 1024 * 1024
 """Bytes per skill, over all its files (SEP-2640: servers SHOULD NOT serve more)."""
 
-_PREFIX_SEGMENT = re.compile(r"^[A-Za-z0-9_~-][A-Za-z0-9._~-]*$")
+_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~-]*")
 _TYPES = mimetypes.MimeTypes()  # the built-in table only: the same answer on every machine
 _MIME = {".md": "text/markdown", ".markdown": "text/markdown", ".py": "text/x-python", ".sh": "text/x-shellscript",
          ".yaml": "application/yaml", ".yml": "application/yaml", ".json": "application/json",
@@ -116,7 +116,7 @@ def skill_path(prefix: str | None, name: str, where: str) -> str:
         return name
     segments = prefix.strip("/").split("/")
     for segment in segments:
-        if not _PREFIX_SEGMENT.match(segment) or segment in (".", ".."):
+        if not _PREFIX_SEGMENT.fullmatch(segment) or segment in (".", ".."):
             raise SkillError(f"{where}: prefix segment {segment!r} must be letters, digits, '-', '.', '_' or '~'")
     return "/".join([*segments, name])
 

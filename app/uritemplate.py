@@ -10,7 +10,7 @@ import re
 from urllib.parse import parse_qsl, unquote
 
 _EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*%]+)\}")
-_VARNAME = re.compile(r"^[A-Za-z0-9_.%]+$")
+_VARNAME = re.compile(r"[A-Za-z0-9_.%]+")
 
 
 class UriTemplate:
@@ -29,7 +29,7 @@ class UriTemplate:
             parts.append(re.escape(template[pos:match.start()]))
             op, names = match.group(1), [n.rstrip("*") for n in match.group(2).split(",")]
             for name in names:
-                if not _VARNAME.match(name) or name in self.variables or name in self._query_vars:
+                if not _VARNAME.fullmatch(name) or name in self.variables or name in self._query_vars:
                     raise ValueError(f"{template}: bad or repeated variable {name!r}")
             if op in ("?", "&"):
                 self._query_vars.extend(names)
@@ -47,7 +47,7 @@ class UriTemplate:
         if "{" in template[pos:] or "}" in template[pos:]:
             raise ValueError(f"{template}: unbalanced braces")
         parts.append(re.escape(template[pos:]))
-        self._pattern = re.compile("^" + "".join(parts) + "$")
+        self._pattern = re.compile("".join(parts))
         self.variables.extend(self._query_vars)
 
     @property
@@ -55,7 +55,7 @@ class UriTemplate:
         return bool(self.variables)
 
     def match(self, uri: str) -> dict[str, str] | None:
-        found = self._pattern.match(uri)
+        found = self._pattern.fullmatch(uri)
         if found is None:
             return None
         values: dict[str, str] = {}

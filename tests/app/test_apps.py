@@ -113,6 +113,13 @@ def test_a_view_alone_declares_the_extension() -> None:
     ({"base_uri_domains": ["https://a b"]}, "is not an origin"),
     ({"permissions": ["usb"]}, "'usb' is not one of camera"),
     ({"domain": "x.example.com/path"}, "is not a host name"),
+    # the whole value is checked, not a prefix of it: a line break after a good origin is refused too
+    ({"connect_domains": ["https://a.example\n"]}, "connectDomains: 'https://a.example\\n' is not an origin"),
+    ({"resource_domains": ["https://a.example\n"]}, "resourceDomains: 'https://a.example\\n' is not an origin"),
+    ({"frame_domains": ["https://a.example\n"]}, "frameDomains: 'https://a.example\\n' is not an origin"),
+    ({"base_uri_domains": ["https://a.example\n"]}, "baseUriDomains: 'https://a.example\\n' is not an origin"),
+    ({"connect_domains": ["https://a.example\nhttps://b.example"]}, "is not an origin"),
+    ({"domain": "a.example\n"}, "domain: 'a.example\\n' is not a host name"),
 ])
 def test_what_could_loosen_a_hosts_policy_is_refused_where_it_is_written(options: dict[str, Any], says: str) -> None:
     with pytest.raises(DefinitionError, match=r"test_apps.py:\d+: app ui://v: ") as raised:
