@@ -15,7 +15,7 @@ from wiremcp.errors import MCPError, ResourceNotFound
 from wiremcp.failures import internal_error
 from wiremcp.input_required import InputRequired
 from wiremcp.types import JSONObject
-from wiremcp.uritemplate import UriTemplate
+from wiremcp.uritemplate import UriTemplate, has_dot_segments
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
@@ -36,6 +36,8 @@ class Resource(Component):
                          scopes=scopes)
         if (ttl_ms is not None and ttl_ms < 0) or cache_scope not in (None, "public", "private"):
             raise ValueError(f"resource {uri}: ttl_ms must be >= 0 and cache_scope 'public' or 'private'")
+        if has_dot_segments(uri):
+            raise ValueError(f"resource {uri}: a resource URI has no '.' or '..' path segments (no read could reach it)")
         self.cache: JSONObject = {}
         """Caching hints for reads of this resource (stateless era), overriding the server's."""
         if ttl_ms is not None:
@@ -141,6 +143,10 @@ class Resources:
         return bool(self.static or self.templates)
 
     def find(self, uri: str) -> tuple[Resource, dict[str, str]] | None:
+        """The resource at ``uri``: a static one, or the first template that matches it, with its variables.
+        None for a URI with dot segments (``..``, ``%2e%2e``): no template ever sees one, mounted or not."""
+        if has_dot_segments(uri):
+            return None
         resource = self.static.get(uri)
         if resource is not None:
             return resource, {}

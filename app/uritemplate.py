@@ -10,7 +10,25 @@ import re
 from urllib.parse import parse_qsl, unquote
 
 _EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*%]+)\}")
+_SEGMENT_SEPARATORS = re.compile(r"[/\\]")
+DECODINGS = 3
+"""How many times a path is percent-decoded when looking for dot segments (``%252e`` is ``%2e`` once decoded,
+and a handler may decode again)."""
 _VARNAME = re.compile(r"[A-Za-z0-9_.%]+")
+
+
+def has_dot_segments(uri: str) -> bool:
+    """Whether the path of ``uri`` has a ``.`` or ``..`` segment, written out or percent-encoded (``%2e%2e``,
+    ``.%2E``, ``..%2f``), with ``/`` or ``\\`` between segments. Such a URI names something else than it seems
+    to once resolved (RFC 3986, 5.2.4), and a template would hand the segment to its handler as part of a
+    variable: ``notes://kid/../vault/doc`` would reach ``notes://kid/{+path}`` with ``../vault/doc``."""
+    path = uri.partition("?")[0].partition("#")[0]
+    for _ in range(DECODINGS):
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    return any(segment in (".", "..") for segment in _SEGMENT_SEPARATORS.split(path))
 
 
 class UriTemplate:

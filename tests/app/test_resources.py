@@ -250,3 +250,20 @@ async def test_query_variables_are_optional_with_defaults() -> None:
     assert template["uriTemplate"] == "search://items{?q,limit}"
     assert bare["contents"][0]["text"] == "q='' limit=10"
     assert full["contents"][0]["text"] == "q='red shoes' limit=3"
+
+
+async def test_no_template_sees_a_uri_with_dot_segments_and_none_is_registered() -> None:
+    server = MCPServer("dots")
+    seen: list[str] = []
+
+    @server.resource("files://{+path}")
+    def file(path: str) -> str:
+        seen.append(path)
+        return path
+
+    async with Client(server) as client:
+        response = await client.request_raw("resources/read", {"uri": "files://a/%2e%2e/b"})
+    assert response["error"] == ResourceNotFound("files://a/%2e%2e/b").to_error()
+    assert seen == []
+    with pytest.raises(ValueError, match=r"no '\.' or '\.\.' path segments"):
+        Resource("files://a/../b", lambda: "x")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from wiremcp.uritemplate import UriTemplate, is_template
+from wiremcp.uritemplate import UriTemplate, has_dot_segments, is_template
 
 
 @pytest.mark.spec("2025-11-25/server/resources#resource-templates")
@@ -82,3 +82,20 @@ def test_is_template() -> None:
     assert is_template("x://{id}")
     assert is_template("x://y{?q}")
     assert not is_template("x://y")
+
+
+@pytest.mark.parametrize("uri", [
+    "notes://kid/../vault", "notes://kid/./x", "notes://..", "notes://a/..", "file:///a/%2e%2e/b", "file:///%2E./b",
+    "file:///.%2e/b", "file:///a/..%2fb", "file:///a/%252e%252e/b", "file:///a/..\\b", "file:///a%5c..%5cb",
+    "..", "a/./b", "file:///x/..?q=1", "file:///x/..#top",
+])
+def test_dot_segments_written_out_or_encoded_are_found(uri: str) -> None:
+    assert has_dot_segments(uri)
+
+
+@pytest.mark.parametrize("uri", [
+    "notes://kid/vault", "file:///a/..b/c", "file:///a/b../c", "file:///v1.2/x", "file:///.hidden", "file:///...",
+    "notes://kid/x?path=../y", "notes://kid/x#../y", "urn:isbn:0451450523", "file:///a/%2e%2e%2e",
+])
+def test_names_with_dots_that_are_no_segments_of_their_own_are_not(uri: str) -> None:
+    assert not has_dot_segments(uri)
