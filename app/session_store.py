@@ -8,9 +8,27 @@ Any process holding the store can serve any session: ``SessionState`` is plain d
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
+from typing import Final, Literal
 
 from wiremcp.state import SessionState
+
+
+class _Server(enum.Enum):
+    SERVER = "the server"
+
+
+SERVER: Final = _Server.SERVER
+"""Who asks for a session when the server itself does (to write a change into it): every session is its own."""
+Asker = str | None | Literal[_Server.SERVER]
+"""Who asks for a session: the caller's identity (``Principal.key``; None: an anonymous caller), or ``SERVER``."""
+
+
+def serves(state: SessionState, asker: Asker) -> bool:
+    """Whether ``asker`` may use the session: its owner (the same identity, or both anonymous), or the server.
+    Anyone else is answered as if the session did not exist, and changes nothing about it."""
+    return asker is SERVER or state.owner == asker
 
 
 class SessionStore(ABC):
@@ -25,7 +43,9 @@ class SessionStore(ABC):
         """Add a session unless ``limit`` sessions exist already (False then)."""
 
     @abstractmethod
-    async def get(self, session_id: str) -> SessionState | None: ...
+    async def get(self, session_id: str, asker: Asker = SERVER) -> SessionState | None:
+        """The session's state, None if it is gone. A lookup restarts a self-expiring store's idle clock, only
+        for an ``asker`` it ``serves``: a stranger's lookup (refused by the caller) leaves the session as it was."""
 
     @abstractmethod
     async def save(self, state: SessionState) -> None:
@@ -56,8 +76,8 @@ class InMemorySessionStore(SessionStore):
         self._states[state.id] = state
         return True
 
-    async def get(self, session_id: str) -> SessionState | None:
-        return self._states.get(session_id)
+    async def get(self, session_id: str, asker: Asker = SERVER) -> SessionState | None:
+        return self._states.get(session_id)  # no clock here: the manager keeps the idle time
 
     async def save(self, state: SessionState) -> None:
         assert state.id is not None

@@ -99,7 +99,7 @@ class LegacySSEEndpoints:
         if body is None:
             return
         connection, _ = entry
-        live = await self.manager.get(sid)
+        live = await self.manager.get(sid, owner_key(scope))
         if live is None:
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
             return

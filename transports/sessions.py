@@ -17,7 +17,7 @@ from wiremcp import jsonrpc
 from wiremcp.event_store import EventStore
 from wiremcp.replica_link import ClusterEvents, ReplicaLink
 from wiremcp.server import MCPServer
-from wiremcp.session_store import InMemorySessionStore, SessionStore
+from wiremcp.session_store import SERVER, Asker, InMemorySessionStore, SessionStore, serves
 from wiremcp.state import SessionState
 from wiremcp.transports.allocator import release_freed_memory
 from wiremcp.transports.live_session import LiveSession
@@ -82,17 +82,22 @@ class SessionManager(ClusterEvents):
         self._start_reaper()
         return live
 
-    async def get(self, session_id: str) -> LiveSession | None:
-        """The session, served from this process; None if the store no longer has it.
+    async def get(self, session_id: str, asker: Asker = SERVER) -> LiveSession | None:
+        """The session, served from this process; None if the store no longer has it, or if ``asker`` (the
+        caller's identity) is not its owner: another principal's session is as good as unknown, a session id is
+        never a credential. Ownership is decided here, before anything about the session changes (its idle
+        clock in this process and in the store).
 
         The store is asked, so that a session ended elsewhere (DELETE or expiry on another replica
         sharing the store) gets 404 here too, and state changed there is seen here. (A shared store may
         answer from a copy of its own: ``RedisSessionStore``'s, kept while fresh and dropped when another
         replica announces a change.)
         """
-        state = await self.store.get(session_id)
+        state = await self.store.get(session_id, asker)
         if state is None:
             self._forget(session_id)
+            return None
+        if not serves(state, asker):
             return None
         live = self.live.get(session_id)  # again: a concurrent request may have made or dropped it meanwhile
         if live is None:

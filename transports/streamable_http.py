@@ -141,9 +141,8 @@ class StreamableHTTPEndpoint:
         if not sid:
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
             return None
-        live = await self.manager.get(sid)
-        if live is None or live.session.state.owner != owner_key(scope):
-            # Another principal's session is as good as unknown: a session id is never a credential.
+        live = await self.manager.get(sid, owner_key(scope))  # another principal's session is as good as unknown
+        if live is None:
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown or expired session")
             return None
         version = header(scope, VERSION_HEADER)

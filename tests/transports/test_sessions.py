@@ -36,7 +36,7 @@ from wiremcp import MCPServer
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from wiremcp.event_store import InMemoryEventStore
 from wiremcp.session import ServerSession
-from wiremcp.session_store import InMemorySessionStore, SessionStore
+from wiremcp.session_store import SERVER, Asker, InMemorySessionStore, SessionStore
 from wiremcp.state import SessionState
 from wiremcp.transports.sessions import (
     SessionLimitReached,
@@ -235,7 +235,7 @@ class JSONSessionStore(SessionStore):
         await self.save(state)
         return True
 
-    async def get(self, session_id: str) -> SessionState | None:
+    async def get(self, session_id: str, asker: Asker = SERVER) -> SessionState | None:
         raw = self.data.get(session_id)
         return SessionState.from_dict(json.loads(raw)) if raw is not None else None
 

@@ -30,6 +30,7 @@ Without a link (or with ``fresh_for`` 0) every lookup reads Redis.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -39,12 +40,14 @@ import orjson
 from redis.commands.core import AsyncScript
 
 from wiremcp.replica_link import ClusterEvents
-from wiremcp.session_store import SessionStore
+from wiremcp.session_store import SERVER, Asker, SessionStore, serves
 from wiremcp.state import SessionState
 from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Redis, publish, reachable, run_scripts
 from wiremcp.transports.redis.keys import Keys
 from wiremcp.unavailable import StoreUnavailable
+
+log = logging.getLogger("wiremcp.redis.sessions")
 
 _NOW_MS = """
 local now = redis.call('TIME')
@@ -74,6 +77,25 @@ return ARGV[2]
 """Restart a session's idle clock (ARGV[1] ms) and answer its state; with a state (ARGV[2]), store it
 first, only if the session still exists."""
 
+_LOOKUP = """
+local value = redis.call('GET', KEYS[1])
+if not value then return false end
+if ARGV[2] ~= '1' then
+  local owner = cjson.decode(value)['owner']
+  if type(owner) ~= 'string' then owner = '' end
+  local mine = false
+  for i = 3, #ARGV do
+    if ARGV[i] == owner then mine = true end
+  end
+  if not mine then return {value, 0} end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return {value, 1}
+"""
+"""Answer a session's state and whether its idle clock (ARGV[1] ms) was restarted: always when the server asks
+(ARGV[2] = '1'), else only if its owner is one of the askers (ARGV[3], ...; '' for an anonymous one). A
+stranger's lookup leaves the session as it was."""
+
 _RENEW = _NOW_MS + """
 local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if expiry and tonumber(expiry) > now_ms then redis.call('ZADD', KEYS[1], 'XX', now_ms + tonumber(ARGV[2]), ARGV[1]) end
@@ -96,12 +118,20 @@ MAX_CACHED = 10_000
 class _Lookup:
     """One read of a session from Redis and the callers waiting for its answer."""
 
-    __slots__ = ("sid", "started", "waiters")
+    __slots__ = ("askers", "sid", "started", "waiters")
 
     def __init__(self, sid: str, started: float) -> None:
         self.sid = sid
         self.started = started
         self.waiters: list[asyncio.Future[SessionState | None]] = []
+        self.askers: list[Asker] = []
+        """Who asked, waiter by waiter: the session's idle clock restarts only for its owner (or the server)."""
+
+    def script_args(self, ttl_ms: int) -> list[Any]:
+        """``_LOOKUP``'s arguments: the TTL, whether the server asks, and the identities asking."""
+        anyone = any(asker is SERVER for asker in self.askers)
+        owners = dict.fromkeys("" if asker is None else asker for asker in self.askers if isinstance(asker, str | None))
+        return [ttl_ms, "1" if anyone else "0", *owners]
 
 
 class RedisSessionStore(SessionStore, ClusterEvents):
@@ -121,6 +151,7 @@ class RedisSessionStore(SessionStore, ClusterEvents):
         self._clock = clock
         self._reserve = client.register_script(_RESERVE)
         self._touch = client.register_script(_TOUCH)
+        self._lookup = client.register_script(_LOOKUP)
         self._renew = client.register_script(_RENEW)
         self._count = client.register_script(_COUNT)
         self._cached: OrderedDict[str, tuple[SessionState, float]] = OrderedDict()
@@ -157,9 +188,10 @@ class RedisSessionStore(SessionStore, ClusterEvents):
         self._keep(state, started)
         return True
 
-    async def get(self, session_id: str) -> SessionState | None:
+    async def get(self, session_id: str, asker: Asker = SERVER) -> SessionState | None:
         """The state: this replica's copy while it is fresh (no round trip), else read from Redis, which
-        restarts the session's idle clock.
+        restarts the session's idle clock if ``asker`` is its owner (or the server); a stranger's read renews
+        nothing and leaves no copy.
 
         Lookups made in the same turn of the event loop (concurrent requests) travel together, in one
         pipeline: one round trip for all of them; concurrent lookups of one session share one read."""
@@ -176,6 +208,7 @@ class RedisSessionStore(SessionStore, ClusterEvents):
             self._batch.append(lookup)
         waiter: asyncio.Future[SessionState | None] = loop.create_future()
         lookup.waiters.append(waiter)
+        lookup.askers.append(asker)
         return await waiter
 
     def _send_batch(self) -> None:
@@ -185,10 +218,15 @@ class RedisSessionStore(SessionStore, ClusterEvents):
         task.add_done_callback(self._sending.discard)
 
     async def _read(self, batch: list[_Lookup]) -> None:
+        """Read the batch's sessions, renewing each only for its owner, then the index entries of those renewed
+        (another slot in a cluster: a second round trip, which only a read past its copy's freshness makes),
+        then answer."""
+        calls = []
+        for lookup in batch:  # (an asker joining a lookup already sent is renewed after it, if it is the owner)
+            calls.append((self._lookup, [self._keys.session(lookup.sid)], lookup.script_args(self._ttl_ms)))
         try:
             with reachable("session store"):
-                results = (await run_scripts(self._client, [call for lookup in batch
-                                                            for call in self._renewal(lookup.sid)]))[::2]
+                results = await run_scripts(self._client, calls)
         except BaseException as exc:
             error = exc if isinstance(exc, Exception) else StoreUnavailable(str(exc))
             for lookup in batch:
@@ -200,23 +238,42 @@ class RedisSessionStore(SessionStore, ClusterEvents):
             if not isinstance(exc, Exception):
                 raise
             return
-        for lookup, raw in zip(batch, results, strict=True):
-            state = None if raw is None else SessionState.from_dict(orjson.loads(raw))
+        renewals: list[tuple[AsyncScript, list[str], list[Any]]] = []
+        answers: list[tuple[_Lookup, SessionState | None]] = []
+        for lookup, answer in zip(batch, results, strict=True):
+            state, renewed = (None, False) if answer is None else (
+                SessionState.from_dict(orjson.loads(answer[0])), bool(answer[1]))
             if self._lookups.get(lookup.sid) is lookup:  # no change announced meanwhile
                 del self._lookups[lookup.sid]
                 if state is None:
                     self._cached.pop(lookup.sid, None)
-                else:
+                elif renewed:  # a stranger's read leaves no copy: the owner's next lookup must renew
                     self._keep(state, lookup.started)
-            for waiter in lookup.waiters:
-                if not waiter.done():
-                    waiter.set_result(state)
+            answers.append((lookup, state))
+            if renewed:
+                renewals.append(self._index_renewal(lookup.sid))
+            elif state is not None and any(serves(state, asker) for asker in lookup.askers):
+                renewals.extend(self._renewal(lookup.sid))  # its owner asked after the read was sent
+        try:
+            if renewals:
+                with reachable("session store"):
+                    await run_scripts(self._client, renewals)
+        except StoreUnavailable as exc:  # the next lookup renews them; until then the cap counts them less
+            log.warning("could not renew %d sessions' index entries: %s", len(renewals), exc)
+        finally:  # the sessions were read: answered even if this task is cancelled meanwhile
+            for lookup, state in answers:
+                for waiter in lookup.waiters:
+                    if not waiter.done():
+                        waiter.set_result(state)
 
     def _renewal(self, session_id: str, state: bytes = b"") -> list[tuple[AsyncScript, list[str], list[Any]]]:
         """The scripts that restart the session's idle clock, storing ``state`` if given: the first answers
         the stored state, or None if the session is gone."""
         return [(self._touch, [self._keys.session(session_id)], [self._ttl_ms, state]),
-                (self._renew, [self._keys.sessions(session_id)], [session_id, self._ttl_ms])]
+                self._index_renewal(session_id)]
+
+    def _index_renewal(self, session_id: str) -> tuple[AsyncScript, list[str], list[Any]]:
+        return self._renew, [self._keys.sessions(session_id)], [session_id, self._ttl_ms]
 
     async def save(self, state: SessionState) -> None:
         sid = state.id

@@ -179,6 +179,37 @@ async def test_get_touch_and_save_restart_the_idle_clock(client: Redis, redis_ke
     assert await store.count() == 1
 
 
+@pytest.mark.parametrize("owner", ["https://issuer.example|alice", None])
+async def test_a_strangers_lookup_renews_nothing_and_leaves_no_copy(client: Redis, redis_keys: Keys,
+                                                                     redis_url: str, owner: str | None) -> None:
+    """Only the session's owner (or the server itself) restarts its idle clock: another principal's lookup, or
+    an anonymous one of an owned session (and the other way round), reads the state and changes nothing."""
+    idle_ms = 400
+    link = make_cluster(redis_url, redis_keys, "A")
+    store = RedisSessionStore(client, redis_keys, idle_timeout=idle_ms / 1000, link=link, fresh_for=0.1)
+    strangers: list[str | None] = ["https://issuer.example|bob", None if owner is not None else "x|y"]
+    key = redis_keys.session("owned")
+    async with started(link):
+        assert await store.create(SessionState(id="owned", owner=owner))
+
+        async def aged() -> bool:
+            return 0 < await client.pttl(key) < idle_ms - 150
+
+        for stranger in strangers:
+            await until(aged, what="the session's ageing")
+            store._forget("owned")  # no copy: each lookup reads Redis
+            ttl, expiry = await client.pttl(key), await client.zscore(redis_keys.sessions("owned"), "owned")
+            both = await asyncio.gather(store.get("owned", stranger), store.get("owned", stranger))
+            assert [state.owner if state else "gone" for state in both] == [owner, owner]  # read...
+            assert await client.pttl(key) <= ttl  # ...but not renewed,
+            assert await client.zscore(redis_keys.sessions("owned"), "owned") == expiry  # nor counted longer,
+            assert "owned" not in store._cached  # and the owner's next lookup goes to Redis again
+        await until(aged, what="the session's ageing")
+        assert (await store.get("owned", owner) or SessionState()).owner == owner
+        assert await client.pttl(key) > idle_ms - 100
+        assert "owned" in store._cached
+
+
 async def test_saving_or_touching_a_deleted_session_does_not_resurrect_it(client: Redis, redis_keys: Keys) -> None:
     store = RedisSessionStore(client, redis_keys, idle_timeout=60)
     state = full_state("gone")
