@@ -5,7 +5,9 @@ Every transport (Streamable HTTP in both eras, HTTP+SSE, stdio, in memory) class
 hands each request to ``serve``: the request runs in the state of its era (the handshake session's, or the
 envelope its ``_meta`` declares), in a ``Context`` (whose way of asking the client for input follows from
 that: ``wiremcp.asking``), through the dispatcher. A request on a session is tracked by it, so that the
-client can cancel it (``notifications/cancelled``); a JSON-RPC batch comes in through ``serve_batch``. The
+client can cancel it (``notifications/cancelled``); every request, whatever its transport and era, is among
+the runtime's requests in flight while it runs, so that a shutdown waits for it, or cuts it off with a
+retryable answer (``wiremcp.shutdown``). A JSON-RPC batch comes in through ``serve_batch``. The
 runtime's observer (``server.runtime``), when set, sees each request start and end; the server's middleware
 (``wiremcp.middleware``), when there is any, runs around the dispatcher, and notifications go through it
 too (``notify``). The transport turns the
@@ -31,6 +33,7 @@ from wiremcp.middleware import Call, chain
 from wiremcp.outcome import Outcome
 from wiremcp.principal import Principal
 from wiremcp.protocol import BATCH_VERSIONS
+from wiremcp.shutdown import cut_off_outcome
 from wiremcp.types import JSONObject, Send, StreamControl
 from wiremcp.unavailable import StoreUnavailable
 
@@ -57,6 +60,7 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
         if observer is not None else None
     logged = REQUEST_ID.set(request.id)
     done: Outcome | None = None  # None at the end: cancelled
+    answering = runtime.requests.enter()
     try:
         if inbound.envelope is not None:
             state = inbound.envelope
@@ -77,6 +81,11 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
     except asyncio.CancelledError:
         if session is not None and session.cancelled_by_client(request.id):
             return None  # (the observer sees it end without an answer)
+        if runtime.requests.was_cut_off(answering):
+            assert answering is not None
+            answering.uncancel()  # the shutdown's cancellation, answered here: the transport sends the answer
+            done = cut_off_outcome(server, request.id)
+            return done
         raise
     except StoreUnavailable as exc:
         log.warning("%s: %s", request.method, exc)
@@ -89,6 +98,7 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
         done = Outcome(jsonrpc.error(request.id, failure.code, failure.message, failure.data), internal=True)
         return done
     finally:
+        runtime.requests.leave(answering)
         REQUEST_ID.reset(logged)
         if observer is not None:
             observer.finished(token, done)

@@ -19,7 +19,8 @@ class Outcome:
     internal: bool = False
     """The handler failed unexpectedly (-32603)."""
     unavailable: bool = False
-    """A shared store (Redis) could not be reached (-32603; HTTP: 503, to be retried)."""
+    """The request could not be served here now: a shared store (Redis) could not be reached, or the server
+    shut down before it finished (-32603; HTTP: 503 with ``Retry-After``, to be retried)."""
 
     @classmethod
     def failed(cls, request_id: RequestId | None, error: MCPError) -> Outcome:

@@ -1,6 +1,7 @@
 """What serves a server definition (``Runtime``): the dispatcher, the task runner and the ``tasks/*``
 methods, the bus that carries change events to ``subscriptions/listen``, the sealer of ``requestState``,
-the observers of every request, the buckets of rate limits, and the handshake-era sessions being served (for ``list_changed`` and
+the observers of every request, the buckets of rate limits, the requests being answered (for the shutdown
+sequence, ``wiremcp.shutdown``), and the handshake-era sessions being served (for ``list_changed`` and
 ``resources/updated``).
 
 The definition (``MCPServer``: tools, resources, prompts, completions, identity) knows nothing of these; it
@@ -21,6 +22,7 @@ from wiremcp.observer import RequestObserver, joined, listed
 from wiremcp.rate_limits import InMemoryRateLimits, RateLimitStore
 from wiremcp.replica_link import ClusterEvents, ReplicaLink
 from wiremcp.request_state import RequestStateSealer
+from wiremcp.shutdown import RequestsInFlight
 from wiremcp.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from wiremcp.task_methods import TaskMethods
 from wiremcp.task_runner import TaskRunner, TaskSettings
@@ -48,6 +50,9 @@ class Runtime:
         """Where ``RateLimit`` middleware keeps its buckets unless given a store (shared, with Redis)."""
         self.observer: RequestObserver | None = None
         """Sees every request (metrics, tracing); see ``observe``."""
+        self.requests = RequestsInFlight()
+        """The requests being answered now, whatever their transport: the shutdown waits for them, then cuts
+        off those still running."""
         self.dispatcher = Dispatcher(self)
         self._task_store = task_store
         self._task_settings = tasks

@@ -6,10 +6,18 @@ open ones before it runs the lifespan shutdown; SSE streams never end by themsel
 to start at the signal, not at the lifespan. It chains onto uvicorn's signal handlers (and tells
 sse-starlette to leave the streams to it), and runs:
 
-1. ``draining`` on: ``initialize`` answers 503, ``/readyz`` says unready;
+1. ``draining`` on: ``initialize`` (and a new HTTP+SSE stream) answers 503, ``/readyz`` says unready;
 2. ``subscriptions/listen`` requests answer and close; GET streams close with ``retry``;
-3. requests in flight get ``drain_seconds`` to finish (their streams carry their answers);
-4. whatever still streams is closed resumably, and sse-starlette is told to end the rest.
+3. requests in flight, on every transport and in both eras (the runtime's ``RequestsInFlight``), get
+   ``drain_seconds`` to finish (their streams carry their answers);
+4. those still running are cut off: answered with the shutdown's retryable error (``wiremcp.shutdown``:
+   a JSON answer is a 503), their handlers cancelled;
+5. whatever still streams is closed (Streamable HTTP resumably, HTTP+SSE once what it carries is sent),
+   and sse-starlette is told to end the rest.
+
+Every request has its answer before its stream closes, so no connection holds the process open past the
+drain: uvicorn reaches its lifespan shutdown, and the process exits, ``drain_seconds`` after the signal
+and little more.
 """
 
 from __future__ import annotations
@@ -24,8 +32,8 @@ from typing import Any
 
 from wiremcp.shutdown import shut_down
 from wiremcp.transports import sse
+from wiremcp.transports.legacy_sse import LegacySSEEndpoints
 from wiremcp.transports.sessions import SessionManager
-from wiremcp.transports.stateless_http import StatelessHandler
 
 log = logging.getLogger("wiremcp.drain")
 
@@ -36,9 +44,11 @@ _hooked = False
 class Drain:
     """The drain of one app; ``begin`` may be called from a signal handler (any thread)."""
 
-    def __init__(self, manager: SessionManager, stateless: StatelessHandler, *, seconds: float = 10.0) -> None:
+    def __init__(self, manager: SessionManager, legacy: LegacySSEEndpoints | None = None, *,
+                 seconds: float = 10.0) -> None:
         self.manager = manager
-        self.stateless = stateless
+        self.legacy = legacy
+        """The 2024-11-05 HTTP+SSE endpoints, when served: their streams end after the cut-off answers."""
         self.seconds = seconds
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
@@ -81,12 +91,15 @@ class Drain:
             await self.done.wait()
             return
         manager.draining = True
-        log.info("draining: no new sessions; %d requests in flight get up to %.1fs", self._inflight(), self.seconds)
-        left = await shut_down(manager.server, grace=self.seconds, running=self._running, quiesce=self._quiesce)
+        log.info("draining: no new sessions; %d requests in flight get up to %.1fs",
+                 len(manager.server.runtime.requests), self.seconds)
+        left = await shut_down(manager.server, grace=self.seconds, quiesce=self._quiesce)
         for live in list(manager.live.values()):
             live.close_streams()
+        if self.legacy is not None:
+            self.legacy.close_streams()
         if left:
-            log.warning("drain: %d requests still running after %.1fs; their streams were closed", left,
+            log.warning("drain: %d requests still running after %.1fs were cut off (answered: retryable)", left,
                         self.seconds)
         if self._signalled:
             # The process is exiting: sse-starlette may end whatever still streams. (Process-wide, so
@@ -98,20 +111,6 @@ class Drain:
         for live in list(self.manager.live.values()):
             live.standalone.close()  # GET streams: the client reconnects elsewhere
             live.close_followers()
-
-    def _inflight(self) -> int:
-        return len(self._running())
-
-    def _running(self) -> list[asyncio.Task[Any]]:
-        """Every request in flight here: handshake-era calls, stateless ones, and task-augmented calls (a
-        task still running when the process exits is failed by the other replicas once this one's lease
-        lapses (Redis), or ends with it)."""
-        running: list[asyncio.Task[Any]] = [t for live in self.manager.live.values() for t in live.tasks]
-        running.extend(self.stateless.tasks)
-        server = self.manager.server
-        if server.runtime.has_task_runner:
-            running.extend(server.runtime.task_runner.running)
-        return running
 
 
 def _hook_uvicorn() -> None:

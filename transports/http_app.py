@@ -40,11 +40,11 @@ class MCPHttpApp:
         self.manager = SessionManager(server, store, events if events is not None else InMemoryEventStore(),
                                       idle_timeout=idle_timeout, max_sessions=max_sessions, cluster=cluster)
         self.endpoint = StreamableHTTPEndpoint(self.manager, options)
-        self.drain = Drain(self.manager, self.endpoint.stateless, seconds=drain_seconds)
         self.on_startup: list[Callable[[], Awaitable[None]]] = []
         """Run after the cluster has started (e.g. agreeing on shared keys)."""
         self.legacy = LegacySSEEndpoints(self.manager, messages_path=legacy_messages_path, options=options) \
             if legacy_sse_path else None
+        self.drain = Drain(self.manager, self.legacy, seconds=drain_seconds)
         self.legacy_sse_path = legacy_sse_path
         self.legacy_messages_path = legacy_messages_path
         self.routes = Routes(self.endpoint, self.path, self.legacy, legacy_sse_path, legacy_messages_path)

@@ -3,17 +3,22 @@
 ``GET /sse`` opens a stream whose first event (``endpoint``) names the URL to POST
 messages to; every message from the server (responses included) then travels on
 that stream. Sessions come from the same ``SessionManager`` as Streamable HTTP.
+
+On SIGTERM (``wiremcp.transports.drain``) a new stream is refused (503), the calls in flight get the
+drain's time to finish, or are answered with the shutdown's retryable error, and each stream ends once
+it has carried their answers (``close_streams``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs
 
 from wiremcp.connection import Connection
-from wiremcp.errors import INVALID_REQUEST
+from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from wiremcp.transports import sse
 from wiremcp.transports.asgi import (
     ClientDisconnected,
@@ -46,6 +51,10 @@ class LegacySSEEndpoints:
     async def stream(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["method"] != "GET":
             await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed", headers=[(b"allow", b"GET")])
+            return
+        if self.manager.draining:
+            await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: this replica is shutting down",
+                                headers=[(b"retry-after", b"1"), (b"connection", b"close")])
             return
         try:
             live = await self.manager.create(owner_key(scope))
@@ -105,3 +114,11 @@ class LegacySSEEndpoints:
             return
         await connection.feed(body, principal=caller(scope))
         await respond(send, 202, b"Accepted", content_type=b"text/plain")
+
+    def close_streams(self) -> None:
+        """End every stream once it has sent what it holds now (the drain, after the calls in flight have
+        their answers). A stream whose reader is so far behind that nothing more fits is ended by the drain's
+        release of the streams instead."""
+        for _, queue in self._connections.values():
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(None)

@@ -6,7 +6,8 @@ the client can step up) and one that is rate limited (429, as the draft SEP-3304
 and clients see it without reading the body). The stateless era gives errors the statuses 2026-07-28
 names: 400 for a malformed request (``BadRequest``: its ``_meta``, its mirrored headers, a missing client
 capability), 404 for an unknown method, 403 for missing scopes, 429 when rate limited, 500 for an internal
-error. In both eras, a shared store that cannot be reached is 503 with ``Retry-After``.
+error. In both eras, a shared store that cannot be reached, or a request the shutdown cut off, is 503 with
+``Retry-After``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ answered with
 ``application/json`` when its handler sends nothing but the result, or with an SSE
 stream (no event ids, no resumption) when it sends notifications first, as
 ``subscriptions/listen`` does. Closing the stream, or the connection before the answer,
-cancels the request.
+cancels the request. A request the server's shutdown cuts off is answered with the shutdown's retryable
+error (``wiremcp.shutdown``; as a JSON answer, 503 with ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from collections.abc import AsyncIterator
 
 from wiremcp import jsonrpc
 from wiremcp.entry import notify, serve
-from wiremcp.errors import INVALID_REQUEST
 from wiremcp.inbound import Inbound
 from wiremcp.outcome import Outcome
 from wiremcp.server import MCPServer
+from wiremcp.shutdown import cut_off_outcome
 from wiremcp.transports import sse
-from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond, respond_error, respond_json
+from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond, respond_json
 from wiremcp.transports.identity import caller, peer
 from wiremcp.transports.outcomes import http_status, outcome_headers
 from wiremcp.types import JSONObject
@@ -118,8 +119,9 @@ class StatelessHandler:
         if gone and gone[0].done() and not gone[0].cancelled() and not task.done():
             task.cancel()  # the client went away: that is cancellation in this era
             return
-        if task.cancelled():
-            await respond_error(send, 503, INVALID_REQUEST, "Service Unavailable: the server is shutting down")
+        if task.cancelled():  # by the lifespan's close, past the drain's cut-off: answered as the cut-off answers
+            cut = cut_off_outcome(self.server, request.id)
+            await respond_json(send, http_status(cut, stateless=True), cut.message, outcome_headers(scope, cut))
             return
         if task.done() and not buffered:
             done = task.result()
@@ -139,7 +141,7 @@ class StatelessHandler:
                     if queue.qsize() < _BACKLOG // 2:
                         room.set()
                     yield sse.event(message)
-                done = None if task.cancelled() else task.result()
+                done = cut_off_outcome(self.server, request.id) if task.cancelled() else task.result()
                 if done is not None:
                     yield sse.event(done.message)
             finally:

@@ -4,7 +4,7 @@ stdout is the wire and nothing else. ``claim_stdio`` moves the real stdin and st
 file descriptors for the wire and points fd 1 at stderr and fd 0 at the null device, so a stray
 ``print()`` in user code, or a child process, can neither write to the wire nor read from it
 (``wiremcp stdio`` claims them before it imports the server's module). The process stops on
-stdin EOF or SIGTERM, cancelling work in flight.
+stdin EOF or SIGTERM, cutting off work in flight (each request answered with a retryable error).
 
 Pipes, sockets and terminals are read and written through the event loop; anything else (a
 regular file, ``/dev/null``) cannot be polled and is read and written with blocking calls off the
@@ -155,8 +155,9 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int | None = None, stdout_
 
     Without them, the process's own stdin and stdout are served, claimed first (``claim_stdio``);
     once they are claimed, fds 0 and 1 stand for the wire. On EOF, requests still running get
-    ``drain_seconds`` to finish (so a piped script of requests gets its answers); then they are
-    cancelled. SIGTERM cancels at once.
+    ``drain_seconds`` to finish (so a piped script of requests gets its answers); then they are cut
+    off: answered with the shutdown's retryable error (``wiremcp.shutdown``), their handlers cancelled.
+    SIGTERM cuts them off at once.
     """
     stdin_fd, stdout = _wire(stdin_fd, stdout_fd)
     gc.freeze()  # start-up objects live as long as the process; keep them out of full collections
@@ -190,8 +191,10 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int | None = None, stdout_
         eof = reader_task.done() and not stop.is_set()
         reader_task.cancel()
         stopper.cancel()
-        # the one client is gone: on EOF, what runs gets ``drain_seconds``; on SIGTERM, nothing
-        await shut_down(server, grace=drain_seconds if eof else 0.0, running=connection.running)
+        # the one client is gone: on EOF, the requests running get ``drain_seconds``; on SIGTERM, nothing;
+        # then what still runs is answered with the shutdown's retryable error. Tasks get no time: nobody
+        # is left to poll them.
+        await shut_down(server, grace=drain_seconds if eof else 0.0, wait_for_tasks=False)
         await connection.close()
         await writer.close()
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):

@@ -1,47 +1,110 @@
-"""``wiremcp.shutdown.shut_down``: the one shutdown sequence of every transport."""
+"""``wiremcp.shutdown.shut_down``: the one shutdown sequence of every transport, driven through the in-memory
+client (a real ``Connection``, real JSON on the way) in both eras: it waits for every request ``serve`` is
+answering, then cuts off those still running with the one retryable answer."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
+
+import pytest
 
 from wiremcp import MCPServer
-from wiremcp.shutdown import shut_down
+from wiremcp.protocol import LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION
+from wiremcp.shutdown import CUT_OFF, shut_down
+from wiremcp.transports.memory import Client
+from wiremcp.types import JSONObject
+
+BOUND = 10.0
+"""Failure bound for one expected answer."""
+ERAS = [LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION]
+
+
+@dataclass
+class Held:
+    """A server whose ``hold`` tool runs until ``release`` is set, saying when it started and whether it
+    was cancelled."""
+
+    server: MCPServer
+    started: asyncio.Event
+    release: asyncio.Event
+    cancelled: asyncio.Event
+
+
+def held_server() -> Held:
+    server = MCPServer("s")
+    held = Held(server, asyncio.Event(), asyncio.Event(), asyncio.Event())
+
+    @server.tool()
+    async def hold() -> str:
+        held.started.set()
+        try:
+            await held.release.wait()
+        except asyncio.CancelledError:
+            held.cancelled.set()
+            raise
+        return "released"
+
+    return held
+
+
+async def call_held(client: Client, held: Held) -> asyncio.Future[JSONObject]:
+    """``hold`` called, and known to be running."""
+    params: JSONObject = {"name": "hold", "arguments": {}}
+    call = asyncio.ensure_future(client.request_raw("tools/call", client.with_meta(params) if client.stateless
+                                                    else params, id="held"))
+    async with asyncio.timeout(BOUND):
+        await held.started.wait()
+    return call
 
 
 async def test_listen_requests_end_and_the_transport_quiesces_before_the_grace() -> None:
     server = MCPServer("s")
-    subscription = server.runtime.bus.subscribe()
     quiesced: list[bool] = []
-
-    async def listened() -> list[object]:
-        return [event async for event in subscription]
-
-    listener = asyncio.ensure_future(listened())
-    left = await shut_down(server, grace=30.0, running=lambda: [listener], quiesce=lambda: quiesced.append(True))
+    async with Client(server, protocol_version=LATEST_STATELESS_VERSION) as client:
+        listen = asyncio.ensure_future(client.request_raw("subscriptions/listen", client.with_meta(
+            {"notifications": {"toolsListChanged": True}})))
+        await asyncio.wait_for(client.wait_for_notification("notifications/subscriptions/acknowledged"), BOUND)
+        left = await shut_down(server, grace=30.0, quiesce=lambda: quiesced.append(True))
+        answer = await asyncio.wait_for(listen, BOUND)
     assert quiesced == [True]
-    assert listener.done()  # the bus ended: the subscription's stream closed, within the grace
-    assert left == 0
+    assert left == 0  # the bus ended: the listen request was answered within the grace, nothing was cut off
+    assert answer["result"]["resultType"] == "complete", answer
 
 
-async def test_what_is_still_running_after_the_grace_is_counted_not_awaited() -> None:
-    server = MCPServer("s")
-    never = asyncio.get_running_loop().create_future()
-    assert await shut_down(server, grace=0.0, running=lambda: [never]) == 1
-    assert not never.done()
-    never.cancel()
+@pytest.mark.parametrize("version", ERAS)
+async def test_requests_that_finish_in_the_grace_are_waited_for_and_answered(version: str) -> None:
+    held = held_server()
+    async with Client(held.server, protocol_version=version) as client:
+        call = await call_held(client, held)
+        asyncio.get_running_loop().call_soon(held.release.set)
+        assert await shut_down(held.server, grace=30.0) == 0
+        answer = await asyncio.wait_for(call, BOUND)
+    assert answer["result"]["content"] == [{"type": "text", "text": "released"}], answer
 
 
-async def test_requests_that_finish_in_the_grace_are_waited_for() -> None:
-    server = MCPServer("s")
-    release = asyncio.Event()
+@pytest.mark.parametrize("version", ERAS)
+async def test_a_request_still_running_after_the_grace_is_cut_off_with_a_retryable_answer(version: str) -> None:
+    held = held_server()
+    async with Client(held.server, protocol_version=version) as client:
+        call = await call_held(client, held)
+        assert await shut_down(held.server, grace=0.0) == 1
+        answer = await asyncio.wait_for(call, BOUND)
+        assert held.cancelled.is_set()  # its handler was stopped
+        assert len(held.server.runtime.requests) == 0
+    assert answer["error"] == {"code": -32603, "message": CUT_OFF, "data": {"replica": None, "retryable": True}}, answer
 
-    async def request() -> None:
-        await release.wait()
 
-    running = asyncio.ensure_future(request())
-    asyncio.get_running_loop().call_soon(release.set)
-    assert await shut_down(server, grace=30.0, running=lambda: [t for t in [running] if not t.done()]) == 0
-    assert running.done()
+async def test_a_request_the_client_cancelled_is_not_answered_by_the_shutdown() -> None:
+    held = held_server()
+    async with Client(held.server) as client:
+        call = await call_held(client, held)
+        await client.notify("notifications/cancelled", {"requestId": "held"})
+        async with asyncio.timeout(BOUND):
+            await held.cancelled.wait()
+        assert await shut_down(held.server, grace=0.0) == 0
+        assert not call.done()  # no answer: the client cancelled it
+        call.cancel()
 
 
 async def test_tasks_still_running_are_failed_saying_why() -> None:
@@ -54,11 +117,9 @@ async def test_tasks_still_running_are_failed_saying_why() -> None:
         await asyncio.Event().wait()
         return "never"
 
-    from wiremcp.transports.memory import Client
-
     async with Client(server) as client:
         created = await client.request("tools/call", {"name": "slow", "arguments": {}, "task": {}})
         await started.wait()
-        await shut_down(server, grace=0.0, running=list)
+        await shut_down(server, grace=0.0)
         state = await client.request("tasks/get", {"taskId": created["task"]["taskId"]})
     assert state["status"] == "failed"

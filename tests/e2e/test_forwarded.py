@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.support.address_limited_server import LIMIT
-from tests.support.http import UvicornProcess, error_of, initialize, run_uvicorn
+from tests.support.http import UvicornProcess, error_of, initialize, run_uvicorn, run_wiremcp_http
 from tests.support.stateless_http import post, tool
 from wiremcp.errors import RATE_LIMITED
 from wiremcp.transports.forwarded import UNTRUSTED
@@ -61,7 +61,7 @@ async def rotating(served: UvicornProcess, era: str) -> tuple[list[str], int]:
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_wiremcp_http_ignores_a_loopback_clients_forwarded_for(era: str) -> None:
-    with run_uvicorn(SERVER, wiremcp_http=True) as served:
+    with run_wiremcp_http(SERVER) as served:
         seen, refused = await rotating(served, era)
     assert (seen, refused) == (["127.0.0.1"] * LIMIT, CALLS - LIMIT)
 
@@ -78,7 +78,7 @@ async def test_uvicorns_own_proxy_step_cannot_choose_the_address_wiremcp_counts(
 @pytest.mark.setting("WIREMCP_TRUSTED_PROXIES")
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_named_proxys_forwarded_for_is_the_clients_address(era: str) -> None:
-    with run_uvicorn(SERVER, {"WIREMCP_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}, wiremcp_http=True) as served:
+    with run_wiremcp_http(SERVER, {"WIREMCP_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}) as served:
         seen, refused = await rotating(served, era)
         async with httpx.AsyncClient(timeout=10) as http:
             # a chain: the client wrote a hop of its own, then two trusted proxies appended theirs

@@ -4,7 +4,9 @@ repository root, ``tests.support.stdio``), each test failing where its setting w
 - ``WIREMCP_MAX_MESSAGE_BYTES``: a line over the limit (far under the default 4 MiB) is answered with an
   Invalid Request error (id null), and the process keeps serving;
 - ``WIREMCP_STDIO_DRAIN_SECONDS``: a call that takes a second, running when stdin closes, still writes its
-  answer before the process exits (the default drain, 0.3 s, cuts it: no answer);
+  answer before the process exits (the default drain, 0.3 s, cuts it off: its answer is the shutdown's
+  retryable error); a call that never ends is answered with that error once the drain is up, and the
+  process exits;
 - ``WIREMCP_LOG_FORMAT`` and ``WIREMCP_LOG_LEVEL``: every stderr line is a JSON object, and a DEBUG record is
   among them (the framework's note of a response to a request it never sent).
 
@@ -19,7 +21,8 @@ from typing import Any
 import pytest
 
 from tests.support.settings_server import SETTINGS_SERVER
-from tests.support.stdio import Spawn, parse_wire_line, spawn  # noqa: F401 - spawn: the fixture of the stdio tests
+from tests.support.stdio import EXIT_BOUND, Spawn, parse_wire_line, spawn  # noqa: F401 - spawn: the fixture of the stdio tests
+from wiremcp.shutdown import CUT_OFF
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -29,6 +32,9 @@ PAUSE = 1.0
 """How long the call in flight at stdin EOF takes: longer than the default drain (0.3 s), far shorter than the
 configured one (``DRAIN``)."""
 DRAIN = 30.0
+HUNG_DRAIN = 2.0
+"""The drain a hung call outlasts: four times ``SHORT``, far shorter than the failure bounds of the reads."""
+SHORT = 0.5
 
 
 def _text(response: dict[str, Any]) -> str:
@@ -66,6 +72,27 @@ async def test_a_call_in_flight_at_stdin_eof_is_answered_within_the_stdio_drain(
     assert _text(await server.response(1)) == f"paused {PAUSE}s"
     assert await server.stdout_to_eof() == []
     assert await server.wait_exit() == 0
+
+
+@pytest.mark.setting("WIREMCP_STDIO_DRAIN_SECONDS")
+async def test_a_hung_call_at_stdin_eof_is_answered_retryably_once_the_stdio_drain_is_up(
+        spawn: Spawn) -> None:  # noqa: F811 - the fixture
+    """A call that finishes within the drain is answered with its result; one that never would is answered
+    with the shutdown's retryable error once the drain is up, and the process exits (``EXIT_BOUND``: a
+    failure bound, not a measurement)."""
+    server = await spawn(SETTINGS_SERVER, env={"WIREMCP_STDIO_DRAIN_SECONDS": str(HUNG_DRAIN)})
+    await server.initialize()
+    await server.call_tool(1, "pause", {"seconds": 3600})
+    started = await server.notification("notifications/message")  # it is running
+    assert started["params"]["data"] == "pause: started", started
+    await server.call_tool(2, "nap", {"seconds": SHORT})
+    await server.close_stdin()  # both lines are read before the EOF: both calls are running at it
+    assert _text(await server.response(2)) == "rested"
+    assert await server.response(1) == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32603, "message": CUT_OFF, "data": {"replica": None, "retryable": True}}}
+    assert await server.stdout_to_eof() == []
+    assert await server.wait_exit(EXIT_BOUND) == 0
+    assert "Traceback" not in await server.stderr_to_eof()
 
 
 @pytest.mark.setting("WIREMCP_LOG_FORMAT", "WIREMCP_LOG_LEVEL")

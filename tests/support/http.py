@@ -1,7 +1,8 @@
 """Shared helpers for the HTTP transport tests.
 
 - ``run_uvicorn``: a REAL ``python -m uvicorn app:asgi`` process on a free loopback port, with
-  ``WIREMCP_*`` settings from the environment; returns once the port accepts connections.
+  ``WIREMCP_*`` settings from the environment; returns once the port accepts connections
+  (``run_wiremcp_http``: the same with ``python -m wiremcp http``).
 - ``serve_in_process``: uvicorn in the test's own event loop, on a real socket, for checks that
   need to reach into the server (an injected clock, the session manager) while streaming.
 - ``asgi_client``: httpx over ``ASGITransport`` (no socket) for requests whose answer is complete
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -110,20 +111,36 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: int = 3,
-                wiremcp_http: bool = False) -> Iterator[UvicornProcess]:
-    """``python -m uvicorn app:asgi`` serving ``server`` (``MODULE:ATTR``) at /mcp, cwd = the repo root; with
-    ``wiremcp_http``, ``python -m wiremcp http`` instead (uvicorn as wiremcp runs it)."""
+def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: int = 3) -> Iterator[UvicornProcess]:
+    """``python -m uvicorn app:asgi`` serving ``server`` (``MODULE:ATTR``) at /mcp, cwd = the repo root."""
+    with _serving(server, env, attempts, lambda port: [
+            sys.executable, "-m", "uvicorn", "app:asgi", "--host", "127.0.0.1", "--port", str(port),
+            "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"]) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def run_wiremcp_http(server: str, env: Mapping[str, str] | None = None, *,
+                     attempts: int = 3) -> Iterator[UvicornProcess]:
+    """``python -m wiremcp http`` serving ``server`` (``MODULE:ATTR``) at /mcp, cwd = the repo root: the command
+    line's own uvicorn, which on SIGTERM waits for every connection to end with no time limit of its own
+    (unlike ``run_uvicorn``'s, whose ``--timeout-graceful-shutdown`` would cut what the drain leaves)."""
+    with _serving(server, env, attempts, lambda port: [
+            sys.executable, "-m", "wiremcp", "http", server, "--host", "127.0.0.1", "--port", str(port)]) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def _serving(server: str, env: Mapping[str, str] | None, attempts: int,
+             command: Callable[[int], list[str]]) -> Iterator[UvicornProcess]:
+    """The process ``command(port)`` runs, serving ``server``, once its port accepts connections."""
     child_env = {**os.environ, "WIREMCP_SERVER": server, "WIREMCP_LOG_LEVEL": "WARNING",
                  "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
     last_output = ""
     for _ in range(attempts):  # another process may grab the free port between probe and bind
         port = free_port()
         with tempfile.TemporaryFile() as log:
-            argv = [sys.executable, "-m", "wiremcp", "http", "--port", str(port)] if wiremcp_http else [
-                sys.executable, "-m", "uvicorn", "app:asgi", "--host", "127.0.0.1", "--port", str(port),
-                "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"]
-            proc = subprocess.Popen(argv, cwd=ROOT, env=child_env, stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(command(port), cwd=ROOT, env=child_env, stdout=log, stderr=subprocess.STDOUT)
             running = UvicornProcess(proc, port, log)
             try:
                 if _wait_until_accepting(proc, "127.0.0.1", port, time.monotonic() + START_BOUND):
@@ -132,7 +149,7 @@ def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: 
                 last_output = running.output()
             finally:
                 stop_process(proc)
-    raise RuntimeError(f"uvicorn did not start serving {server}:\n{last_output}")
+    raise RuntimeError(f"{' '.join(command(0)[1:4])} did not start serving {server}:\n{last_output}")
 
 
 @contextlib.contextmanager

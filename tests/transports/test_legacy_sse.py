@@ -5,26 +5,21 @@ answer comes back on that stream. Against the shared uvicorn process, plus one i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
 
 import httpx
 import pytest
 
 from tests.support import http_fixture_server as fixture
 from tests.support.http import (
-    CLIENT_INFO,
     READ_BOUND,
-    SSEReader,
     UvicornProcess,
     error_of,
     request_body,
     serve_in_process,
 )
 from tests.support.http_fixture_server import MAX_MESSAGE_BYTES
+from tests.support.legacy_sse import connect, handshake
 from tests.support.tokens import SIGNED_IN_ISSUER, SUBJECT_HEADER, Recorder, recording_server, signed_in
 from wiremcp.errors import INVALID_REQUEST
 from wiremcp.principal import Principal, key_of
@@ -34,54 +29,6 @@ LEGACY = "2024-11-05/basic/transports#http-with-sse"
 BACKWARDS = "2025-11-25/basic/transports#backwards-compatibility"
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@dataclass
-class LegacyClient:
-    http: httpx.AsyncClient
-    base: str
-    endpoint: str
-    events: SSEReader
-
-    @property
-    def session_id(self) -> str:
-        return self.endpoint.partition("session_id=")[2]
-
-    async def post(self, body: Any, **headers: str) -> httpx.Response:
-        return await self.http.post(self.base + self.endpoint, content=json.dumps(body),
-                                    headers={"content-type": "application/json", **headers})
-
-    async def send(self, body: Any) -> None:
-        response = await self.post(body)
-        assert response.status_code == 202, response.text
-        assert response.text == "Accepted"
-
-    async def rpc(self, rid: int, method: str, params: dict[str, Any] | None = None) -> Any:
-        """Send a request; its answer is the next message on the stream."""
-        await self.send(request_body(rid, method, params))
-        answer = await self.events.message()
-        assert answer["id"] == rid, answer
-        return answer
-
-
-@contextlib.asynccontextmanager
-async def connect(http: httpx.AsyncClient, base: str) -> AsyncIterator[LegacyClient]:
-    async with http.stream("GET", base + "/sse", headers={"accept": "text/event-stream"}) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        events = SSEReader(response)
-        first = await events.next()
-        assert first.event == "endpoint"
-        assert first.data is not None
-        assert first.data.startswith("/messages?session_id=")
-        yield LegacyClient(http, base, first.data, events)
-
-
-async def handshake(client: LegacyClient, version: str = "2024-11-05") -> Any:
-    answer = await client.rpc(1, "initialize", {"protocolVersion": version, "capabilities": {},
-                                                "clientInfo": CLIENT_INFO})
-    await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return answer
 
 
 @pytest.mark.spec(LEGACY)

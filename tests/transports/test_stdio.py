@@ -55,6 +55,7 @@ from wiremcp.protocol import (
     META_SUBSCRIPTION,
     META_VERSION,
 )
+from wiremcp.shutdown import CUT_OFF
 from wiremcp.task_runner import SHUT_DOWN
 from wiremcp.transports.stdio import serve_stdio
 from wiremcp.types import JSONObject
@@ -284,6 +285,12 @@ OUTLASTS_EXIT = 3 * EXIT_BOUND
 a process gone within that bound did not wait for it."""
 
 
+def _cut_off(request_id: int) -> dict[str, Any]:
+    """The answer of a call the shutdown cut off (``wiremcp.shutdown.CUT_OFF``, retryable)."""
+    return {"jsonrpc": "2.0", "id": request_id,
+            "error": {"code": -32603, "message": CUT_OFF, "data": {"replica": None, "retryable": True}}}
+
+
 async def _start_busy(spawn: Spawn, tool: str, env: dict[str, str] | None = None) -> StdioProcess:
     """A server with ``tool`` running and known to be running (``slow`` until released, which no shutdown
     test does; ``blocking`` for ``OUTLASTS_EXIT`` seconds)."""
@@ -303,12 +310,13 @@ async def _start_busy(spawn: Spawn, tool: str, env: dict[str, str] | None = None
 @pytest.mark.parametrize("tool", ["slow", "blocking"])
 async def test_stdin_eof_exits_promptly_with_a_tool_running(spawn: Spawn, tool: str) -> None:
     """The tool would outlast ``EXIT_BOUND``: the process exits by itself after the (default) drain, without
-    waiting for it; a coroutine is cancelled, a blocked thread abandoned."""
+    waiting for it; a coroutine is cancelled, a blocked thread abandoned; the call is answered with the
+    shutdown's retryable error, not a result."""
     server = await _start_busy(spawn, tool)
     await server.close_stdin()
     assert await server.wait_exit(EXIT_BOUND) == 0
     rest = [parse_wire_line(line) for line in await server.stdout_to_eof()]
-    assert all(message.get("id") != 1 for message in rest), f"the interrupted call was answered: {rest}"
+    assert rest == [_cut_off(1)], f"the interrupted call was not answered as cut off: {rest}"
     if tool == "slow":
         assert "slow: cancelled" in await server.stderr_to_eof()
 
@@ -322,6 +330,9 @@ async def test_sigterm_exits_promptly_with_a_tool_running(spawn: Spawn, tool: st
     server.proc.send_signal(signal.SIGTERM)  # stdin stays open
     code = await server.wait_exit(EXIT_BOUND)
     assert code in (0, -signal.SIGTERM), code
+    rest = [parse_wire_line(line) for line in await server.stdout_to_eof()]
+    assert rest == [_cut_off(1)], f"the interrupted call was not answered as cut off: {rest}"
+    assert "Traceback" not in await server.stderr_to_eof()
 
 
 # -- stdout is the wire --------------------------------------------------------------------------
