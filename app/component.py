@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import PydanticUserError
+
+from wiremcp.errors import DefinitionError
 from wiremcp.schema import context_parameter, resolve_hints
 from wiremcp.threads import run_sync
 from wiremcp.types import JSONObject
+
+C = TypeVar("C")
 
 
 class Component:
@@ -50,3 +55,22 @@ class Component:
             if value:
                 out[key] = value
         return out
+
+
+def defined(kind: str, fn: Callable[..., Any], make: Callable[[], C]) -> C:
+    """``make()``, the component defined by ``fn``; what it refuses (a signature or annotation no schema can
+    describe, a bad option) as a ``DefinitionError`` that says which ``kind`` of component, which function
+    and where it is defined, in one line."""
+    try:
+        return make()
+    except DefinitionError:
+        raise
+    except (TypeError, ValueError, PydanticUserError) as exc:
+        code = getattr(fn, "__code__", None)
+        where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
+        name = getattr(fn, "__qualname__", repr(fn))
+        said = str(exc).strip()
+        why = said.splitlines()[0] if said else type(exc).__name__
+        for said_already in (f"{kind} {name}: ", f"{name}: "):
+            why = why.removeprefix(said_already)
+        raise DefinitionError(f"{where}{kind} {name}: {why}") from exc

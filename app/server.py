@@ -7,10 +7,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import PydanticUserError
-
 from wiremcp import apps
 from wiremcp.completions import Completer
+from wiremcp.component import defined
 from wiremcp.errors import DefinitionError
 from wiremcp.middleware import MiddlewareFn
 from wiremcp.mount import Mount, MountHop
@@ -221,7 +220,7 @@ class MCPServer:
         (the view only) or both (the default)."""
 
         def register(fn: F) -> F:
-            self.add_tool(_defined("tool", fn, lambda: Tool(
+            self.add_tool(defined("tool", fn, lambda: Tool(
                 fn, name=name, title=title, description=description, annotations=annotations, icons=icons,
                 meta=apps.tool_meta(ui, visibility, meta) if ui is not None else _no_visibility(visibility, meta), input_schema=input_schema, output_schema=output_schema,
                 structured_output=structured_output, scopes=scopes, task_support=task_support,
@@ -251,7 +250,7 @@ class MCPServer:
         self._mounted("resources", uri)
 
         def register(fn: F) -> F:
-            self.resources.add(_defined("resource", fn, lambda: Resource(
+            self.resources.add(defined("resource", fn, lambda: Resource(
                 uri, fn, name=name, title=title, description=description, mime_type=mime_type, size=size,
                 annotations=annotations, icons=icons, meta=meta, scopes=scopes, ttl_ms=ttl_ms,
                 cache_scope=cache_scope)))
@@ -329,7 +328,7 @@ class MCPServer:
         """Register a function as a prompt; its parameters are the prompt's (string) arguments."""
 
         def register(fn: F) -> F:
-            self.add_prompt(_defined("prompt", fn, lambda: Prompt(fn, name=name, title=title, description=description,
+            self.add_prompt(defined("prompt", fn, lambda: Prompt(fn, name=name, title=title, description=description,
                                                                   icons=icons, meta=meta, scopes=scopes)))
             return fn
 
@@ -377,25 +376,6 @@ class MCPServer:
             self.runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
         for mount in self._mounted_in:
             mount.sync(kind)
-
-
-def _defined(kind: str, fn: Callable[..., Any], make: Callable[[], C]) -> C:
-    """``make()``, the component defined by ``fn``; what it refuses (a signature or annotation no schema can
-    describe, a bad option) as a ``DefinitionError`` that says which ``kind`` of component, which function
-    and where it is defined, in one line."""
-    try:
-        return make()
-    except DefinitionError:
-        raise
-    except (TypeError, ValueError, PydanticUserError) as exc:
-        code = getattr(fn, "__code__", None)
-        where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
-        name = getattr(fn, "__qualname__", repr(fn))
-        said = str(exc).strip()
-        why = said.splitlines()[0] if said else type(exc).__name__
-        for said_already in (f"{kind} {name}: ", f"{name}: "):
-            why = why.removeprefix(said_already)
-        raise DefinitionError(f"{where}{kind} {name}: {why}") from exc
 
 
 def _no_visibility(visibility: Sequence[str] | None, meta: JSONObject | None) -> JSONObject | None:
