@@ -23,7 +23,6 @@ from wiremcp.tools import TaskStart, TaskSupport, Tool
 from wiremcp.types import JSONObject
 
 F = TypeVar("F", bound=Callable[..., Any])
-C = TypeVar("C")
 M = TypeVar("M", bound=MiddlewareFn)
 
 
