@@ -43,9 +43,9 @@ log = logging.getLogger("wiremcp.events")
 # ARGV: 1 number ('' = the next), 2 message, 3 owner, 4 request id, 5 MAXLEN, 6 the stream's TTL (ms), 7 the
 # wake-up channel, 8 the stream's name, 9 the wake-up, 10 the numbers' TTL (ms), 11 the publish command,
 # 12 '1' for the stream's last event (nothing is stored after it).
-# Returns {number, newest before}: number TAKEN if it was taken (then the numbers' TTL is renewed: a write, so that
-# a WAIT after it covers what this primary holds), GAP if it would leave a gap after the newest (a stream whose
-# numbers Redis does not know, new or expired, takes any number).
+# Returns the event's number; TAKEN if it was taken (then the numbers' TTL is renewed: a write, so that a WAIT after
+# it covers what this primary holds); GAP - newest if it would leave a gap after the newest (a stream whose numbers
+# Redis does not know, new or expired, takes any number).
 _APPEND = """
 local known = redis.call('HGET', KEYS[3], ARGV[8])
 local newest = tonumber(known or '-1')
@@ -53,9 +53,9 @@ local seq
 if ARGV[1] == '' then seq = newest + 1 else seq = tonumber(ARGV[1]) end
 if seq <= newest then
   redis.call('PEXPIRE', KEYS[3], ARGV[10])
-  return {TAKEN, newest}
+  return TAKEN
 end
-if known and seq > newest + 1 then return {GAP, newest} end
+if known and seq > newest + 1 then return GAP - newest end
 redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[5], '0-' .. (seq + 1), 'm', ARGV[2], 'o', ARGV[3], 'r', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 if ARGV[12] == '1' then redis.call('HSET', KEYS[3], ARGV[8], 'MAX_SEQ') else
@@ -64,7 +64,7 @@ redis.call('PEXPIRE', KEYS[3], ARGV[10])
 redis.call('SADD', KEYS[2], ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[10])
 redis.call(ARGV[11], ARGV[7], ARGV[9])
-return {seq, newest}
+return seq
 """.replace("TAKEN", str(TAKEN)).replace("GAP", str(GAP)).replace("MAX_SEQ", str(MAX_SEQ))
 
 
@@ -114,9 +114,9 @@ class RedisEventStore(EventStore):
         with reachable("event store"):
             results, replicas = await self._run([self._call(session_id, stream, None, payload, None)])
         if self._wait is not None and replicas < self._wait[0]:
-            log.warning("event %s_%d of session %s: %d of %d replicas have it", stream, results[0][0], session_id,
+            log.warning("event %s_%d of session %s: %d of %d replicas have it", stream, results[0], session_id,
                         replicas, self._wait[0])
-        return int(results[0][0])
+        return int(results[0])
 
     def _call(self, session_id: str, stream: str, seq: int | None, payload: bytes, request_id: RequestId | None,
               final: bool = False) -> tuple[list[str], list[Any]]:
@@ -134,15 +134,18 @@ class RedisEventStore(EventStore):
             return [await self._append(keys=keys, args=args)], 0
         return await run_script_on_one_connection(self._client, self._append, calls, wait=self._wait)
 
-    async def _send(self, key: Key, events: list[KeptEvent]) -> tuple[list[tuple[int, int]], str | None]:
+    async def _send(self, key: Key, events: list[KeptEvent]) -> tuple[list[int], str | None]:
         """``Send`` for the outboxes."""
+        calls = [self._call(*key, e.seq, e.payload, e.request_id, e.final) for e in events]
         with reachable("event store"):
-            results, replicas = await self._run([self._call(*key, e.seq, e.payload, e.request_id, e.final)
-                                                 for e in events])
+            if self._wait is None and len(calls) == 1:  # the common case: as any other script call
+                keys, args = calls[0]
+                return [await self._append(keys=keys, args=args)], None
+            results, replicas = await self._run(calls)
         short = None
         if self._wait is not None and replicas < self._wait[0]:
             short = f"{replicas} of {self._wait[0]} replicas have them"
-        return [(int(seq), int(newest)) for seq, newest in results], short
+        return [int(result) for result in results], short
 
     async def close(self) -> None:
         await self._outboxes.close()

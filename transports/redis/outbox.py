@@ -24,7 +24,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import orjson
 
@@ -38,7 +38,8 @@ log = logging.getLogger("wiremcp.events")
 TAKEN = -1
 """What an append answers when its number was taken already (the first writer won, or it was appended before)."""
 GAP = -2
-"""What an append answers when events before it are missing from the stream."""
+"""What an append answers, less the stream's newest number, when events are missing between that number and
+its own: ``GAP - newest`` (``gap_after`` reads it back)."""
 MAX_KEPT_BYTES = 32 << 20
 """The most a process keeps of events on their way to Redis (their messages' bytes, plus ``ENTRY_BYTES`` each)."""
 ENTRY_BYTES = 64
@@ -53,6 +54,11 @@ EVENTS_LOST = "Events of this stream were lost while Redis failed over; the requ
 
 Key = tuple[str, str]
 """A stream: (session id, stream name)."""
+
+
+def gap_after(answer: int) -> int | None:
+    """The stream's newest number if an append answered ``GAP - newest``; else None."""
+    return GAP - answer if answer <= GAP else None
 
 
 def lost_answer(request_id: RequestId) -> JSONObject:
@@ -80,27 +86,28 @@ class KeptEvent:
         return len(self.payload) + ENTRY_BYTES
 
 
-Send = Callable[[Key, list[KeptEvent]], Awaitable[tuple[list[tuple[int, int]], str | None]]]
-"""Append events of one stream in order: for each, its number (or ``TAKEN``, or ``GAP``) and the stream's newest
-number before it; and None if enough replicas have them all, else what is missing. ``StoreUnavailable`` if
-Redis cannot be reached."""
+Send = Callable[[Key, list[KeptEvent]], Awaitable[tuple[list[int], str | None]]]
+"""Append events of one stream in order: for each, its number, ``TAKEN`` or ``GAP - newest``; and None if enough
+replicas have them all, else what is missing. ``StoreUnavailable`` if Redis cannot be reached."""
 
 
-@dataclass(slots=True, eq=False)
 class Outbox:
     """A stream's events on their way to Redis, in order."""
 
-    entries: deque[KeptEvent] = field(default_factory=deque)
-    writing: bool = False
-    """A call is sending them: events for the stream queue behind it."""
-    stalled: bool = False
-    """The last send failed or was not confirmed: events queue for the next round of retries."""
-    reported: bool = False
-    """A stall was logged (its end is logged too)."""
-    ended: bool = False
-    """The stream ends with ``lost_answer``: nothing after it is stored."""
-    sent: asyncio.Event | None = None
-    """Set when the current send ends (for the events queued behind it)."""
+    __slots__ = ("ended", "entries", "reported", "sent", "stalled", "writing")
+
+    def __init__(self) -> None:
+        self.entries: deque[KeptEvent] = deque()
+        self.writing = False
+        """A call is sending them: events for the stream queue behind it."""
+        self.stalled = False
+        """The last send failed or was not confirmed: events queue for the next round of retries."""
+        self.reported = False
+        """A stall was logged (its end is logged too)."""
+        self.ended = False
+        """The stream ends with ``lost_answer``: nothing after it is stored."""
+        self.sent: asyncio.Event | None = None
+        """Set when the current send ends (for the events queued behind it)."""
 
 
 class Outboxes:
@@ -164,7 +171,8 @@ class Outboxes:
         outbox.writing = True
         try:
             while outbox.entries and not outbox.stalled:
-                batch = list(itertools.islice(outbox.entries, BATCH))
+                entries = outbox.entries
+                batch = [entries[0]] if len(entries) == 1 else list(itertools.islice(entries, BATCH))
                 try:
                     results, unconfirmed = await self._send_events(key, batch)
                 except StoreUnavailable as exc:
@@ -190,10 +198,10 @@ class Outboxes:
             if not outbox.entries and self._outboxes.get(key) is outbox:
                 del self._outboxes[key]
 
-    def _settle(self, key: Key, outbox: Outbox, batch: list[KeptEvent], results: list[tuple[int, int]]) -> bool:
+    def _settle(self, key: Key, outbox: Outbox, batch: list[KeptEvent], results: list[int]) -> bool:
         """Mark what Redis took; True if a gap was found (the stream then ends with ``lost_answer``)."""
-        for entry, (seq, newest) in zip(batch, results, strict=True):
-            if seq == GAP:
+        for entry, answer in zip(batch, results, strict=True):
+            if (newest := gap_after(answer)) is not None:
                 log.warning("events %d to %d of stream %s of session %s are missing from Redis (lost in a "
                             "failover); the stream ends with an error", newest + 1, (entry.seq or 0) - 1,
                             key[1], key[0])
