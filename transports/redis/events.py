@@ -95,7 +95,8 @@ class RedisEventStore(EventStore):
         self._append = client.register_script(_APPEND)
         self._publish = publish_command(client)
         self._wait = (wait_replicas, wait_timeout_ms) if wait_replicas else None
-        self._outboxes = Outboxes(self._send, max_age=max_age, max_bytes=max_kept_bytes)
+        self._outboxes = Outboxes(self._send, send_one=self._send_one if self._wait is None else None,
+                                  max_age=max_age, max_bytes=max_kept_bytes)
 
     @property
     def kept(self) -> int:
@@ -133,6 +134,12 @@ class RedisEventStore(EventStore):
             keys, args = calls[0]
             return [await self._append(keys=keys, args=args)], 0
         return await run_script_on_one_connection(self._client, self._append, calls, wait=self._wait)
+
+    async def _send_one(self, key: Key, seq: int, payload: bytes, request_id: RequestId | None) -> int:
+        """``SendOne`` for the outboxes."""
+        keys, args = self._call(*key, seq, payload, request_id)
+        with reachable("event store"):
+            return int(await self._append(keys=keys, args=args))
 
     async def _send(self, key: Key, events: list[KeptEvent]) -> tuple[list[int], str | None]:
         """``Send`` for the outboxes."""

@@ -80,15 +80,18 @@ class KeptEvent:
     """Nothing after it is stored."""
     appended: bool = False
     """Redis took it, but fewer replicas than the store asks for have it yet."""
+    size: int = 0
+    """What it counts for against ``max_bytes``."""
 
-    @property
-    def size(self) -> int:
-        return len(self.payload) + ENTRY_BYTES
+    def __post_init__(self) -> None:
+        self.size = len(self.payload) + ENTRY_BYTES
 
 
 Send = Callable[[Key, list[KeptEvent]], Awaitable[tuple[list[int], str | None]]]
 """Append events of one stream in order: for each, its number, ``TAKEN`` or ``GAP - newest``; and None if enough
 replicas have them all, else what is missing. ``StoreUnavailable`` if Redis cannot be reached."""
+SendOne = Callable[[Key, int, bytes, RequestId | None], Awaitable[int]]
+"""Append one event, when what Redis takes counts as stored (no ``WAIT``): as ``Send`` answers for it."""
 
 
 class Outbox:
@@ -113,8 +116,13 @@ class Outbox:
 class Outboxes:
     """The outboxes of one process's streams, and the retries of those that stalled."""
 
-    def __init__(self, send: Send, *, max_age: float, max_bytes: int = MAX_KEPT_BYTES) -> None:
+    def __init__(self, send: Send, *, send_one: SendOne | None = None, max_age: float,
+                 max_bytes: int = MAX_KEPT_BYTES) -> None:
+        """``send_one``: for an event that has nothing before it on its way, and needs no confirmation."""
         self._send_events = send
+        self._send_one = send_one
+        self._alone: set[Key] = set()
+        """Streams with one event on its way through ``send_one``: the next ones queue behind it."""
         self._max_age = max_age
         self._max_bytes = max_bytes
         self._outboxes: dict[Key, Outbox] = {}
@@ -135,25 +143,58 @@ class Outboxes:
     async def put(self, key: Key, seq: int, payload: bytes, request_id: RequestId | None) -> None:
         """Send one event after the stream's others; return once Redis has it, or once it is kept."""
         outbox = self._outboxes.get(key)
+        if outbox is None and self._send_one is not None and key not in self._alone:
+            await self._put_alone(key, seq, payload, request_id)
+            return
         if outbox is None:
             outbox = self._outboxes[key] = Outbox()
         elif outbox.ended:
             return
         entry = KeptEvent(seq, payload, request_id, time.monotonic())
         if not self._admit(key, outbox, entry):
-            if not outbox.writing and not outbox.stalled:
+            if not outbox.writing and not outbox.stalled and key not in self._alone:
                 await self._send(key, outbox)  # the error that now ends the stream
             return
         outbox.entries.append(entry)
         self._bytes += entry.size
         if outbox.stalled:
             return  # the next round of retries takes it, in order
-        if outbox.writing:
+        if outbox.writing or key in self._alone:
             if outbox.sent is None:
                 outbox.sent = asyncio.Event()
             await outbox.sent.wait()
             return
         await self._send(key, outbox)
+
+    async def _put_alone(self, key: Key, seq: int, payload: bytes, request_id: RequestId | None) -> None:
+        """The common case, an event with nothing before it on its way: one call, and no bookkeeping unless it
+        fails, finds a gap, or others queued behind it meanwhile."""
+        send_one = self._send_one
+        assert send_one is not None
+        self._alone.add(key)
+        failure = None
+        try:
+            answer = await send_one(key, seq, payload, request_id)
+        except StoreUnavailable as exc:
+            answer, failure = TAKEN, str(exc)
+        finally:
+            self._alone.discard(key)
+        behind = self._outboxes.get(key)
+        newest = gap_after(answer)
+        if failure is None and newest is None and behind is None:
+            return
+        outbox = behind if behind is not None else self._outboxes.setdefault(key, Outbox())
+        if newest is not None:
+            self._gap(key, outbox, seq, newest, request_id)
+        elif failure is not None:
+            entry = KeptEvent(seq, payload, request_id, time.monotonic())
+            if self._admit(key, outbox, entry):
+                outbox.entries.appendleft(entry)
+                self._bytes += entry.size
+                self._stall(key, outbox, failure)
+                self._release(key, outbox)
+                return
+        await self._send(key, outbox)  # what queued behind it, or the error that ends the stream
 
     def drop(self, session_id: str) -> None:
         """Forget what is kept for a session's streams."""
@@ -192,23 +233,29 @@ class Outboxes:
                         self._bytes -= entry.size
         finally:
             outbox.writing = False
-            if outbox.sent is not None:
-                outbox.sent.set()
-                outbox.sent = None
-            if not outbox.entries and self._outboxes.get(key) is outbox:
-                del self._outboxes[key]
+            self._release(key, outbox)
+
+    def _release(self, key: Key, outbox: Outbox) -> None:
+        """A send ended: the events that waited behind it return, and an empty outbox goes."""
+        if outbox.sent is not None:
+            outbox.sent.set()
+            outbox.sent = None
+        if not outbox.entries and self._outboxes.get(key) is outbox:
+            del self._outboxes[key]
 
     def _settle(self, key: Key, outbox: Outbox, batch: list[KeptEvent], results: list[int]) -> bool:
         """Mark what Redis took; True if a gap was found (the stream then ends with ``lost_answer``)."""
         for entry, answer in zip(batch, results, strict=True):
             if (newest := gap_after(answer)) is not None:
-                log.warning("events %d to %d of stream %s of session %s are missing from Redis (lost in a "
-                            "failover); the stream ends with an error", newest + 1, (entry.seq or 0) - 1,
-                            key[1], key[0])
-                self._end(key, outbox, entry.request_id)
+                self._gap(key, outbox, entry.seq, newest, entry.request_id)
                 return True
             entry.appended = True
         return False
+
+    def _gap(self, key: Key, outbox: Outbox, seq: int | None, newest: int, request_id: RequestId | None) -> None:
+        log.warning("events %d to %d of stream %s of session %s are missing from Redis (lost in a failover); the "
+                    "stream ends with an error", newest + 1, (seq or 0) - 1, key[1], key[0])
+        self._end(key, outbox, request_id)
 
     def _admit(self, key: Key, outbox: Outbox, entry: KeptEvent) -> bool:
         """Room for one more event: the kept ones Redis took already (not confirmed by enough replicas) are let
@@ -265,7 +312,8 @@ class Outboxes:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._retry_now.wait(), delay)
             self._expire()
-            stalled = [(key, box) for key, box in self._outboxes.items() if box.stalled and not box.writing]
+            stalled = [(key, box) for key, box in self._outboxes.items()
+                       if box.stalled and not box.writing and key not in self._alone]
             if not stalled:
                 return
             for _, box in stalled:
@@ -288,7 +336,7 @@ class Outboxes:
     async def close(self) -> None:
         """Stop retrying, after one last attempt to send what is kept (each send bounded by the Redis timeout)."""
         await self._stop_retrying()
-        stalled = [(key, box) for key, box in self._outboxes.items() if not box.writing]
+        stalled = [(key, box) for key, box in self._outboxes.items() if not box.writing and key not in self._alone]
         for _, box in stalled:
             box.stalled = False
         with contextlib.suppress(Exception):

@@ -267,6 +267,26 @@ async def test_events_appended_while_redis_is_away_are_kept_and_appended_in_orde
         await client.aclose()
 
 
+async def test_events_made_at_once_while_redis_is_away_keep_their_order(
+        redis_server: RedisServer, redis_keys: Keys) -> None:
+    """The first of them fails on its way; those that queued behind it meanwhile stay behind it."""
+    client = await ready(connect(redis_server.url, timeout=TIMEOUT))
+    store = RedisEventStore(client, redis_keys, replica="A")
+    try:
+        redis_server.stop()
+        try:
+            await asyncio.gather(*(store.append(SID, "p1", seq, note(seq), request_id=1) for seq in range(6)))
+            assert store.kept == 6
+        finally:
+            redis_server.start()
+        await until(lambda: store.kept == 0, what="the kept events appended")
+        events = await RedisEventStore(client, redis_keys, replica="B").after(SID, "p1", -1)
+        assert [(e.seq, e.message) for e in events or []] == [(seq, note(seq)) for seq in range(6)]
+    finally:
+        await store.close()
+        await client.aclose()
+
+
 async def test_a_gap_in_a_request_stream_ends_it_with_an_error_answering_the_request(
         client: Redis, redis_keys: Keys) -> None:
     """A primary took events 4 and 5 (the writer let them go), then died before passing them on: the
@@ -283,6 +303,18 @@ async def test_a_gap_in_a_request_stream_ends_it_with_an_error_answering_the_req
     assert events == [StoredEvent("p1", 4, lost_answer("r-1"), "A", "r-1")]
     assert lost_answer("r-1")["error"]["code"] == -32603
     assert lost_answer("r-1")["error"]["data"] == {"retryable": True, "eventsLost": True}
+
+
+async def test_appends_to_one_stream_made_at_once_are_stored_in_the_order_they_were_made(
+        client: Redis, redis_keys: Keys) -> None:
+    """A handler's messages sent without waiting for one another (``emit_later``): each append waits behind the
+    one on its way, so that none finds a gap it would take for lost events."""
+    store = RedisEventStore(client, redis_keys, replica="A")
+    await asyncio.gather(*(store.append(SID, "p1", seq, note(seq), request_id=1) for seq in range(40)))
+    await asyncio.gather(*(store.append(SID, "p1", seq, note(seq), request_id=1) for seq in range(40, 45)))
+    assert store.kept == 0
+    events = await store.after(SID, "p1", -1)
+    assert [(e.seq, e.message) for e in events or []] == [(seq, note(seq)) for seq in range(45)]
 
 
 async def test_a_number_taken_is_still_ignored_and_a_new_stream_may_start_anywhere(
