@@ -129,6 +129,7 @@ class Outboxes:
         self._bytes = 0
         self._retrying: asyncio.Task[None] | None = None
         self._retry_now = asyncio.Event()
+        self._closed = False
 
     @property
     def kept(self) -> int:
@@ -177,8 +178,17 @@ class Outboxes:
             answer = await send_one(key, seq, payload, request_id)
         except StoreUnavailable as exc:
             answer, failure = TAKEN, str(exc)
-        finally:
+        except BaseException:  # cancelled on its way (Redis may have it or not): the retries send it again
             self._alone.discard(key)
+            outbox = self._outboxes.setdefault(key, Outbox())
+            entry = KeptEvent(seq, payload, request_id, time.monotonic())
+            if self._admit(key, outbox, entry):
+                outbox.entries.appendleft(entry)
+                self._bytes += entry.size
+            self._stall(key, outbox, "its sender was cancelled")
+            self._release(key, outbox)
+            raise
+        self._alone.discard(key)
         behind = self._outboxes.get(key)
         newest = gap_after(answer)
         if failure is None and newest is None and behind is None:
@@ -231,6 +241,10 @@ class Outboxes:
                     if outbox.entries and outbox.entries[0] is entry:
                         outbox.entries.popleft()
                         self._bytes -= entry.size
+        except BaseException:  # cancelled: what is left goes to the retries
+            if outbox.entries and not outbox.stalled:
+                self._stall(key, outbox, "its sender was cancelled")
+            raise
         finally:
             outbox.writing = False
             self._release(key, outbox)
@@ -296,6 +310,8 @@ class Outboxes:
             log.warning("stream %s of session %s: its events are kept until Redis has them (%s)", key[1], key[0],
                         why)
         outbox.stalled = True
+        if self._closed:
+            return
         if self._retrying is None or self._retrying.done():
             self._retrying = asyncio.get_running_loop().create_task(self._retry())
         else:
@@ -335,13 +351,13 @@ class Outboxes:
 
     async def close(self) -> None:
         """Stop retrying, after one last attempt to send what is kept (each send bounded by the Redis timeout)."""
+        self._closed = True
         await self._stop_retrying()
         stalled = [(key, box) for key, box in self._outboxes.items() if not box.writing and key not in self._alone]
         for _, box in stalled:
             box.stalled = False
         with contextlib.suppress(Exception):
             await asyncio.gather(*(self._send(key, box) for key, box in stalled))
-        await self._stop_retrying()  # a send that failed has asked for another round
         entries = [entry for box in self._outboxes.values() for entry in box.entries]
         if unstored := sum(not entry.appended for entry in entries):
             log.warning("%d events were never stored: Redis did not take them before shutdown", unstored)

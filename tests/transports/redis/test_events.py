@@ -287,6 +287,28 @@ async def test_events_made_at_once_while_redis_is_away_keep_their_order(
         await client.aclose()
 
 
+async def test_an_append_cancelled_on_its_way_is_sent_again_and_what_queued_behind_it_follows(
+        client: Redis, redis_keys: Keys) -> None:
+    """A handler cancelled while its event is on its way to Redis (which may have it or not): the event goes to
+    the retries, and the one waiting behind it returns instead of waiting for ever."""
+    store = RedisEventStore(client, redis_keys, replica="A")
+    try:
+        first = asyncio.create_task(store.append(SID, "p1", 0, note(0), request_id=1))
+        await asyncio.sleep(0)  # on its way
+        second = asyncio.create_task(store.append(SID, "p1", 1, note(1), request_id=1))
+        await asyncio.sleep(0)  # queued behind it
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        await asyncio.wait_for(second, TIMEOUT)
+        await until(lambda: store.kept == 0, what="the cancelled event sent again")
+        await store.append(SID, "p1", 2, note(2), request_id=1)
+        events = await RedisEventStore(client, redis_keys, replica="B").after(SID, "p1", -1)
+        assert [(e.seq, e.message) for e in events or []] == [(seq, note(seq)) for seq in range(3)]
+    finally:
+        await store.close()
+
+
 async def test_a_gap_in_a_request_stream_ends_it_with_an_error_answering_the_request(
         client: Redis, redis_keys: Keys) -> None:
     """A primary took events 4 and 5 (the writer let them go), then died before passing them on: the
