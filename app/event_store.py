@@ -84,6 +84,10 @@ class EventStore(ABC):
     async def drop_session(self, session_id: str) -> None:
         """Forget everything stored for a session."""
 
+    async def close(self) -> None:
+        """Stop any background work (a shared store's retries of events not stored yet), bounded in time."""
+        return
+
 
 class InMemoryEventStore(EventStore):
     """Bounded by event count, bytes and age; the oldest events are evicted first."""

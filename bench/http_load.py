@@ -6,6 +6,8 @@
     .venv/bin/python bench/http_load.py --eras 2026-07-28 --servers wiremcp,official-modern,ceiling
     .venv/bin/python bench/http_load.py --servers wiremcp,wiremcp-redis --eras 2025-11-25 --methods tools/call
     .venv/bin/python bench/http_load.py --servers wiremcp,wiremcp-redis,wiremcp-cluster,wiremcp-sentinel --methods tools/call
+    .venv/bin/python bench/http_load.py --eras 2025-11-25 --methods tools/call \
+        --servers wiremcp-cluster,wiremcp-cluster-wait,wiremcp-cluster-stream,wiremcp-cluster-stream-wait  # WAIT's cost
 
 Every server runs under uvicorn (the TypeScript ones under node) on a free 127.0.0.1 port pinned to one core
 (``taskset -c 0``); wrk runs pinned to the other core (``taskset -c 1``) with 32 keep-alive connections.
@@ -14,7 +16,9 @@ Every server runs under uvicorn (the TypeScript ones under node) on a free 127.0
 otherwise; ``wiremcp-cluster`` and ``wiremcp-sentinel`` are the same server on a Redis Cluster (three primaries,
 three replicas) and on a Sentinel setup (a primary, a replica, three sentinels), which the harness starts the
 same way (``tests/support/redis_topologies.py``: persistence turned off, every process pinned like that
-``redis-server``). The peers: the official SDK
+``redis-server``). Their ``-wait`` variants set ``WIREMCP_REDIS_WAIT_REPLICAS=1``; the ``-stream`` ones serve
+``bench.servers:wiremcp_streaming_server``, whose every call is a stream of stored events (``-baseline``: at the
+commit given with ``--baseline``). The peers: the official SDK
 (``mcp==2.3.0``) stateful with JSON answers (``official``), with SSE answers (``official-sse``), in its stateless
 mode for handshake-era requests (``official-stateless``: no initialize, no session) and for 2026-07-28 requests
 (``official-modern``); FastMCP 4.1.6 (``fastmcp``), run from a venv of its own that ``bench/peers.py`` makes
@@ -68,6 +72,7 @@ from bench.servers import (  # noqa: E402
     EXPECTED,
     MODERN_VERSION,
     PROTOCOL_VERSION,
+    STREAM_MESSAGES,
     TEXT,
     catalog_names,
 )
@@ -136,6 +141,18 @@ SERVERS: dict[str, ServerSpec] = {
                    redis="sentinel", note="app:asgi, default settings plus WIREMCP_REDIS_URL=redis+sentinel://.../"
                                           "wiremcp/0 (sessions in Redis behind Sentinel: a primary, a replica, "
                                           "3 sentinels)"),
+        *(ServerSpec(f"wiremcp-{topology}{stream}{variant}",
+                     {1: (_WIREMCP, {"WIREMCP_SERVER": f"bench.servers:wiremcp{server}_server",
+                                     **({"WIREMCP_REDIS_WAIT_REPLICAS": "1"} if variant == "-wait" else {})})},
+                     (HANDSHAKE,), redis=topology, peer="baseline" if variant == "-baseline" else "",
+                     note=f"as wiremcp-{topology}" + (f", every call a stream of {STREAM_MESSAGES + 2} stored events "
+                                                      "(bench.servers:wiremcp_streaming_server)" if stream else "")
+                          + {"-wait": ", WIREMCP_REDIS_WAIT_REPLICAS=1 (WAIT after each event)",
+                             "-baseline": ", at the commit given with --baseline (the change's 'before')",
+                             "": ""}[variant])
+          for topology in ("cluster", "sentinel")
+          for stream, server in (("", ""), ("-stream", "_streaming"))
+          for variant in ("", "-wait", "-baseline") if (stream or variant) and (stream or variant != "-baseline")),
         ServerSpec("wiremcp-json", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server",
                                                    "WIREMCP_JSON_RESPONSE": "true"})}, (HANDSHAKE,),
                    note="app:asgi, WIREMCP_JSON_RESPONSE=true (a handshake-era setting only)"),
@@ -175,6 +192,10 @@ PEERS = {HANDSHAKE: ("official", "official-stateless", "official-sse", "fastmcp"
 official-stateless it is measured on its one session)."""
 BACKENDS = {"wiremcp-redis": "wiremcp", "wiremcp-cluster": "wiremcp", "wiremcp-sentinel": "wiremcp"}
 """Servers that differ only by their session backend, and the in-memory server each is compared with."""
+DURABLE = {f"wiremcp-{topology}{stream}-wait": f"wiremcp-{topology}{stream}"
+           for topology in ("cluster", "sentinel") for stream in ("", "-stream")}
+"""Servers with ``WIREMCP_REDIS_WAIT_REPLICAS=1``, and the same server without it: what WAIT costs (tools/call
+answered with JSON stores no event; the ``-stream`` servers store ``STREAM_MESSAGES + 2`` per call)."""
 
 
 @dataclass(slots=True)
@@ -713,7 +734,7 @@ def bench_all(specs: list[ServerSpec], args: argparse.Namespace, logdir: Path) -
                 for attempt in range(1 + args.retries):
                     r, drained = measure(target, session, spec.name, era, workload, args)
                     runs.setdefault((spec.name, era, workload), []).append(r)
-                    print(f"  round {round_no + 1}: {spec.name:<15} {era} {workload:<14} {r.rps:>9.0f} req/s  "
+                    print(f"  round {round_no + 1}: {spec.name:<28} {era} {workload:<14} {r.rps:>9.0f} req/s  "
                           f"p50 {r.p50_ms:7.2f} ms  p99 {r.p99_ms:7.2f} ms  ok {r.ok}/{r.requests}  "
                           f"cpu server {r.server_cpu:.2f} wrk {r.client_cpu:.2f} other {r.other_cpu:.2f}"
                           + (f" redis {r.backend_cpu:.2f} ({r.backend_commands:.2f} commands/request)"
@@ -771,6 +792,11 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
     for era in ERAS:
         for server, memory in BACKENDS.items():
             pairs.append((f"{server} / {memory}", server, era, memory, era))
+        for server, without in DURABLE.items():
+            pairs.append((f"{server} / {without} (WAIT 1 / none)", server, era, without, era))
+            if without.endswith("-stream"):
+                pairs.append((f"{without} / {without}-baseline (this change / before)", without, era,
+                              f"{without}-baseline", era))
         pairs.append(("wiremcp / wiremcp-baseline (this change / before)", "wiremcp", era, "wiremcp-baseline", era))
         pairs.append(("wiremcp-ratelimit / wiremcp (rate limit on / no middleware)", "wiremcp-ratelimit", era,
                       "wiremcp", era))
@@ -786,7 +812,7 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
             if a is None or b is None or not b.rps or not b.p50_ms or not b.p99_ms:
                 continue
             era = a_era if a_era == b_era else "both"
-            lines.append(f"{label:<50} {era:<10} {workload:<14} {a.rps / b.rps:>7.2f} {a.p50_ms / b.p50_ms:>7.2f} "
+            lines.append(f"{label:<66} {era:<10} {workload:<14} {a.rps / b.rps:>7.2f} {a.p50_ms / b.p50_ms:>7.2f} "
                          f"{a.p99_ms / b.p99_ms:>7.2f}")
     return lines
 
@@ -823,11 +849,11 @@ def target_lines(results: Sequence[Result]) -> list[str]:
 def report(results: Sequence[Result]) -> None:
     redis = any(SERVERS[r.server].redis for r in results)  # two more columns: redis-server's CPU and commands
     print()
-    print(f"{'server':<15} {'era':<10} {'workload':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} "
+    print(f"{'server':<28} {'era':<10} {'workload':<14} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} "
           f"{'non-2xx':>7} {'bad body':>8} {'sock err':>8} {'SSE':>7} {'srv cpu':>7} {'wrk cpu':>7} {'other':>6} "
           + (f"{'redis':>6} {'cmd/req':>7} " if redis else "") + f"{'clean':>6}")
     for r in sorted(results, key=lambda r: (r.era, r.workload, r.server)):
-        print(f"{r.server:<15} {r.era:<10} {r.workload:<14} {r.rps:>8.0f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
+        print(f"{r.server:<28} {r.era:<10} {r.workload:<14} {r.rps:>8.0f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} "
               f"{r.requests:>9} {r.non_2xx:>7} {r.bad_body:>8} {r.socket_errors + r.timeouts:>8} {r.sse:>7} "
               f"{r.server_cpu:>7.2f} {r.client_cpu:>7.2f} {r.other_cpu:>6.2f} "
               + (f"{r.backend_cpu:>6.2f} {r.backend_commands:>7.2f} " if redis else "")
@@ -835,7 +861,7 @@ def report(results: Sequence[Result]) -> None:
     lines = ratio_lines(results)
     if lines:
         print()
-        print(f"{'ratio':<50} {'era':<10} {'workload':<14} {'req/s':>7} {'p50':>7} {'p99':>7}")
+        print(f"{'ratio':<66} {'era':<10} {'workload':<14} {'req/s':>7} {'p50':>7} {'p99':>7}")
         print("\n".join(lines))
     targets = target_lines(results)
     if targets:
@@ -864,8 +890,8 @@ def environment(args: argparse.Namespace) -> str:
     used = {SERVERS[n].peer for n in args.names}
     peers = f"; fastmcp: {describe(fastmcp_python())}" if "fastmcp" in used else ""
     peers += f"; ts-v1, ts-v2: {describe_ts(ts_peer(verbose=False))}" if "ts" in used else ""
-    if "wiremcp-baseline" in args.names:
-        peers += f"; wiremcp-baseline: {BASELINE.checkout} ({source_revision(BASELINE.checkout)})"
+    if "baseline" in used:
+        peers += f"; *-baseline: {BASELINE.checkout} ({source_revision(BASELINE.checkout)})"
     return (f"{source_revision()}, python {sys.version.split()[0]}, uvicorn --loop {args.loop} --http {args.http} "
             f"(uvloop {installed('uvloop')}, httptools {installed('httptools')}), {os.cpu_count()} CPUs, "
             f"server on CPU {args.server_cpu}"
@@ -932,9 +958,9 @@ def main(argv: list[str] | None = None) -> int:
     names = list(SERVERS) if args.servers.strip() == "all" else [n.strip() for n in args.servers.split(",")
                                                                    if n.strip()]
     args.names = names
-    if "wiremcp-baseline" in names:
+    if any(name in SERVERS and SERVERS[name].peer == "baseline" for name in names):
         if args.baseline is None or args.baseline_python is None:
-            parser.error("wiremcp-baseline needs --baseline DIR and --baseline-python PYTHON (see Baseline)")
+            parser.error("the *-baseline servers need --baseline DIR and --baseline-python PYTHON (see Baseline)")
         BASELINE.checkout, BASELINE.python = args.baseline.resolve(), args.baseline_python
     unknown = ([n for n in names if n not in SERVERS] + [m for m in args.methods if m not in WORKLOADS]
                + [e for e in args.eras if e not in ERAS])

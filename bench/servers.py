@@ -11,6 +11,10 @@ each also as a 500-tool variant (``word_count`` plus 499 ``lookup_NNN`` tools) f
   stream); stdio: ``python -m bench.servers official-stdio``.
 * ``wiremcp_rate_limited_server``: the same definition behind the built-in ``RateLimit`` middleware (a limit
   so high that it never refuses): what a middleware, and a token bucket per request, cost.
+* ``wiremcp_streaming_server``: the same answer after ``STREAM_MESSAGES`` log messages: every call is an SSE
+  stream of ``STREAM_MESSAGES + 2`` events (the priming event, the messages, the answer), each one appended
+  to the event store (Redis, with ``WIREMCP_REDIS_URL``): what storing a call's events costs, with and without
+  ``WIREMCP_REDIS_WAIT_REPLICAS``.
 * the ceiling: a bare ASGI app (``uvicorn bench.servers:ceiling_app``) and a bare stdio line loop
   (``python -m bench.servers ceiling-stdio``) that parse each JSON-RPC message with orjson and
   return a fixed result. No MCP semantics at all: it is what the HTTP server / pipe costs alone.
@@ -48,8 +52,8 @@ import orjson
 
 from examples.word_count import Counts
 from examples.word_count import server as wiremcp_server
+from wiremcp import Context, RateLimit
 from wiremcp import MCPServer as WiremcpServer
-from wiremcp import RateLimit
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer as OfficialServer
@@ -60,6 +64,7 @@ __all__ = [
     "EXPECTED",
     "MODERN_VERSION",
     "PROTOCOL_VERSION",
+    "STREAM_MESSAGES",
     "TEXT",
     "build_official",
     "catalog_names",
@@ -77,6 +82,7 @@ __all__ = [
     "wiremcp_catalog_server",
     "wiremcp_rate_limited_server",
     "wiremcp_server",
+    "wiremcp_streaming_server",
 ]
 
 PROTOCOL_VERSION = "2025-11-25"
@@ -88,6 +94,8 @@ TEXT = "the quick brown fox jumps over the lazy dog"
 EXPECTED: Counts = {"words": len(TEXT.split()), "chars": len(TEXT)}
 CATALOG_SIZE = 500
 """Tools in the catalog variants: ``word_count`` and ``CATALOG_SIZE - 1`` fillers."""
+STREAM_MESSAGES = 8
+"""Log messages ``wiremcp_streaming_server``'s ``word_count`` sends before its answer."""
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
@@ -126,6 +134,21 @@ def wiremcp_rate_limited_server() -> WiremcpServer:
     for tool in wiremcp_server.tools.values():
         server.add_tool(tool)
     server.add_middleware(RateLimit(1_000_000_000))
+    return server
+
+
+def wiremcp_streaming_server() -> WiremcpServer:
+    """``word_count`` with the same answer, sent after ``STREAM_MESSAGES`` log messages: an SSE stream whose every
+    event is stored (``WIREMCP_SERVER=bench.servers:wiremcp_streaming_server``)."""
+    server = WiremcpServer("word_count", "1.0.0", title="Word count")
+
+    @server.tool(annotations={"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
+    async def word_count(text: str, ctx: Context) -> Counts:
+        """Count the words and characters in a text, saying so on the way."""
+        for step in range(STREAM_MESSAGES):
+            await ctx.info(f"counting, step {step + 1}")
+        return {"words": len(text.split()), "chars": len(text)}
+
     return server
 
 

@@ -45,7 +45,8 @@ class EventChannel:
             try:
                 await self._store.append(self.session_id, self.stream, seq, message, self.request_id)
             except StoreUnavailable as exc:
-                # Delivered live all the same; only a resume after this point would miss it.
+                # Delivered live all the same; only a resume after this point would miss it. (A store that
+                # keeps what it cannot store yet, as Redis's does, never gets here.)
                 log.warning("event %s_%d was not stored: %s", self.stream, seq, exc)
         if self._reader is not None and self._reader.qsize() >= self._reader.maxsize // 2:
             await asyncio.sleep(0)  # a handler sending a burst without yielding: let the reader catch up

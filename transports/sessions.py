@@ -251,3 +251,5 @@ class SessionManager(ClusterEvents):
                 self._forget(sid)  # the session lives on for the other replicas
             else:
                 await self.delete(sid)
+        if self.events is not None:
+            await self.events.close()

@@ -78,6 +78,8 @@ async def follow(events: EventStore, cluster: ReplicaLink, session_id: str, stre
                     owner = event.owner or owner
                     request_id = event.request_id if event.request_id is not None else request_id
                     if event.seq <= last:
+                        if request_stream and is_response(event.message):
+                            return  # answered where the client resumes: nothing more comes
                         continue
                     last = event.seq
                     yield event.seq, event.message

@@ -10,9 +10,13 @@ real ``redis-server``, each test failing where its setting would be left at its 
 - ``WIREMCP_REDIS_TIMEOUT_SECONDS``: with a relay holding Redis's replies far longer than the configured timeout
   (and shorter than the default one), a request that needs Redis is answered 503; once the replies flow again,
   the same process serves.
+- ``WIREMCP_REDIS_WAIT_REPLICAS`` and ``WIREMCP_REDIS_WAIT_TIMEOUT_MS``: the events of a call's stream are each
+  followed by ``WAIT <replicas> <ms>`` with the configured numbers, as Redis's ``MONITOR`` shows (the default sends
+  no WAIT); Redis has no replica here, so every WAIT comes back short, the events stay kept and are retried, and the
+  call is answered all the same. (What WAIT is for, a failover, is ``test_redis_failover.py``'s.)
 
 One process serves the first three groups (they do not disturb one another); the timeout's has its own, behind
-the relay. Nothing sleeps to wait for something: every wait polls the observable effect against a deadline.
+the relay, and WAIT's its own. Nothing sleeps to wait for something: every wait polls the observable effect against a deadline.
 """
 
 from __future__ import annotations
@@ -22,14 +26,17 @@ import contextlib
 import json
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 import redis as redis_py
+import redis.asyncio as redis_async
 
 from tests.support.cluster import until
 from tests.support.http import (
     START_BOUND,
+    SSEReader,
     UvicornProcess,
     error_of,
     initialize,
@@ -54,6 +61,10 @@ HELD = 1.0
 default one (2 s), so that under the default every command would still succeed, only late."""
 POLL_BOUND = 20.0
 """Failure bound of a poll for an effect."""
+WAIT_PREFIX = "settings-wait"
+WAIT_REPLICAS = 3
+WAIT_MS = 137
+"""Neither the default (no WAIT), nor the default wait (100 ms)."""
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -228,3 +239,46 @@ async def test_a_redis_slower_than_the_timeout_fails_the_request_with_503(
             output = process.output()
         assert "Traceback" not in output, output
 
+
+
+# -- WAIT after each event of a call's stream -----------------------------------------------------------------------
+@pytest.mark.setting("WIREMCP_REDIS_WAIT_REPLICAS", "WIREMCP_REDIS_WAIT_TIMEOUT_MS")
+async def test_each_event_is_followed_by_a_wait_for_the_configured_replicas_and_time(
+        redis: RedisServer, http: httpx.AsyncClient) -> None:
+    env = {"WIREMCP_REDIS_URL": redis.url, "WIREMCP_REDIS_PREFIX": WAIT_PREFIX,
+           "WIREMCP_REDIS_WAIT_REPLICAS": str(WAIT_REPLICAS), "WIREMCP_REDIS_WAIT_TIMEOUT_MS": str(WAIT_MS),
+           "WIREMCP_SSE_AFTER_SECONDS": "0.05"}
+    seen: list[Any] = []
+    monitoring = asyncio.Event()
+
+    async def monitor() -> None:
+        client = redis_async.Redis.from_url(redis.url, decode_responses=True)
+        try:
+            async with client.monitor() as commands:
+                monitoring.set()
+                async for command in commands.listen():
+                    seen.append(command["command"])
+        finally:
+            await client.aclose()
+
+    with run_uvicorn(SERVER, env) as process:
+        watcher = asyncio.create_task(monitor())
+        try:
+            await asyncio.wait_for(monitoring.wait(), POLL_BOUND)
+            session = await initialize(http, process.url)
+            call = request_body(session.next_id(), "tools/call",
+                                {"name": "count_up", "arguments": {"steps": 3}, "_meta": {"progressToken": 1}})
+            async with session.stream_post(call) as response:
+                assert response.headers["content-type"].startswith("text/event-stream"), response.headers
+                events = await SSEReader(response).rest()
+            assert events[-1].message["id"] == call["id"], events[-1]
+            await until(lambda: f"WAIT {WAIT_REPLICAS} {WAIT_MS}" in seen, POLL_BOUND,
+                        lambda: f"WAIT {WAIT_REPLICAS} {WAIT_MS} among the commands Redis ran: {seen[-20:]}")
+            assert all(c == f"WAIT {WAIT_REPLICAS} {WAIT_MS}" for c in seen if c.startswith("WAIT")), seen
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        output = process.output()
+    assert "Traceback" not in output, output
+    assert "its events are kept until Redis has them (0 of 3 replicas have them)" in output, output

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -168,8 +169,21 @@ class _Process:
         process.kill()
         process.wait()
 
+    def pause(self) -> None:
+        """SIGSTOP: the process reads nothing and answers nothing until ``resume``."""
+        process = self.process
+        assert process is not None, f"redis-server on {self.port} was never started"
+        assert process.poll() is None, f"redis-server on {self.port} is not running"
+        process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after ``pause``."""
+        assert self.process is not None, f"redis-server on {self.port} was never started"
+        self.process.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         if self.process is not None:
+            self.process.send_signal(signal.SIGCONT)  # a paused process cannot act on SIGTERM
             stop_process(self.process)
 
     def tail(self) -> str:
@@ -187,6 +201,8 @@ class _Topology:
         self._given = directory
         self.directory = Path(directory) if directory else Path()
         self._processes: dict[int, _Process] = {}
+        self._paused: list[int] = []
+        """Replicas ``cut_off_replicas`` paused."""
 
     def _open_directory(self, prefix: str) -> None:
         self.directory = Path(self._given or tempfile.mkdtemp(prefix=prefix))
@@ -213,6 +229,27 @@ class _Topology:
             return None
 
         _until(f"the replicas of {primaries} catching up", replicated, bound, self.logs)
+
+    def _cut_off(self, primary: int, replicas: list[int]) -> None:
+        """Pause ``replicas`` and close their replication links on ``primary``: what ``primary`` takes from now
+        on reaches no replica (a paused replica would otherwise still find the writes sent before its link
+        closed in its socket), and is lost if ``primary`` dies before ``resume_replicas``."""
+        for port in replicas:
+            self._processes[port].pause()
+        self._paused = replicas
+        _command(primary, "CLIENT", "KILL", "TYPE", "replica")
+
+        def alone() -> str | None:
+            connected = int(_replication(primary).get("connected_slaves", -1))
+            return None if connected == 0 else f"{primary} still has {connected} replicas connected"
+
+        _until(f"{primary} without replicas", alone, START_BOUND, self.logs)
+
+    def resume_replicas(self) -> None:
+        """Undo ``cut_off_replicas``: the paused replicas run again (and reconnect, or take over)."""
+        for port in self._paused:
+            self._processes[port].resume()
+        self._paused = []
 
     def logs(self) -> str:
         """The tail of every process's log (for a failure message)."""
@@ -412,6 +449,11 @@ class LocalRedisCluster(_Topology):
         asynchronous: a primary killed right after a write may take it with it)."""
         self._wait_replicated(self.primaries(), timeout)
 
+    def cut_off_replicas(self, primary: int) -> None:
+        """Pause the replicas of ``primary`` and close their links: its writes from now on stay on it alone."""
+        view = _cluster_view(primary)
+        self._cut_off(primary, [port for port, node in view.items() if node.master_id == view[primary].node_id])
+
     def flush(self) -> None:
         """FLUSHALL on every primary (its replicas follow)."""
         for port in self.primaries():
@@ -571,6 +613,10 @@ class LocalRedisSentinel(_Topology):
         """Wait until the replica has processed every write the primary took so far (replication is
         asynchronous: a primary killed right after a write may take it with it)."""
         self._wait_replicated([self.primary_port()], timeout)
+
+    def cut_off_replicas(self, primary: int) -> None:
+        """Pause the replica and close its link: the primary's writes from now on stay on it alone."""
+        self._cut_off(primary, [port for port in self.data_ports if port != primary])
 
     def flush(self) -> None:
         """FLUSHALL on the current primary (the replica follows)."""

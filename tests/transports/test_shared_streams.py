@@ -90,6 +90,17 @@ async def test_a_request_stream_is_followed_to_its_answer() -> None:
     assert await followed(store, Link(), "p1", first, 0, request_stream=True) == [(1, note(1)), (2, ANSWER)]
 
 
+async def test_a_stream_resumed_from_its_answer_ends_at_once() -> None:
+    """The answer is the id the client resumes from (it had it, or it is the error that took the place of
+    events it had received live before they were lost): nothing comes after it, whether or not its replica
+    is alive (no second answer either)."""
+    store = InMemoryEventStore()
+    first = await stored(store, "p1", None, note(1), ANSWER)
+    for alive in (True, False):
+        assert await followed(store, Link(alive=alive), "p1", first[1:], 2, request_stream=True) == []
+    assert [e.seq for e in await store.after(SID, "p1", -1) or []] == [0, 1, 2]
+
+
 @pytest.mark.spec("2025-11-25/basic/transports#resumability-and-redelivery")
 async def test_a_request_whose_replica_is_gone_is_answered_with_an_error_not_run_again() -> None:
     store = InMemoryEventStore()

@@ -33,10 +33,13 @@ class RedisBackend:
     @classmethod
     def connect(cls, url: RedisTarget | str, *, prefix: str = "wiremcp", timeout: float = 2.0, replica: str = "",
                 lease: float = 5.0, idle_timeout: float = 1800.0, max_events_per_stream: int = 10_000,
-                max_event_age: float = 600.0, session_cache: float = DEFAULT_FRESH_FOR) -> RedisBackend:
+                max_event_age: float = 600.0, session_cache: float = DEFAULT_FRESH_FOR, wait_replicas: int = 0,
+                wait_timeout_ms: int = 100) -> RedisBackend:
         """Nothing is sent before ``start``; a Redis that is down makes requests fail with 503, not startup.
         ``url``: one server, a cluster or Sentinel (``target``); a bad one is a ``ValueError``.
-        ``session_cache``: seconds a replica uses its copy of a session (``RedisSessionStore``)."""
+        ``session_cache``: seconds a replica uses its copy of a session (``RedisSessionStore``).
+        ``wait_replicas``, ``wait_timeout_ms``: events count as stored once that many replicas have them
+        (``RedisEventStore``)."""
         target = parse_target(url) if isinstance(url, str) else url
         client = connect(target, timeout=timeout)
         shards = CLUSTER_SHARDS if target.topology == "cluster" else 1
@@ -47,7 +50,8 @@ class RedisBackend:
         session_life = idle_timeout + sessions.fresh_for  # the longest a session lives after its last request
         return cls(cluster=cluster, sessions=sessions,
                    events=RedisEventStore(client, keys, replica=name, max_events_per_stream=max_events_per_stream,
-                                          max_age=max_event_age, counter_ttl=max(session_life, max_event_age)),
+                                          max_age=max_event_age, counter_ttl=max(session_life, max_event_age),
+                                          wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms),
                    bus=RedisSubscriptionBus(cluster), tasks=RedisTaskStore(client, keys),
                    rate_limits=RedisRateLimits(client, keys))
 

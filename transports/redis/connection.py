@@ -10,13 +10,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import redis.asyncio as redis
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.commands.core import AsyncScript
+from redis.exceptions import AskError, MovedError, NoScriptError, RedisClusterException, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from wiremcp.transports.redis.target import RedisTarget, parse_target
@@ -110,6 +110,69 @@ async def run_scripts(client: Redis, calls: list[tuple[AsyncScript, list[str], l
         if isinstance(result, Exception):
             raise result
     return results
+
+
+async def run_script_on_one_connection(client: Redis, script: AsyncScript, calls: list[tuple[list[str], list[Any]]],
+                                       *, wait: tuple[int, int] | None = None) -> tuple[list[Any], int]:
+    """Run ``script`` once per call, in order, on one connection to the primary holding the calls' keys (they
+    share one slot), then, with ``wait`` (replicas, timeout in ms), ``WAIT`` on that same connection: WAIT
+    counts the replicas that have every write its own connection made, so it must follow the writes on
+    theirs. One round trip. A script the server does not hold (a replica just promoted) is loaded and the
+    calls sent again. Returns the scripts' results and the replicas WAIT counted (0 without ``wait``).
+
+    In a cluster the calls go to the node the client's slot map names, without redirections: a slot that
+    moved (a failover) fails the batch, and a keyed read through the client then brings the map up to date
+    (redis-py's own handling of ``MOVED`` and lost nodes) for the next attempt."""
+    if not calls:
+        return [], 0
+    slot_key = calls[0][0][0]
+    for attempt in range(2):
+        commands = [PipelineCommand(n, "EVALSHA", script.sha, len(keys), *keys, *args)
+                    for n, (keys, args) in enumerate(calls)]
+        if wait is not None:
+            commands.append(PipelineCommand(len(calls), "WAIT", *wait))
+        if isinstance(client, RedisCluster):
+            await _run_on_node(client, slot_key, commands)
+        else:
+            async with client.pipeline(transaction=False) as pipe:
+                for command in commands:
+                    pipe.execute_command(*command.args)
+                for command, result in zip(commands, await pipe.execute(raise_on_error=False), strict=True):
+                    command.result = result
+        results: list[Any] = [command.result for command in commands]
+        if attempt == 0 and any(isinstance(result, NoScriptError) for result in results):
+            if isinstance(client, RedisCluster):
+                await _node_of(client, slot_key).execute_command("SCRIPT", "LOAD", script.script)
+            else:
+                await client.script_load(script.script)
+            continue
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+        return results[:len(calls)], int(results[-1]) if wait is not None else 0
+    raise NoScriptError("the script was loaded and is still unknown")  # pragma: no cover - a flush in between
+
+
+async def _run_on_node(client: RedisCluster, slot_key: str, commands: list[PipelineCommand]) -> None:
+    """``commands`` on one connection to the node the slot map names for ``slot_key``, their results (or
+    errors) set on them. A lost node or a moved slot: the map is brought up to date, and the error raised."""
+    try:
+        await _node_of(client, slot_key).execute_pipeline(commands)
+        moved = next((c.result for c in commands if isinstance(c.result, MovedError | AskError)), None)
+        if moved is not None:
+            raise moved
+    except (RedisConnectionError, RedisTimeoutError, OSError, MovedError, AskError, RedisClusterException):
+        with contextlib.suppress(RedisError, RedisClusterException, OSError):
+            await client.exists(slot_key)
+        raise
+
+
+def _node_of(client: RedisCluster, key: str) -> ClusterNode:
+    """The primary the client's slot map names for ``key``."""
+    node = client.get_node_from_key(key)
+    if node is None:  # pragma: no cover - only asked for a replica can it be None
+        raise RedisClusterException(f"no node serves the slot of {key!r}")
+    return node
 
 
 def _no_maintenance_notifications() -> dict[str, Any]:

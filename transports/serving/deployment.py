@@ -155,14 +155,24 @@ def build_redis(settings: Settings) -> RedisBackend | None:
         target = parse_target(settings.redis_url)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    if settings.redis_wait_replicas < 0:
+        raise ConfigError(f"WIREMCP_REDIS_WAIT_REPLICAS must be 0 or more, got {settings.redis_wait_replicas}")
+    if settings.redis_wait_replicas and not 0 < settings.redis_wait_timeout_ms < settings.redis_timeout_seconds * 1000:
+        raise ConfigError(f"WIREMCP_REDIS_WAIT_TIMEOUT_MS must be more than 0 and less than WIREMCP_REDIS_TIMEOUT_SECONDS "
+                          f"({settings.redis_timeout_seconds * 1000:g} ms), got {settings.redis_wait_timeout_ms}")
     backend = RedisBackend.connect(target, prefix=settings.redis_prefix,
                                    timeout=settings.redis_timeout_seconds, replica=settings.replica_id,
                                    lease=settings.replica_lease_seconds, idle_timeout=settings.session_idle_seconds,
                                    max_events_per_stream=settings.event_store_max_events,
                                    max_event_age=settings.event_store_max_age_seconds,
-                                   session_cache=settings.session_cache_seconds)
+                                   session_cache=settings.session_cache_seconds,
+                                   wait_replicas=settings.redis_wait_replicas,
+                                   wait_timeout_ms=settings.redis_wait_timeout_ms)
     log.info("sessions in Redis (%s) at %s as replica %s", target.topology, target.redacted,
              backend.cluster.replica)
+    if settings.redis_wait_replicas:
+        log.info("events count as stored once %d replicas have them (WAIT, %d ms at most)",
+                 settings.redis_wait_replicas, settings.redis_wait_timeout_ms)
     return backend
 
 

@@ -137,6 +137,13 @@ class Settings:
     """The prefix of every Redis key and channel (several deployments can share one Redis)."""
     redis_timeout_seconds: float = 2.0
     """How long one Redis command may take before the request fails with 503."""
+    redis_wait_replicas: int = 0
+    """With Redis: an event of a request's stream counts as stored once this many replicas of the primary have
+    it (``WAIT`` after each append); until then the replica running the request keeps it and appends it again
+    after a failover. 0: once the primary has it (replication is asynchronous: a primary that dies may take
+    its newest events with it)."""
+    redis_wait_timeout_ms: int = 100
+    """How long one ``WAIT`` waits for the replicas (less than ``redis_timeout_seconds``)."""
     session_cache_seconds: float = 1.0
     """With Redis: how long a replica may use its copy of a session without asking Redis again (0: it
     asks on every request; at most a quarter of ``session_idle_seconds``). Changes and deletions made on
@@ -210,6 +217,8 @@ class Settings:
             redis_url=_str("WIREMCP_REDIS_URL", d.redis_url),
             redis_prefix=_str("WIREMCP_REDIS_PREFIX", d.redis_prefix),
             redis_timeout_seconds=_float("WIREMCP_REDIS_TIMEOUT_SECONDS", d.redis_timeout_seconds),
+            redis_wait_replicas=_int("WIREMCP_REDIS_WAIT_REPLICAS", d.redis_wait_replicas),
+            redis_wait_timeout_ms=_int("WIREMCP_REDIS_WAIT_TIMEOUT_MS", d.redis_wait_timeout_ms),
             session_cache_seconds=_float("WIREMCP_SESSION_CACHE_SECONDS", d.session_cache_seconds),
             replica_id=_str("WIREMCP_REPLICA_ID", d.replica_id),
             replica_lease_seconds=_float("WIREMCP_REPLICA_LEASE_SECONDS", d.replica_lease_seconds),

@@ -156,6 +156,20 @@ def test_a_bad_redis_url_is_a_setting_error_that_names_the_variable() -> None:
         build_redis(Settings(redis_url="redis+sentinel://s1:26379,s2:26379"))
 
 
+@pytest.mark.parametrize(("options", "complaint"), [
+    ({"redis_wait_replicas": -1}, "WIREMCP_REDIS_WAIT_REPLICAS must be 0 or more, got -1"),
+    ({"redis_wait_replicas": 1, "redis_wait_timeout_ms": 0}, "WIREMCP_REDIS_WAIT_TIMEOUT_MS must be more than 0"),
+    ({"redis_wait_replicas": 1, "redis_wait_timeout_ms": 2000},
+     r"WIREMCP_REDIS_WAIT_TIMEOUT_MS must be more than 0 and less than WIREMCP_REDIS_TIMEOUT_SECONDS \(2000 ms\), "
+     "got 2000"),
+], ids=["negative", "no-wait", "no-shorter-than-a-command"])
+def test_a_wait_the_redis_timeout_would_cut_short_is_refused(options: dict[str, Any], complaint: str) -> None:
+    """``WAIT`` with 0 ms would wait for ever, and one as long as a command may take would fail every append."""
+    with pytest.raises(ConfigError, match=complaint):
+        build_redis(Settings(redis_url="redis://127.0.0.1:1/0", **options))
+    assert build_redis(Settings(redis_url="redis://127.0.0.1:1/0", redis_wait_timeout_ms=0)) is not None  # WAIT off
+
+
 # -- a bad setting while serving: one line, exit status 2 ---------------------------------------------------------
 
 
