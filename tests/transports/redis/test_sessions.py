@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -38,13 +38,6 @@ from wiremcp.unavailable import StoreUnavailable
 pytestmark = pytest.mark.timeout(30)
 
 T = TypeVar("T")
-
-
-@pytest.fixture
-async def client(redis_url: str) -> AsyncIterator[Redis]:
-    client = await ready(connect(redis_url, timeout=TIMEOUT))
-    yield client
-    await client.aclose()
 
 
 def full_state(sid: str) -> SessionState:
