@@ -5,10 +5,10 @@ answering, then cuts off those still running with the one retryable answer."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 import pytest
 
+from tests.support.held import Held, held_server
 from wiremcp import MCPServer
 from wiremcp.protocol import LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION
 from wiremcp.shutdown import CUT_OFF, shut_down
@@ -18,34 +18,6 @@ from wiremcp.types import JSONObject
 BOUND = 10.0
 """Failure bound for one expected answer."""
 ERAS = [LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION]
-
-
-@dataclass
-class Held:
-    """A server whose ``hold`` tool runs until ``release`` is set, saying when it started and whether it
-    was cancelled."""
-
-    server: MCPServer
-    started: asyncio.Event
-    release: asyncio.Event
-    cancelled: asyncio.Event
-
-
-def held_server() -> Held:
-    server = MCPServer("s")
-    held = Held(server, asyncio.Event(), asyncio.Event(), asyncio.Event())
-
-    @server.tool()
-    async def hold() -> str:
-        held.started.set()
-        try:
-            await held.release.wait()
-        except asyncio.CancelledError:
-            held.cancelled.set()
-            raise
-        return "released"
-
-    return held
 
 
 async def call_held(client: Client, held: Held) -> asyncio.Future[JSONObject]:

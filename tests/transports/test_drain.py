@@ -20,7 +20,6 @@ import json
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -28,6 +27,7 @@ import pytest
 from sse_starlette.sse import AppStatus
 
 from tests.support.cluster import until
+from tests.support.held import held_server
 from tests.support.http import (
     CLIENT_INFO,
     LATEST,
@@ -46,40 +46,11 @@ from tests.support.http import (
 from tests.support.legacy_sse import connect, handshake
 from tests.support.settings_server import SETTINGS_SERVER
 from tests.support.stateless_http import Call, post, with_meta
-from wiremcp import MCPServer
 from wiremcp.shutdown import CUT_OFF
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.streamable_http import HttpOptions
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@dataclass
-class Held:
-    """A server whose ``hold`` tool runs until ``release`` is set (``cancelled``: it was stopped instead)."""
-
-    server: MCPServer
-    running: asyncio.Event
-    release: asyncio.Event
-    cancelled: asyncio.Event
-
-
-def held_server() -> Held:
-    server = MCPServer("drain-test", "1.0.0")
-    held = Held(server, asyncio.Event(), asyncio.Event(), asyncio.Event())
-
-    @server.tool()
-    async def hold() -> str:
-        """Run until released."""
-        held.running.set()
-        try:
-            await held.release.wait()
-        except asyncio.CancelledError:
-            held.cancelled.set()
-            raise
-        return "released"
-
-    return held
 
 
 def cut_off(request_id: object) -> dict[str, object]:
@@ -127,7 +98,7 @@ async def test_drain_refuses_new_sessions_closes_the_get_stream_and_lets_the_cal
                 reader = SSEReader(response)
                 assert (await reader.next()).data == ""  # priming: the call streams
                 async with asyncio.timeout(READ_BOUND):
-                    await held.running.wait()
+                    await held.started.wait()
 
                 draining = asyncio.create_task(app.drain.run())
                 closing = await standalone.rest()  # the GET stream ends at once...
@@ -171,7 +142,7 @@ async def test_a_call_still_running_when_the_drain_time_is_up_is_answered_with_t
             reader = SSEReader(response)
             primed = await reader.next()  # priming
             async with asyncio.timeout(READ_BOUND):
-                await held.running.wait()
+                await held.started.wait()
             async with asyncio.timeout(READ_BOUND):
                 await app.drain.run()  # returns once drain_seconds are up
             assert app.drain.done.is_set()
