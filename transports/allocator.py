@@ -1,4 +1,4 @@
-"""Handing memory freed in bulk back to the operating system (after many sessions ended at once).
+"""Handing memory freed in bulk back to the operating system (after many sessions ended), and when to.
 
 Freed objects do not all go back at once. CPython keeps a few freed objects of the commonest types (floats,
 tuples, lists, dicts, ...) on free lists for reuse, until the next full collection; its small-object
@@ -79,3 +79,51 @@ def release_freed_memory() -> None:
         _CLEAR_TYPE_CACHE()
     gc.collect()
     trim_heap()
+
+
+class FallFromPeak:
+    """When the memory of things that ended (sessions) is worth giving back: once their count has fallen far
+    enough below its highest since the last release, however many steps the fall took.
+
+    "Far enough" is both a share of that peak (``fraction``) and a number (``floor``): a release is due when
+    ``peak - count >= max(floor, fraction * peak)``, and the peak is then the count. What either bound buys:
+
+    - ``fraction`` (1/4) bounds the cost. A release costs O(what is left): a full collection, 3-4 ms per 1,000
+      sessions left, about as much per session left as the ending of one cost (about 5 ms per 1,000); with
+      at least a quarter of the peak ended since the last one, and at most three quarters left, it costs at
+      most about twice what ending those sessions did, spread over them. A server whose count holds steady
+      (sessions ending as fast as others start, the steady churn of a busy server) never falls by a quarter
+      and never releases: the memory the ended ones leave is what the new ones take. The price is memory
+      kept: up to a quarter of the peak's sessions' worth, freed but not given back, while the count stays
+      less than a quarter below its peak. (CPython's own collector runs a full collection by a like rule:
+      when the objects that survived since the last one reach a quarter of those that survived it.)
+    - ``floor`` (256 sessions, under 1 MiB of idle sessions) bounds how often: a small server, whose
+      sessions come and go by a few dozen, would otherwise release for every few that ended, each time at
+      the fixed cost of a collection (about half a millisecond with nothing left). Once the count has fallen
+      to nothing, fewer than ``floor`` sessions have ended since the last release.
+
+    Cheap to ask: ``rose`` (each time a session is added) and ``release_due`` (each sweep) compare integers.
+    """
+
+    __slots__ = ("floor", "fraction", "peak")
+
+    def __init__(self, fraction: float = 0.25, floor: int = 256) -> None:
+        self.fraction = fraction
+        self.floor = floor
+        self.peak = 0
+        """The highest count since the last release (or since the start)."""
+
+    def rose(self, count: int) -> None:
+        """The count may have grown: keep the highest."""
+        if count > self.peak:
+            self.peak = count
+
+    def release_due(self, count: int) -> bool:
+        """True if ``count`` has fallen far enough below the peak to give the memory back now; the peak is then
+        ``count`` (the caller releases: the next release is due after another such fall)."""
+        self.rose(count)
+        fall = self.peak - count
+        if fall < self.floor or fall < self.fraction * self.peak:
+            return False
+        self.peak = count
+        return True

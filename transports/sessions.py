@@ -19,7 +19,7 @@ from wiremcp.replica_link import ClusterEvents, ReplicaLink
 from wiremcp.server import MCPServer
 from wiremcp.session_store import SERVER, Asker, InMemorySessionStore, SessionStore, serves
 from wiremcp.state import SessionState
-from wiremcp.transports.allocator import release_freed_memory
+from wiremcp.transports.allocator import FallFromPeak, release_freed_memory
 from wiremcp.transports.live_session import LiveSession
 from wiremcp.transports.shared_streams import STANDALONE_STREAM
 from wiremcp.types import JSONObject
@@ -61,6 +61,9 @@ class SessionManager(ClusterEvents):
         self.get_streams: dict[str, int] = {}
         """Sessions whose GET stream this process holds (shared mode), with how many readers."""
         self._background: set[asyncio.Task[None]] = set()
+        self.release_rule = FallFromPeak()
+        """When the memory of ended sessions goes back to the system (``_give_back``): the live count is
+        followed as sessions are added and checked at each sweep."""
         if cluster is not None:
             cluster.listen(self)
 
@@ -79,6 +82,7 @@ class SessionManager(ClusterEvents):
                 raise SessionLimitReached
         live = LiveSession(self.server, state, self.events, self.cluster, self._clock)
         self.live[live.id] = live
+        self.release_rule.rose(len(self.live))
         self._start_reaper()
         return live
 
@@ -103,6 +107,8 @@ class SessionManager(ClusterEvents):
         if live is None:
             live = LiveSession(self.server, state, self.events, self.cluster, self._clock)
             self.live[session_id] = live
+            self.release_rule.rose(len(self.live))
+            self._start_reaper()  # a copy of a session made elsewhere is forgotten when idle, like one made here
         elif live.session.state is not state:
             live.session.state = state
         live.last_seen = live.renewed = self._clock()  # a lookup renews a self-expiring store's expiry
@@ -154,7 +160,7 @@ class SessionManager(ClusterEvents):
             ended = len(idle)
             while idle:  # popped: none of their ids is left when their memory is given back
                 self._forget(idle.pop())
-            self._give_back(ended)
+            self._give_back()
             for sid, live in list(self.live.items()):
                 # Busy now, or busy until after the store last renewed it: the store's idle clock is
                 # restarted, so that it too counts from the end of the work.
@@ -170,31 +176,35 @@ class SessionManager(ClusterEvents):
             await self.delete(idle.pop())
         if ended:
             log.info("expired %d idle sessions", ended)
-        self._give_back(ended)
+        self._give_back()
         return ended
 
-    give_back_after = 1024
-    """A sweep that ends at least this many sessions, and at least as many as are left, gives the memory
-    they held back to the system (``_give_back``)."""
+    def _give_back(self) -> None:
+        """Once the live count has fallen far enough below its peak since the last time (``release_rule``,
+        ``FallFromPeak``: by a quarter of that peak and by at least 256 sessions, in one sweep or in many,
+        by expiry or by DELETE), return the memory the ended sessions held instead of keeping it for the
+        next ones: the tables that listed them are rebuilt at the size they need now (a dict or set never
+        shrinks as items leave it), then the interpreter's and the C library's free memory goes back to the
+        system (``release_freed_memory``). Costs O(sessions left): a full collection, 3-4 ms per 1,000
+        sessions left.
 
-    def _give_back(self, ended: int) -> None:
-        """After a sweep that ended many sessions, return the memory they held instead of keeping it for
-        the next ones: the tables that listed them are rebuilt at the size they need now (a dict or set
-        never shrinks as items leave it), then the interpreter's and the C library's free memory goes
-        back to the system (``release_freed_memory``). Costs O(sessions left) (a full collection: 3-4 ms
-        per 1,000 sessions left, against about 5 ms per 1,000 sessions for the sweep's own deletions), hence
-        only when at least as many ended."""
-        if ended < self.give_back_after or ended < len(self.live):
+        Asked at every sweep, whatever it ended: sessions also end between sweeps (DELETE, or ended on
+        another replica), and the reaper sweeps once more after the last one went. With a store that expires
+        sessions itself (Redis), the live count is this process's copies of sessions, and the store's own
+        copies (``RedisSessionStore``'s cache) are dropped at the same time (``compact``)."""
+        left, peak = len(self.live), self.release_rule.peak
+        if not self.release_rule.release_due(left):
             return
         started = time.perf_counter()
-        left = dict(self.live)
+        kept = dict(self.live)
         self.live.clear()  # in place: the same dict, with a table sized for what is left
-        self.live.update(left)
+        self.live.update(kept)
+        del kept
         self.store.compact()
         self.server.runtime.compact_sessions()
         release_freed_memory()
-        log.debug("gave back the memory of %d ended sessions in %.1f ms", ended,
-                  1000 * (time.perf_counter() - started))
+        log.info("gave back the memory of ended sessions: %d live, %d at most since the last time (%.1f ms)",
+                 left, max(peak, left), 1000 * (time.perf_counter() - started))
 
     # -- messages from other replicas ------------------------------------------------------------
     def response_arrived(self, session_id: str, raw: bytes) -> None:

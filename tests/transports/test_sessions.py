@@ -38,6 +38,7 @@ from wiremcp.event_store import InMemoryEventStore
 from wiremcp.session import ServerSession
 from wiremcp.session_store import SERVER, Asker, InMemorySessionStore, SessionStore
 from wiremcp.state import SessionState
+from wiremcp.transports.allocator import FallFromPeak
 from wiremcp.transports.sessions import (
     SessionLimitReached,
     SessionManager,
@@ -286,26 +287,28 @@ async def test_a_session_deleted_on_one_replica_is_404_on_the_others() -> None:
             await two.manager.close()
 
 
-# -- memory after idle expiry: the sweep hands it back (SessionManager._give_back) ----------------------
-# A sweep that ends many sessions leaves nothing of them referenced, rebuilds the tables that listed them at
-# the size the sessions left need, and only then releases the process's freed memory. What is checked is the
-# mechanism (references, table sizes, when the release runs), never resident memory.
+# -- memory after sessions ended: handed back once enough of them have gone (SessionManager._give_back) -----
+# Once the live count has fallen far enough below its peak (``FallFromPeak``), in one sweep or in many, the
+# sweep leaves nothing of the ended sessions referenced, rebuilds the tables that listed them at the size the
+# sessions left need, and only then releases the process's freed memory. What is checked is the mechanism
+# (references, table sizes, when the release runs), never resident memory.
 
 PING = json.dumps(request_body(2, "ping")).encode()
 
 
 class Swept:
     """For the sweep tests: a manager of its own server (whose set of attached sessions no other test
-    shares), with a fake clock and the endpoint in front of it. With ``monkeypatch``, ``released`` records
-    each release of freed memory instead of doing it."""
+    shares), with a fake clock and the endpoint in front of it, releasing by a ``FallFromPeak`` of
+    ``fraction`` and ``floor``. With ``monkeypatch``, ``released`` records each release of freed memory
+    instead of doing it."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch | None, *, give_back_after: int) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch | None, *, floor: int, fraction: float = 0.25) -> None:
         self.server = MCPServer("session-memory")
         self.clock = FakeClock()
         self.store = InMemorySessionStore()
         self.manager = SessionManager(self.server, self.store, InMemoryEventStore(), idle_timeout=IDLE,
                                       clock=self.clock)
-        self.manager.give_back_after = give_back_after
+        self.manager.release_rule = FallFromPeak(fraction, floor)
         self.endpoint = StreamableHTTPEndpoint(self.manager)
         self.released: list[int] = []
         """How many sessions were left at each release."""
@@ -354,7 +357,7 @@ class Swept:
 
 @pytest.fixture
 async def swept(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Swept]:
-    s = Swept(monkeypatch, give_back_after=40)
+    s = Swept(monkeypatch, floor=40)
     yield s
     await s.manager.close()
 
@@ -393,26 +396,61 @@ async def test_a_sweep_that_ends_many_sessions_leaves_nothing_of_them_and_shrink
         assert (await asgi_request(swept.endpoint, "POST", PING, headers, timeout=None)).status == 200
 
 
-async def test_a_sweep_that_ends_few_sessions_or_fewer_than_are_left_keeps_their_room(swept: Swept) -> None:
-    await swept.open(30)
-    swept.clock.advance(IDLE / 2)
-    await swept.open(45)
-    swept.clock.advance(IDLE / 2 + 1)
-    assert await swept.manager.expire_idle() == 30  # fewer than give_back_after (40)
+async def test_sessions_ending_a_few_per_sweep_are_given_back_once_enough_of_the_peak_has_gone(
+        swept: Swept) -> None:
+    """100 sessions, opened 10 at a time, end 10 at a time: no sweep ends many, yet each time the live count
+    has fallen by the floor (40) and by a quarter of its peak since the last release, the memory goes back."""
+    for _ in range(10):
+        await swept.open(10)
+        swept.clock.advance(1)
+    swept.clock.advance(IDLE - 10)
+    left = []
+    for _ in range(10):
+        swept.clock.advance(1)
+        assert await swept.manager.expire_idle() == 10
+        left.append(len(swept.manager.live))
+    assert left == [90, 80, 70, 60, 50, 40, 30, 20, 10, 0]
+    # 100 -> 60: 40 gone (the floor; a quarter of 100 is 25); 60 -> 20; then 20 sessions are fewer than the floor.
+    assert swept.released == [60, 20]
+
+
+async def test_a_busy_server_with_steady_churn_does_not_release(swept: Swept) -> None:
+    """As many sessions start as end between two sweeps: the live count holds (120 to 140), and what the
+    ended ones leave is what the new ones take. When it falls, the release comes each time 40 (the floor)
+    more have gone, not at every sweep."""
+    for _ in range(6):
+        await swept.open(20)
+        swept.clock.advance(IDLE / 6)
+    for _ in range(30):
+        swept.clock.advance(IDLE / 12)
+        await swept.open(20)  # the arrivals between two sweeps
+        swept.clock.advance(IDLE / 12)
+        assert await swept.manager.expire_idle() == 20
+    assert len(swept.manager.live) == 120
     assert swept.released == []
-    await swept.open(50)
-    swept.clock.advance(IDLE / 2)
-    assert await swept.manager.expire_idle() == 45  # enough, but fewer than the 50 left
+    for _ in range(6):  # arrivals stop: 120 -> 0, 20 a sweep
+        swept.clock.advance(IDLE / 6)
+        assert await swept.manager.expire_idle() == 20
+    assert swept.manager.live == {}
+    assert swept.released == [100, 60, 20]  # 40 below the peak of 140 (a quarter: 35), then 40 at a time
+
+
+async def test_sessions_deleted_between_sweeps_are_given_back_at_the_next_sweep(swept: Swept) -> None:
+    """The peak is followed as sessions are opened, not only at sweeps: sessions opened and deleted between
+    two sweeps count, and the next sweep, which ends none, gives their memory back."""
+    ids = await swept.open(60)
+    for sid in ids[:50]:
+        headers = post_headers(**{"mcp-session-id": sid})
+        assert (await asgi_request(swept.endpoint, "DELETE", b"", headers, timeout=None)).status == 200
     assert swept.released == []
-    swept.clock.advance(IDLE / 2 + 1)
-    assert await swept.manager.expire_idle() == 50  # enough, and none left
-    assert swept.released == [0]
+    assert await swept.manager.expire_idle() == 0
+    assert swept.released == [10]
     assert swept.table_sizes() == swept.compact_sizes()
 
 
 async def test_the_release_itself_runs_when_a_sweep_ends_the_last_sessions() -> None:
     """The real release (a full collection, then ``malloc_trim`` where there is one), not a stand-in."""
-    swept = Swept(None, give_back_after=5)
+    swept = Swept(None, floor=5)
     try:
         gone = swept.sessions(await swept.open(5))
         swept.clock.advance(IDLE + 1)

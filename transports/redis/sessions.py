@@ -22,7 +22,9 @@ caching (``CLIENT TRACKING``), over the link's pub/sub:
   have been lost meanwhile); a lost message or a link that died unnoticed leaves a copy stale for
   ``fresh_for`` at most;
 - at most ``max_cached`` copies are kept, the oldest dropped first; those past their freshness go as new
-  ones come.
+  ones come, or all at once when the ``SessionManager`` gives back the memory of the sessions this replica
+  stopped serving (``compact``, when the manager's count of the sessions it serves has fallen far enough:
+  ``FallFromPeak``; the store has no rule of its own).
 
 Without a link (or with ``fresh_for`` 0) every lookup reads Redis.
 """

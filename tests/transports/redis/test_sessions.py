@@ -26,6 +26,7 @@ from tests.support.redis import RedisServer
 from tests.support.redis_topologies import standalone_only
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.state import SessionState
+from wiremcp.transports.allocator import FallFromPeak
 from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Redis, connect
 from wiremcp.transports.redis.keys import Keys
@@ -482,6 +483,58 @@ async def test_copies_are_bounded_in_number_and_age(redis_server: RedisServer, c
         store.compact()
         assert store.cached == 0
 
+
+
+@standalone_only
+async def test_copies_forgotten_a_few_per_sweep_are_given_back_with_the_stores_copies(
+        redis_server: RedisServer, client: Redis, redis_keys: Keys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With Redis a sweep forgets this replica's idle copies (the sessions live on in Redis), a few at a time:
+    the same rule as in memory (``FallFromPeak``, here a floor of 40) gives their memory back once enough have
+    gone, and the store's own copies past their freshness go at the same time (``compact``)."""
+    clock = FakeClock()
+    link = make_cluster(redis_server.url, redis_keys, "A")
+    store = RedisSessionStore(client, redis_keys, idle_timeout=60, link=link, fresh_for=1.0, clock=clock)
+    manager = SessionManager(fixture.server, store, idle_timeout=60, clock=clock)
+    manager.release_rule = FallFromPeak(0.25, 40)
+    released: list[tuple[int, int]] = []
+    monkeypatch.setattr("wiremcp.transports.sessions.release_freed_memory",
+                        lambda: released.append((len(manager.live), store.cached)))
+    async with started(link):
+        try:
+            for _second in range(10):
+                for _ in range(10):
+                    await manager.create()
+                clock.advance(1)
+            assert store.cached == 10  # the last ten's: the others were dropped as they went stale
+            clock.advance(50)
+            left = []
+            for _ in range(10):
+                clock.advance(1)
+                assert await manager.expire_idle() == 10
+                left.append(len(manager.live))
+            assert left == [90, 80, 70, 60, 50, 40, 30, 20, 10, 0]
+            assert released == [(60, 0), (20, 0)]
+            assert await store.count() == 100  # forgotten here only: Redis ends them by their TTL
+        finally:
+            await manager.close()
+
+
+async def test_a_replica_that_only_looks_sessions_up_forgets_its_idle_copies(client: Redis, redis_keys: Keys) -> None:
+    """Its reaper starts with the first copy it makes, as it does with the first session it creates: a replica
+    serving sessions made on others forgets its copies once idle (and gives back their memory) all the same."""
+    idle = 0.2
+    made_here = SessionManager(fixture.server, RedisSessionStore(client, redis_keys, idle_timeout=idle),
+                               idle_timeout=idle)
+    looking = SessionManager(fixture.server, RedisSessionStore(client, redis_keys, idle_timeout=idle),
+                             idle_timeout=idle)
+    try:
+        sid = (await made_here.create()).id
+        assert await looking.get(sid) is not None
+        assert sid in looking.live
+        await until(lambda: sid not in looking.live, what="the idle copy to be forgotten")
+    finally:
+        await made_here.close()
+        await looking.close()
 
 async def test_the_freshness_bound_is_a_quarter_of_the_idle_timeout_at_most_and_needs_a_link(
         redis_url: str, client: Redis, redis_keys: Keys) -> None:
