@@ -161,9 +161,9 @@ async def test_a_call_still_running_when_the_drain_time_is_up_is_answered_with_t
 
 # == real processes ====================================================================================
 
-DRAIN = 5.0
+DRAIN = 2.0
 """``WIREMCP_DRAIN_SECONDS`` of the real processes: ten times ``SHORT``, nothing beside ``HUNG``."""
-SHORT = 0.5
+SHORT = 0.2
 """Seconds a call the drain lets finish takes."""
 HUNG = 3600.0
 """Seconds a call that the drain has to cut off would take."""
