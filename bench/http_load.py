@@ -134,6 +134,9 @@ SERVERS: dict[str, ServerSpec] = {
         ServerSpec("wiremcp-redis", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"})}, ERAS,
                    redis="standalone",
                    note="app:asgi, default settings plus WIREMCP_REDIS_URL (sessions in Redis)"),
+        ServerSpec("wiremcp-redis-baseline", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"})},
+                   ERAS, redis="standalone", peer="baseline",
+                   note="as wiremcp-redis, at the commit given with --baseline (the change's 'before')"),
         ServerSpec("wiremcp-cluster", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server"})}, ERAS,
                    redis="cluster", note="app:asgi, default settings plus WIREMCP_REDIS_URL=redis+cluster://... "
                                          "(sessions in a Redis Cluster: 3 primaries, 3 replicas)"),
@@ -798,6 +801,8 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
                 pairs.append((f"{without} / {without}-baseline (this change / before)", without, era,
                               f"{without}-baseline", era))
         pairs.append(("wiremcp / wiremcp-baseline (this change / before)", "wiremcp", era, "wiremcp-baseline", era))
+        pairs.append(("wiremcp-redis / wiremcp-redis-baseline (this change / before)", "wiremcp-redis", era,
+                      "wiremcp-redis-baseline", era))
         pairs.append(("wiremcp-ratelimit / wiremcp (rate limit on / no middleware)", "wiremcp-ratelimit", era,
                       "wiremcp", era))
     for server, handshake_server in (("wiremcp", "wiremcp"), ("ceiling", "ceiling"),

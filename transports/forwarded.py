@@ -90,12 +90,13 @@ class ForwardedHeaders:
     def __init__(self, app: ASGIApp, trusted: TrustedProxies) -> None:
         self.app = app
         self.trusted = trusted
+        self._believing = bool(trusted)
         self._warned = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         client = scope.get("client")
-        if scope["type"] != "lifespan" and client:
-            if self.trusted:
+        if client and scope["type"] != "lifespan":
+            if self._believing:
                 if client[0] in self.trusted:
                     self._believe(scope)
             elif client[1] == 0 and any(name == b"x-forwarded-for" for name, _ in scope["headers"]):
