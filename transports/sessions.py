@@ -80,6 +80,11 @@ class SessionManager(ClusterEvents):
             await self.expire_idle()
             if not await self.store.create(state, self.max_sessions):
                 raise SessionLimitReached
+        return self._serve_here(state)
+
+    def _serve_here(self, state: SessionState) -> LiveSession:
+        """Serve ``state``'s session from this process: counted for the release rule, forgotten when idle (a
+        copy of a session made on another replica, like one made here)."""
         live = LiveSession(self.server, state, self.events, self.cluster, self._clock)
         self.live[live.id] = live
         self.release_rule.rose(len(self.live))
@@ -105,10 +110,7 @@ class SessionManager(ClusterEvents):
             return None
         live = self.live.get(session_id)  # again: a concurrent request may have made or dropped it meanwhile
         if live is None:
-            live = LiveSession(self.server, state, self.events, self.cluster, self._clock)
-            self.live[session_id] = live
-            self.release_rule.rose(len(self.live))
-            self._start_reaper()  # a copy of a session made elsewhere is forgotten when idle, like one made here
+            live = self._serve_here(state)
         elif live.session.state is not state:
             live.session.state = state
         live.last_seen = live.renewed = self._clock()  # a lookup renews a self-expiring store's expiry

@@ -1,7 +1,8 @@
 """``SessionStore`` on Redis: any replica reads and writes any session; Redis ends idle ones.
 
 A session is one key holding its state as JSON, with the idle timeout as its TTL (renewed when the
-session is read or written). Sorted sets (the index shards of ``Keys``) map session ids to their expiry
+session is written, or read for its owner: another principal's lookup, refused by the manager, renews
+nothing and leaves no copy). Sorted sets (the index shards of ``Keys``) map session ids to their expiry
 times, so that the live-session cap holds across replicas (see ``create``). The session's key and its
 index entry are in different hash slots: each script touches one of them, so it runs in a Redis Cluster.
 
