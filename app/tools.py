@@ -183,17 +183,20 @@ class Tool(Component):
             try:
                 structured = self._output.dump(value)
             except Exception as exc:  # the value's own text (and pydantic's, which quotes it) stays in the log
-                return error_result(described(f"Tool {self.name} returned a result that does not match its "
-                                              "output schema", exc, details=details)[0])
+                return self._mismatch(exc, details)
             return {"content": [{"type": "text", "text": orjson.dumps(structured).decode()}],
                     "structuredContent": structured}
         if self._output_checker is not None:
             problem = self._output_checker.errors(value)
             if problem is not None:
-                return error_result(described(f"Tool {self.name} returned a result that does not match its "
-                                              "output schema", ValueError(problem), details=details)[0])
+                return self._mismatch(ValueError(problem), details)
             return {"content": [{"type": "text", "text": orjson.dumps(value).decode()}], "structuredContent": value}
         return {"content": to_content(value)}
+
+    def _mismatch(self, failure: Exception, details: bool) -> JSONObject:
+        """The result of a tool whose value does not match its output schema: a bug of the server's."""
+        return error_result(described(f"Tool {self.name} returned a result that does not match its output schema",
+                                      failure, details=details)[0])
 
 
 def _model_schema(model: type[BaseModel]) -> JSONObject:
