@@ -18,9 +18,10 @@ by then, so nothing a client waits for holds the process open.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import io
 import logging
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from wiremcp import jsonrpc
@@ -40,6 +41,29 @@ CUT_OFF = "The server shut down before the request finished; the request was not
 CUT_OFF_BOUND = 2.0
 """Seconds the requests cut off get to send their answers (their handlers' own clean-up on cancellation
 included); the shutdown goes on after it whatever a handler that ignores its cancellation does."""
+STEP_BOUND = 5.0
+"""Seconds each closing step of a shutdown (failing the tasks left, closing the stores, giving up the
+replica's lease) gets: one that takes longer is logged, with where it waits, and left behind, so that the
+process still exits."""
+
+
+async def bounded(step: str, work: Awaitable[Any], seconds: float | None = None) -> bool:
+    """Await ``work`` for at most ``seconds`` (``STEP_BOUND`` by default); True if it ended (an exception it raised is logged, not
+    raised). One that runs longer is cancelled and not waited for (a coroutine that ignores its
+    cancellation would hold the shutdown forever), and the warning says where it was waiting."""
+    seconds = STEP_BOUND if seconds is None else seconds
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        where = io.StringIO()
+        task.print_stack(limit=8, file=where)
+        log.warning("shutdown: %s did not end within %.1fs and was left behind; it waited at:\n%s",
+                    step, seconds, where.getvalue().rstrip())
+        task.cancel()
+        return False
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.error("shutdown: %s failed", step, exc_info=error)
+    return True
 
 
 class RequestsInFlight:
@@ -93,10 +117,11 @@ def cut_off_outcome(server: MCPServer, request_id: RequestId) -> Outcome:
 
 
 async def shut_down(server: MCPServer, *, grace: float, quiesce: Callable[[], None] | None = None,
-                    wait_for_tasks: bool = True) -> int:
+                    wait_for_tasks: bool = True, step_bound: float | None = None) -> int:
     """Run the sequence; returns how many requests were still running when ``grace`` ran out (and were
     cut off). ``wait_for_tasks=False``: the grace is for requests only, tasks are failed after it whatever
-    their state (stdio: the one client, gone, will never poll them)."""
+    their state (stdio: the one client, gone, will never poll them). ``step_bound``: how long failing the
+    tasks left (their handlers' clean-up included) may take (``bounded``)."""
     runtime = server.runtime
     requests = runtime.requests
     runtime.bus.end_all()
@@ -113,8 +138,7 @@ async def shut_down(server: MCPServer, *, grace: float, quiesce: Callable[[], No
     while (waiting := unfinished()) and (left := deadline - time.monotonic()) > 0:
         await asyncio.wait(waiting, timeout=left, return_when=asyncio.ALL_COMPLETED)
     if runtime.has_task_runner:
-        with contextlib.suppress(Exception):
-            await runtime.task_runner.shutdown()
+        await bounded("failing the tasks still running", runtime.task_runner.shutdown(), step_bound)
     cut = requests.cut_off()
     if cut:
         _, stuck = await asyncio.wait(cut, timeout=CUT_OFF_BOUND)

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from wiremcp.shutdown import shut_down
+from wiremcp.shutdown import CUT_OFF_BOUND, STEP_BOUND, shut_down
 from wiremcp.transports import sse
 from wiremcp.transports.legacy_sse import LegacySSEEndpoints
 from wiremcp.transports.sessions import SessionManager
@@ -91,21 +91,28 @@ class Drain:
             await self.done.wait()
             return
         manager.draining = True
-        log.info("draining: no new sessions; %d requests in flight get up to %.1fs",
-                 len(manager.server.runtime.requests), self.seconds)
-        left = await shut_down(manager.server, grace=self.seconds, quiesce=self._quiesce)
-        for live in list(manager.live.values()):
-            live.close_streams()
-        if self.legacy is not None:
-            self.legacy.close_streams()
-        if left:
-            log.warning("drain: %d requests still running after %.1fs were cut off (answered: retryable)", left,
-                        self.seconds)
-        if self._signalled:
-            # The process is exiting: sse-starlette may end whatever still streams. (Process-wide, so
-            # never for an app merely shut down in a process that goes on, such as a test run.)
-            sse.release_streams()
-        self.done.set()
+        try:
+            log.info("draining: no new sessions; %d requests in flight get up to %.1fs",
+                     len(manager.server.runtime.requests), self.seconds)
+            left = await shut_down(manager.server, grace=self.seconds, quiesce=self._quiesce)
+            for live in list(manager.live.values()):
+                live.close_streams()
+            if self.legacy is not None:
+                self.legacy.close_streams()
+            if left:
+                log.warning("drain: %d requests still running after %.1fs were cut off (answered: retryable)",
+                            left, self.seconds)
+            if self._signalled:
+                # The process is exiting: sse-starlette may end whatever still streams. (Process-wide, so
+                # never for an app merely shut down in a process that goes on, such as a test run.)
+                sse.release_streams()
+        finally:
+            self.done.set()  # whatever happened, the lifespan shutdown waiting for it goes on
+
+    @property
+    def bound(self) -> float:
+        """Seconds the whole drain takes at most: the grace, the cut-off answers, failing the tasks left."""
+        return self.seconds + CUT_OFF_BOUND + STEP_BOUND
 
     def _quiesce(self) -> None:
         for live in list(self.manager.live.values()):

@@ -3,7 +3,6 @@ with a lifespan that shuts the session manager down cleanly. Mount it in any ASG
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -12,6 +11,7 @@ from wiremcp.event_store import EventStore, InMemoryEventStore
 from wiremcp.replica_link import ReplicaLink
 from wiremcp.server import MCPServer
 from wiremcp.session_store import SessionStore
+from wiremcp.shutdown import bounded
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
 from wiremcp.transports.drain import Drain
 from wiremcp.transports.guard import LOOPBACK_HOSTS, LOOPBACK_ORIGINS, HostOriginGuard
@@ -84,12 +84,12 @@ class MCPHttpApp:
                 gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                with contextlib.suppress(Exception):
-                    await self.drain.run()  # the shutdown sequence, unless SIGTERM already ran it
-                with contextlib.suppress(Exception):
-                    await self.endpoint.stateless.close()
-                    await self.manager.close()
+                # The shutdown sequence (unless SIGTERM already ran it), then the closing steps: each
+                # bounded, so that nothing one of them waits for keeps the process from exiting.
+                await bounded("the drain", self.drain.run(), self.drain.bound)
+                await bounded("closing the stateless requests", self.endpoint.stateless.close())
+                await bounded("closing the sessions and the event store", self.manager.close())
                 if self.cluster is not None:
-                    await self.cluster.close()
+                    await bounded("leaving the replicas", self.cluster.close())
                 await send({"type": "lifespan.shutdown.complete"})
                 return

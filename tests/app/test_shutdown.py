@@ -5,13 +5,14 @@ answering, then cuts off those still running with the one retryable answer."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
 from tests.support.held import Held, held_server
 from wiremcp import MCPServer
 from wiremcp.protocol import LATEST_HANDSHAKE_VERSION, LATEST_STATELESS_VERSION
-from wiremcp.shutdown import CUT_OFF, shut_down
+from wiremcp.shutdown import CUT_OFF, bounded, shut_down
 from wiremcp.transports.memory import Client
 from wiremcp.types import JSONObject
 
@@ -95,3 +96,53 @@ async def test_tasks_still_running_are_failed_saying_why() -> None:
         await shut_down(server, grace=0.0)
         state = await client.request("tasks/get", {"taskId": created["task"]["taskId"]})
     assert state["status"] == "failed"
+
+
+async def test_a_task_whose_handler_holds_on_after_its_cancellation_does_not_hold_the_shutdown(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A handler that waits in its clean-up (here: for good) is left behind after ``STEP_BOUND`` (shortened):
+    the task is failed all the same, the shutdown returns, and the warning says where the handler waits."""
+    server = MCPServer("s")
+    started, cleaning = asyncio.Event(), asyncio.Event()
+
+    @server.tool(task_support="optional")
+    async def stubborn() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleaning.set()
+            await asyncio.Event().wait()  # a clean-up that never ends (until cancelled again)
+        return "never"
+
+    async with Client(server) as client:
+        created = await client.request("tools/call", {"name": "stubborn", "arguments": {}, "task": {}})
+        await started.wait()
+        with caplog.at_level(logging.WARNING, "wiremcp.shutdown"):
+            async with asyncio.timeout(BOUND):
+                await shut_down(server, grace=0.0, step_bound=0.2)
+        assert cleaning.is_set()
+        state = await client.request("tasks/get", {"taskId": created["task"]["taskId"]})
+    assert state["status"] == "failed"
+    [warning] = [record.getMessage() for record in caplog.records if "left behind" in record.getMessage()]
+    assert warning.startswith("shutdown: failing the tasks still running did not end within 0.2s"), warning
+    assert "in shutdown" in warning, warning  # where: the runner's wait for its handlers
+
+
+async def test_bounded_says_whether_the_step_ended_and_logs_what_it_raised(caplog: pytest.LogCaptureFixture) -> None:
+    async def fails() -> None:
+        raise RuntimeError("closing failed")
+
+    async def never() -> None:
+        await asyncio.Event().wait()
+
+    with caplog.at_level(logging.WARNING, "wiremcp.shutdown"):
+        assert await bounded("a quick step", asyncio.sleep(0)) is True
+        assert await bounded("a failing step", fails()) is True
+        assert await bounded("a stuck step", never(), 0.1) is False
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages[0] == "shutdown: a failing step failed", messages
+    assert caplog.records[0].exc_info is not None
+    assert "closing failed" in str(caplog.records[0].exc_info[1])
+    assert messages[1].startswith("shutdown: a stuck step did not end within 0.1s and was left behind"), messages
+    assert "in never" in messages[1], messages

@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import httpx
+import pytest
 import uvicorn
 
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
@@ -84,6 +86,23 @@ class UvicornProcess:
         self.log.seek(0)
         return self.log.read().decode("utf-8", "replace")
 
+    def stop_and_wait(self, bound: float = READ_BOUND) -> str:
+        """A real SIGTERM; the process must exit within ``bound`` (by the signal, or with status 0: uvicorn
+        re-raises the signal it caught) without a traceback. Its output is returned. One still running is
+        made to dump its threads' stacks (``faulthandler``, on SIGABRT) and the test fails with them."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(bound)
+        except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(STOP_BOUND)
+            pytest.fail(f"the process still ran {bound}s after SIGTERM; where it was:\n{self.output()}")
+        output = self.output()
+        assert code in (0, -signal.SIGTERM), (code, output)
+        assert "Traceback" not in output, output
+        return output
+
 
 def _wait_until_accepting(proc: subprocess.Popen[bytes], host: str, port: int, deadline: float) -> bool:
     """Poll the port until it accepts a connection; False if the process died first."""
@@ -135,7 +154,7 @@ def _serving(server: str, env: Mapping[str, str] | None, attempts: int,
              command: Callable[[int], list[str]]) -> Iterator[UvicornProcess]:
     """The process ``command(port)`` runs, serving ``server``, once its port accepts connections."""
     child_env = {**os.environ, "WIREMCP_SERVER": server, "WIREMCP_LOG_LEVEL": "WARNING",
-                 "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONFAULTHANDLER": "1", **(env or {})}
     last_output = ""
     for _ in range(attempts):  # another process may grab the free port between probe and bind
         port = free_port()

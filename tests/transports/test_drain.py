@@ -17,8 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -207,15 +205,9 @@ async def until_in_flight(http: httpx.AsyncClient, process: UvicornProcess, coun
 
 async def sigterm_and_wait_for_exit(process: UvicornProcess) -> None:
     """A real SIGTERM; the process must be gone within ``EXIT_BOUND``, by the signal or with status 0 (uvicorn
-    re-raises the signal it caught), having written no traceback."""
-    process.process.send_signal(signal.SIGTERM)
-    try:
-        code = await asyncio.to_thread(process.process.wait, EXIT_BOUND)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the process still ran {EXIT_BOUND}s after SIGTERM ({DRAIN}s drain):\n{process.output()}")
-    output = process.output()
-    assert code in (0, -signal.SIGTERM), (code, output)
-    assert "Traceback" not in output, output
+    re-raises the signal it caught), having written no traceback (waited for in a thread: the test's own
+    streams go on being read meanwhile)."""
+    await asyncio.to_thread(process.stop_and_wait, EXIT_BOUND)
 
 
 def answer_of(response: httpx.Response) -> tuple[int, dict[str, Any]]:

@@ -8,6 +8,7 @@ reach them any more), and at shutdown a task still running after the drain windo
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 
 import httpx
@@ -21,6 +22,7 @@ from starlette.routing import Mount, Route
 from examples.word_count import server
 from tests.support.http import READ_BOUND, RawSession, error_of, initialize, serve_in_process
 from wiremcp import MCPServer
+from wiremcp.event_store import InMemoryEventStore
 from wiremcp.task_runner import SHUT_DOWN
 from wiremcp.transports.http_app import MCPHttpApp
 
@@ -146,3 +148,24 @@ async def test_a_task_still_running_when_the_drain_is_over_is_failed_at_shutdown
     assert record.status_message == SHUT_DOWN
     assert record.error is not None
     assert record.error["data"]["retryable"] is True
+
+
+class StuckEventStore(InMemoryEventStore):
+    """An event store whose ``close`` never returns (a store whose server stopped answering)."""
+
+    async def close(self) -> None:
+        await asyncio.Event().wait()
+
+
+async def test_a_closing_step_that_never_ends_does_not_keep_the_lifespan_from_completing(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The process exits all the same: the step is left behind after ``STEP_BOUND`` (shortened here), and the
+    log says which step and where it waited."""
+    monkeypatch.setattr("wiremcp.shutdown.STEP_BOUND", 0.1)
+    app = MCPHttpApp(server, events=StuckEventStore(), drain_seconds=0.0)
+    with caplog.at_level(logging.WARNING, "wiremcp.shutdown"):
+        sent = await shut_down(app)
+    assert sent == [{"type": "lifespan.shutdown.complete"}]
+    [warning] = [record.getMessage() for record in caplog.records]
+    assert warning.startswith("shutdown: closing the sessions and the event store did not end within 0.1s"), warning
+    assert "in close" in warning, warning
