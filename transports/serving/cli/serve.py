@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +40,9 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     dev = commands.add_parser("dev", help="open the server in the MCP Inspector (needs Node.js)",
                               description=f"Start the MCP Inspector (npx {INSPECTOR}) with this server on stdio.")
     _spec_arguments(dev)
+    dev.add_argument("--host", default="127.0.0.1",
+                     help="the interface the Inspector listens on (default: %(default)s, this machine only; "
+                          "0.0.0.0 opens it, and the server it runs, to the network)")
     dev.set_defaults(run=run_dev)
 
 
@@ -101,4 +107,62 @@ def run_dev(args: argparse.Namespace) -> int:
     # The Inspector starts the server with a minimal environment: the settings are passed on explicitly.
     env_flags = [flag for key, value in sorted(os.environ.items()) if key.startswith("WIREMCP_")
                  for flag in ("-e", f"{key}={value}")]
-    return subprocess.call([npx, "-y", INSPECTOR, *env_flags, "--", *stdio_command(spec, args.app_dir)])
+    # HOST: the interface the Inspector's two listeners (its page and its proxy) bind.
+    inspector = subprocess.Popen([npx, "-y", INSPECTOR, *env_flags, "--", *stdio_command(spec, args.app_dir)],
+                                 env={**os.environ, "HOST": args.host}, start_new_session=True)
+    return run_process_group(inspector)
+
+
+def run_process_group(leader: subprocess.Popen[bytes]) -> int:
+    """Wait for ``leader`` (started in a session of its own, ``start_new_session=True``), passing Ctrl-C and
+    SIGTERM on to its whole process group; however this process ends, the group ends with it: npx, the
+    Inspector's node processes and the server they launched (SIGTERM, then SIGKILL after ``GROUP_STOP_BOUND``)."""
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        return leader.wait()
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _stop_group(leader)
+
+
+GROUP_STOP_BOUND = 5.0
+"""Seconds the Inspector's processes get to end after SIGTERM before they are killed."""
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C is: the ``finally`` that stops the process group runs."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+def _stop_group(leader: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the group, SIGKILL to what is left of it after ``GROUP_STOP_BOUND``."""
+    group = leader.pid  # the leader of a new session leads its process group too
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            break  # every process of the group has ended
+        if _group_ended(leader, GROUP_STOP_BOUND):
+            break
+
+
+def _group_ended(leader: subprocess.Popen[bytes], bound: float) -> bool:
+    """Whether no process of ``leader``'s group is left within ``bound`` seconds (the leader is reaped here;
+    the others, once their parents have gone, by init)."""
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        if leader.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                leader.wait(0.05)
+        else:
+            time.sleep(0.05)  # the rest of the group is not this process's to wait for
+        try:
+            os.killpg(leader.pid, 0)
+        except ProcessLookupError:
+            return True
+    return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -172,6 +173,54 @@ def test_dev_starts_the_inspector_on_the_server(project: Path, tmp_path_factory:
     assert json.loads(record.read_text()) == [
         "-y", "@modelcontextprotocol/inspector", "-e", "WIREMCP_LOG_LEVEL=DEBUG", "--",
         sys.executable, "-m", "wiremcp", "stdio", str(project / "server.py")]
+
+
+STAND_IN_INSPECTOR = """
+import json, os, subprocess, sys, time
+record = {record!r}
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # as the Inspector's node servers
+with open(record + ".tmp", "w") as out:
+    json.dump({{"argv": sys.argv[1:], "host": os.environ.get("HOST"), "pids": [os.getpid(), child.pid]}}, out)
+os.replace(record + ".tmp", record)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie waiting for its parent has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize(("stop", "extra"), [(signal.SIGTERM, []), (signal.SIGINT, ["--host", "0.0.0.0"])],
+                         ids=["sigterm", "ctrl-c-and-host"])
+def test_dev_keeps_the_inspector_on_loopback_and_stopping_it_stops_every_process_it_started(
+        project: Path, tmp_path_factory: pytest.TempPathFactory, stop: signal.Signals, extra: list[str]) -> None:
+    """A stand-in ``npx`` that starts a child of its own (as the Inspector's node processes do) and records the
+    ``HOST`` it was given: loopback unless ``--host`` widens it; stopping ``wiremcp dev`` (SIGTERM, or Ctrl-C)
+    ends the stand-in and its child."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    record = bin_dir / "started.json"
+    npx = bin_dir / "npx"
+    npx.write_text(f"#!{sys.executable}\n" + STAND_IN_INSPECTOR.format(record=str(record)))
+    npx.chmod(npx.stat().st_mode | stat.S_IXUSR)
+    dev = subprocess.Popen(wiremcp("dev", "server.py", *extra), cwd=project, env=env(PATH=str(bin_dir)),
+                           stderr=subprocess.PIPE)
+    try:
+        _until(record.exists, "the stand-in Inspector started its child")
+        started = json.loads(record.read_text())
+        assert started["host"] == ("0.0.0.0" if extra else "127.0.0.1"), started
+        assert all(_running(pid) for pid in started["pids"]), started
+        dev.send_signal(stop)
+        code = dev.wait(BOUND)
+        assert not any(_running(pid) for pid in started["pids"]), started
+        assert code == 130, code  # as after Ctrl-C
+        assert b"Traceback" not in (dev.stderr.read() if dev.stderr else b""), code
+    finally:
+        stop_process(dev)
 
 
 def test_dev_without_node_says_what_is_missing(project: Path, tmp_path: Path) -> None:
