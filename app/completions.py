@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wiremcp import access
-from wiremcp.errors import InvalidParams, MCPError
+from wiremcp.component import callable_function, definition_site
+from wiremcp.errors import CompletionError, InvalidParams, MCPError, ToolError
 from wiremcp.failures import internal_error
 from wiremcp.threads import run_sync
 from wiremcp.types import JSONObject
@@ -49,11 +50,20 @@ def to_wire(value: Any) -> JSONObject:
 class Completer:
     """A function ``(value, arguments) -> list[str] | Completion`` for one argument of one prompt or template."""
 
-    __slots__ = ("_fn", "_is_async")
+    __slots__ = ("_fn", "_is_async", "defined_at")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
+        callable_function(fn)
+        try:
+            inspect.signature(fn).bind("value", {})
+        except TypeError:
+            raise TypeError("a completion function takes (value, arguments)") from None
+        except ValueError:  # a builtin without a signature: called as it is
+            pass
         self._fn = fn
         self._is_async = inspect.iscoroutinefunction(fn)
+        self.defined_at = definition_site(fn)
+        """``file:line`` of the function (see ``Component.defined_at``)."""
 
     async def complete(self, value: str, arguments: dict[str, str]) -> JSONObject:
         result = await self._fn(value, arguments) if self._is_async else await run_sync(self._fn, value, arguments)
@@ -93,6 +103,8 @@ async def complete(params: JSONObject, ctx: Context) -> JSONObject:
         return await completer.complete(value, arguments if isinstance(arguments, dict) else {})
     except MCPError:
         raise
+    except ToolError as exc:  # words meant for the client, whichever kind raised them
+        raise CompletionError(str(exc) or f"Completion of {arg_name} for {target} failed") from None
     except Exception as exc:
         raise internal_error(f"Completion of {arg_name} for {target} failed", exc,
                              details=ctx.server.error_details) from None

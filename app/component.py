@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
+import os
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -20,13 +23,19 @@ class Component:
     """A registered user function with a name, a title, a description (default: its docstring),
     icons, ``_meta`` and the scopes a caller needs."""
 
-    __slots__ = ("_ctx_param", "_fn", "_hints", "_is_async", "description", "icons", "meta", "name", "scopes",
-                 "title")
+    __slots__ = ("_ctx_param", "_fn", "_hints", "_is_async", "defined_at", "description", "icons", "meta", "name",
+                 "scopes", "title")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
                  icons: list[JSONObject] | None, meta: JSONObject | None, scopes: list[str] | None) -> None:
+        callable_function(fn)
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name= must be a string, not {name!r}")
         self._fn = fn
-        self.name = name or fn.__name__
+        self.defined_at = definition_site(fn)
+        """``file:line`` of the user's function (or of the registration, for one wiremcp wrote): what a
+        ``DefinitionError`` about it, a duplicate name for one, points the user to."""
+        self.name: str = name or str(getattr(fn, "__name__", ""))
         self.title = title
         self.description = description if description is not None else inspect.cleandoc(fn.__doc__ or "") or None
         self.icons = icons
@@ -57,20 +66,56 @@ class Component:
         return out
 
 
+def callable_function(fn: object) -> None:
+    """Refuse what cannot be a handler: something not callable, or a generator function (what it yields would
+    never be seen: a handler returns its value)."""
+    if not callable(fn):
+        raise TypeError(f"{fn!r} is not a function: decorate a function (def or async def)")
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError("a generator function (it yields): a handler returns its value")
+
+
+_PACKAGE = os.path.dirname(os.path.realpath(__file__)) + os.sep
+
+
+@functools.lru_cache(maxsize=256)
+def _ours(filename: str) -> bool:
+    """Whether ``filename`` is one of wiremcp's core modules (an editable install links to them)."""
+    return os.path.realpath(filename).startswith(_PACKAGE)
+
+
+def definition_site(fn: object = None) -> str:
+    """``file:line`` where the user defined something: the first line of ``fn`` (its first decorator's, for a
+    decorated function) when it is a function written outside wiremcp, else the line of the innermost call
+    from outside wiremcp (the decorator applied, ``add_tool``, ``mount``, ...)."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and not _ours(code.co_filename):
+        return f"{code.co_filename}:{code.co_firstlineno}"
+    frame = sys._getframe(1)
+    while frame.f_back is not None and _ours(frame.f_code.co_filename):
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
 def defined(kind: str, fn: Callable[..., Any], make: Callable[[], C]) -> C:
-    """``make()``, the component defined by ``fn``; what it refuses (a signature or annotation no schema can
-    describe, a bad option) as a ``DefinitionError`` that says which ``kind`` of component, which function
-    and where it is defined, in one line."""
+    """``make()``, the component defined by ``fn``; what it refuses (something not a function, a signature or
+    annotation no schema can describe, a bad option) as a ``DefinitionError`` that says which ``kind`` of
+    component, which function and where it is defined, in one line."""
     try:
         return make()
     except DefinitionError:
         raise
     except (TypeError, ValueError, PydanticUserError) as exc:
-        code = getattr(fn, "__code__", None)
-        where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
-        name = getattr(fn, "__qualname__", repr(fn))
+        where = f"{definition_site(fn)}: "
+        name = (getattr(fn, "__qualname__", None) or type(fn).__name__) if callable(fn) else None
         said = str(exc).strip()
         why = said.splitlines()[0] if said else type(exc).__name__
         for said_already in (f"{kind} {name}: ", f"{name}: "):
             why = why.removeprefix(said_already)
-        raise DefinitionError(f"{where}{kind} {name}: {why}") from exc
+        raise DefinitionError(f"{where}{kind}{' ' + name if name else ''}: {why}") from exc
+
+
+def duplicate(kind: str, key: str, first: str, second: str, rename: str) -> DefinitionError:
+    """Two definitions under one name (or URI): the second's place, then the first's, in one line."""
+    return DefinitionError(f"{second}: {kind} {key} is already defined at {first}; give one {rename}, "
+                           "or pass replace=True to replace it")

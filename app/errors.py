@@ -117,7 +117,32 @@ class RateLimited(MCPError):
 
 
 class ToolError(Exception):
-    """Raised by a tool to report a failure to the model as a result with ``isError: true``."""
+    """Raised by a tool to report a failure to the model as a result with ``isError: true``. Raised by a
+    resource, a prompt or a completion, it keeps its words too: there, it is that kind's error below."""
+
+
+class ResourceError(MCPError):
+    """Raised by a resource to refuse a read in its own words: the JSON-RPC error -32603 with this message
+    (and ``data``, when given), in both eras. ``ResourceNotFound`` is -32002; any other exception is masked
+    (``wiremcp.failures``)."""
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(INTERNAL_ERROR, message, data)
+
+
+class PromptError(MCPError):
+    """Raised by a prompt to refuse ``prompts/get`` in its own words: -32603 with this message (and ``data``)."""
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(INTERNAL_ERROR, message, data)
+
+
+class CompletionError(MCPError):
+    """Raised by a completion to refuse ``completion/complete`` in its own words: -32603 with this message
+    (and ``data``)."""
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(INTERNAL_ERROR, message, data)
 
 
 class ClientError(MCPError):

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from wiremcp.component import definition_site
 from wiremcp.errors import DefinitionError
 from wiremcp.middleware import Call, CallNext, chain
 from wiremcp.skill_set import Source
@@ -43,8 +44,10 @@ class Mount:
     parent's names, and how to turn them back into the child's."""
 
     def __init__(self, parent: MCPServer, child: MCPServer, prefix: str | None) -> None:
-        if prefix is not None and not _PREFIX.fullmatch(prefix):
-            raise DefinitionError(f"mount {child.name}: prefix {prefix!r} must be 1 to 64 letters, digits, '_' "
+        self.defined_at = definition_site()
+        """``file:line`` of the ``mount`` call."""
+        if not (prefix is None or (isinstance(prefix, str) and _PREFIX.fullmatch(prefix))):
+            raise DefinitionError(f"{self.defined_at}: mount {child.name}: prefix {prefix!r} must be 1 to 64 letters, digits, '_' "
                                   "or '-', starting with a letter or digit")
         self.parent = parent
         self.child = child
@@ -167,8 +170,9 @@ class Mount:
     def _refuse(self, kind: str, wanted: dict[str, Any]) -> None:
         for key in wanted:
             if self._taken(kind, key):
-                raise DefinitionError(f"mount {self.child.name} at {self.prefix or 'the top'!r}: the parent {self.parent.name} "
-                                      f"already serves {kind[:-1]} {key}")
+                raise DefinitionError(f"{definition_site()}: mount {self.child.name} at {self.prefix or 'the top'!r} "
+                                      f"({self.defined_at}): the parent {self.parent.name} already serves "
+                                      f"{kind[:-1]} {key}")
 
     def _tool(self, name: str, tool: Tool) -> Tool:
         moved: Tool = _renamed(name, tool)

@@ -11,7 +11,7 @@ from pydantic.fields import FieldInfo
 
 from wiremcp.component import Component
 from wiremcp.content import to_block
-from wiremcp.errors import InvalidParams, MCPError
+from wiremcp.errors import InvalidParams, MCPError, PromptError, ToolError
 from wiremcp.failures import internal_error
 from wiremcp.input_required import InputRequired
 from wiremcp.types import JSONObject
@@ -107,6 +107,8 @@ class Prompt(Component):
             messages = self._messages(value)
         except (MCPError, InputRequired):
             raise
+        except ToolError as exc:  # words meant for the client, whichever kind raised them
+            raise PromptError(str(exc) or f"Error rendering prompt {self.name}") from None
         except Exception as exc:
             raise internal_error(f"Error rendering prompt {self.name}", exc,
                                  details=ctx.server.error_details) from None

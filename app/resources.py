@@ -9,9 +9,9 @@ import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from wiremcp import access
-from wiremcp.component import Component
+from wiremcp.component import Component, duplicate
 from wiremcp.content import resource_contents
-from wiremcp.errors import MCPError, ResourceNotFound
+from wiremcp.errors import MCPError, ResourceError, ResourceNotFound, ToolError
 from wiremcp.failures import internal_error
 from wiremcp.input_required import InputRequired
 from wiremcp.types import JSONObject
@@ -86,6 +86,8 @@ class Resource(Component):
                 raise value
         except (MCPError, InputRequired):
             raise
+        except ToolError as exc:  # words meant for the client, whichever kind raised them
+            raise ResourceError(str(exc) or f"Error reading resource {uri}") from None
         except Exception as exc:
             raise internal_error(f"Error reading resource {uri}", exc, details=ctx.server.error_details) from None
         return self._contents(uri, value)
@@ -115,8 +117,15 @@ class Resources:
         self.templates: dict[str, Resource] = {}
         self._on_change = on_change
 
-    def add(self, resource: Resource) -> None:
-        (self.templates if resource.template else self.static)[resource.uri] = resource
+    def add(self, resource: Resource, *, replace: bool = False) -> None:
+        """Serve ``resource``; one already at its URI is refused with a ``DefinitionError`` naming where each
+        is defined, unless ``replace``."""
+        served = self.templates if resource.template else self.static
+        first = served.get(resource.uri)
+        if first is not None and first is not resource and not replace:
+            raise duplicate("resource template" if resource.template else "resource", resource.uri,
+                            first.defined_at, resource.defined_at, "another URI")
+        served[resource.uri] = resource
         self._on_change()
 
     def remove(self, uri: str) -> None:
@@ -166,3 +175,4 @@ class Resources:
         if ctx.stateless and resource.cache:
             return {"contents": contents, **resource.cache}
         return {"contents": contents}
+

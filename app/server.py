@@ -1,39 +1,42 @@
-"""The server definition API: ``MCPServer`` and its decorators. What serves it is its ``Runtime``."""
+"""The server definition API: ``MCPServer`` (its decorators: ``wiremcp.definitions``). What serves it is its ``Runtime``."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from wiremcp import apps
 from wiremcp.completions import Completer
-from wiremcp.component import defined
+from wiremcp.component import definition_site
+from wiremcp.definitions import Definitions
 from wiremcp.errors import DefinitionError
 from wiremcp.middleware import MiddlewareFn
 from wiremcp.mount import Mount, MountHop
 from wiremcp.prompts import Prompt
 from wiremcp.protocol import SKILLS_EXTENSION
-from wiremcp.resources import Resource, Resources
+from wiremcp.resources import Resources
 from wiremcp.runtime import Runtime
 from wiremcp.skill_set import SkillSet, Source
 from wiremcp.skills import from_memory
-from wiremcp.tools import TaskStart, TaskSupport, Tool
+from wiremcp.tools import Tool
 from wiremcp.types import JSONObject
 
-F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound=MiddlewareFn)
 
 
-class MCPServer:
+class MCPServer(Definitions):
     """Tools, resources, prompts and completions, defined once and served over any transport.
 
     >>> server = MCPServer("demo")
-    >>> @server.tool()
+    >>> @server.tool
     ... async def add(a: int, b: int) -> int:
     ...     return a + b
-    """
+
+    A decorator is written bare (``@server.tool``) or with options (``@server.tool(title="Add")``). What cannot
+    be registered as written (a duplicate name, something not a function, a bad option) raises
+    ``DefinitionError`` as it is registered, with the ``file:line`` of the definition (and of the first one,
+    for a duplicate)."""
 
     def __init__(self, name: str, version: str = "0.1.0", *, title: str | None = None,
                  description: str | None = None, instructions: str | None = None, website_url: str | None = None,
@@ -144,7 +147,7 @@ class MCPServer:
         """Run ``middleware`` (``(call, call_next)``, see ``wiremcp.middleware``) around every request and
         notification, inside those added before it; returns it, so that it works as a decorator too."""
         if not callable(middleware):
-            raise DefinitionError(f"middleware {middleware!r} is not callable as (call, call_next)")
+            raise DefinitionError(f"{definition_site()}: middleware {middleware!r} is not callable as (call, call_next)")
         self._middleware.append(middleware)
         self._pipeline_changed()
         return middleware
@@ -167,10 +170,15 @@ class MCPServer:
         (no prefix: under their own names).
         Live: what the child changes later is served here at once. Its scopes and middleware are kept. A name
         this server already serves raises ``DefinitionError``, as does mounting a server in itself."""
+        here = definition_site()
+        if not isinstance(child, MCPServer):
+            raise DefinitionError(f"{here}: mount: {child!r} is not an MCPServer")
         if child is self or self._within(child):
-            raise DefinitionError(f"mount {child.name} in {self.name}: a server cannot be mounted in itself")
-        if any(m.child is child or (prefix is not None and m.prefix == prefix) for m in self._mounts):
-            raise DefinitionError(f"mount {child.name} in {self.name}: that server or prefix {prefix!r} is mounted")
+            raise DefinitionError(f"{here}: mount {child.name} in {self.name}: a server cannot be mounted in itself")
+        for mounted in self._mounts:
+            if mounted.child is child or (prefix is not None and mounted.prefix == prefix):
+                raise DefinitionError(f"{here}: mount {child.name} in {self.name}: that server or prefix {prefix!r} "
+                                      f"is mounted already at {mounted.defined_at}")
         mount = Mount(self, child, prefix)
         mount.sync()
         self._mounts.append(mount)
@@ -188,10 +196,11 @@ class MCPServer:
             return key in self.resources.static or key in self.resources.templates
         return key in (self.tools if kind == "tools" else self.prompts)
 
-    def _mounted(self, kind: str, key: str) -> None:
+    def _mounted(self, kind: str, key: str, where: str) -> None:
         for mount in self._mounts:
             if key in getattr(mount, kind):
-                raise DefinitionError(f"{kind[:-1]} {key}: served here from the mounted {mount.child.name}")
+                raise DefinitionError(f"{where}: {kind[:-1]} {key}: served here from the mounted {mount.child.name} "
+                                      f"(mounted at {mount.defined_at})")
 
     # -- what serves it -------------------------------------------------------------------------
     def served_by(self, runtime: Runtime) -> None:
@@ -202,87 +211,6 @@ class MCPServer:
     def has_own_runtime(self) -> bool:
         """Whether a ``Runtime`` was made for this server (else it has the in-memory defaults)."""
         return self.runtime is not self._default_runtime
-
-    # -- tools --------------------------------------------------------------------------------
-    def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
-             annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
-             meta: JSONObject | None = None, input_schema: JSONObject | None = None,
-             output_schema: JSONObject | None = None, structured_output: bool | None = None,
-             scopes: list[str] | None = None, task_support: TaskSupport = "forbidden",
-             task_start: TaskStart = "call", ui: str | None = None,
-             visibility: Sequence[apps.Visibility] | None = None) -> Callable[[F], F]:
-        """Register a function as a tool. Its signature is the input schema, its return annotation the output.
-        ``task_support``: whether the tool may (``optional``) or must (``required``) run as a task the client
-        polls (both eras' tasks: see ``Tool.task_support``); ``task_start``: whether the task starts with the
-        call or when the handler calls ``ctx.start_task()``. ``ui``: the ``ui://`` view (``server.app``) that
-        hosts supporting MCP Apps render its results in; ``visibility``: who may call it, ``model``, ``app``
-        (the view only) or both (the default)."""
-
-        def register(fn: F) -> F:
-            self.add_tool(defined("tool", fn, lambda: Tool(
-                fn, name=name, title=title, description=description, annotations=annotations, icons=icons,
-                meta=apps.tool_meta(ui, visibility, meta) if ui is not None else _no_visibility(visibility, meta), input_schema=input_schema, output_schema=output_schema,
-                structured_output=structured_output, scopes=scopes, task_support=task_support,
-                task_start=task_start)))
-            return fn
-
-        return register
-
-    def add_tool(self, tool: Tool) -> None:
-        self._mounted("tools", tool.name)
-        self.tools[tool.name] = tool
-        self.list_changed("tools")
-
-    def remove_tool(self, name: str) -> None:
-        del self.tools[name]
-        self.list_changed("tools")
-
-    # -- resources ----------------------------------------------------------------------------
-    def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
-                 description: str | None = None, mime_type: str | None = None, size: int | None = None,
-                 annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
-                 meta: JSONObject | None = None, scopes: list[str] | None = None, ttl_ms: int | None = None,
-                 cache_scope: Literal["public", "private"] | None = None) -> Callable[[F], F]:
-        """Register a resource at ``uri``; a URI with ``{variables}`` (RFC 6570) registers a template.
-        ``ttl_ms`` and ``cache_scope`` are the caching hints of its reads (stateless era)."""
-
-        self._mounted("resources", uri)
-
-        def register(fn: F) -> F:
-            self.resources.add(defined("resource", fn, lambda: Resource(
-                uri, fn, name=name, title=title, description=description, mime_type=mime_type, size=size,
-                annotations=annotations, icons=icons, meta=meta, scopes=scopes, ttl_ms=ttl_ms,
-                cache_scope=cache_scope)))
-            return fn
-
-        return register
-
-    def remove_resource(self, uri: str) -> None:
-        self.resources.remove(uri)
-
-    def app(self, uri: str, html: str | None = None, *, file: str | Path | None = None, name: str | None = None,
-            title: str | None = None, description: str | None = None, connect_domains: Iterable[str] | None = None,
-            resource_domains: Iterable[str] | None = None, frame_domains: Iterable[str] | None = None,
-            base_uri_domains: Iterable[str] | None = None, permissions: Iterable[apps.Permission] | None = None,
-            domain: str | None = None, prefers_border: bool | None = None, scopes: list[str] | None = None) -> None:
-        """Serve an MCP Apps view at ``uri`` (``ui://...``): ``html``, or the current content of ``file``, as
-        ``text/html;profile=mcp-app``. The origins its Content Security Policy may allow (``*_domains``), the
-        browser ``permissions`` it asks for, a dedicated ``domain`` and ``prefers_border`` go in its
-        ``_meta.ui``. A tool names it with ``@server.tool(ui=uri)``."""
-
-        try:
-            apps.require_ui_uri(uri, "server.app's uri")
-            ui = apps.resource_meta(connect_domains=connect_domains, resource_domains=resource_domains,
-                                    frame_domains=frame_domains, base_uri_domains=base_uri_domains,
-                                    permissions=permissions, domain=domain, prefers_border=prefers_border)
-            view = Resource(uri, apps.reader(uri, html, file, ui), name=name or uri.removeprefix(apps.SCHEME),
-                            title=title, description=description, mime_type=apps.MIME_TYPE,
-                            meta={"ui": ui} if ui else None, scopes=scopes)
-            self._mounted("resources", uri)
-        except ValueError as exc:
-            caller = sys._getframe(1)
-            raise DefinitionError(f"{caller.f_code.co_filename}:{caller.f_lineno}: app {uri}: {exc}") from None
-        self.resources.add(view)
 
     def resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to ``uri`` that it changed."""
@@ -320,43 +248,6 @@ class MCPServer:
         """Stop serving the skill at ``uri`` (its ``SKILL.md``'s, or its root ``skill://<path>``)."""
         self.skill_set.remove(uri)
 
-    # -- prompts ------------------------------------------------------------------------------
-    def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
-               icons: list[JSONObject] | None = None, meta: JSONObject | None = None,
-               scopes: list[str] | None = None) -> Callable[[F], F]:
-        """Register a function as a prompt; its parameters are the prompt's (string) arguments."""
-
-        def register(fn: F) -> F:
-            self.add_prompt(defined("prompt", fn, lambda: Prompt(fn, name=name, title=title, description=description,
-                                                                  icons=icons, meta=meta, scopes=scopes)))
-            return fn
-
-        return register
-
-    def add_prompt(self, prompt: Prompt) -> None:
-        self._mounted("prompts", prompt.name)
-        self.prompts[prompt.name] = prompt
-        self.list_changed("prompts")
-
-    def remove_prompt(self, name: str) -> None:
-        del self.prompts[name]
-        self.list_changed("prompts")
-
-    # -- completions --------------------------------------------------------------------------
-    def completion(self, *, argument: str, prompt: str | None = None,
-                   resource_template: str | None = None) -> Callable[[F], F]:
-        """Register ``fn(value, arguments) -> list[str]`` completing one argument of a prompt or template."""
-        if (prompt is None) == (resource_template is None):
-            raise ValueError("give exactly one of prompt= or resource_template=")
-        key = ("ref/prompt", prompt, argument) if prompt is not None else ("ref/resource", resource_template, argument)
-
-        def register(fn: F) -> F:
-            self.completers[(key[0], str(key[1]), key[2])] = Completer(fn)
-            self.list_changed("completions")
-            return fn
-
-        return register
-
     # -- serving ------------------------------------------------------------------------------
     def run(self, transport: Literal["stdio", "http"] = "stdio", *, host: str = "127.0.0.1", port: int = 8000) -> None:
         """Serve this server until stopped, with the settings of the ``WIREMCP_*`` environment: on
@@ -376,8 +267,3 @@ class MCPServer:
         for mount in self._mounted_in:
             mount.sync(kind)
 
-
-def _no_visibility(visibility: Sequence[str] | None, meta: JSONObject | None) -> JSONObject | None:
-    if visibility is not None:
-        raise ValueError("visibility= is for a tool with a view (ui=)")
-    return meta

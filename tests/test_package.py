@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_public_names() -> None:
     assert wiremcp.__all__ == [
-        "Audio", "AuditLog", "Call", "CallNext", "ClientError", "ClientTimeout", "Completion", "Context",
-        "ElicitResult", "EmbeddedResource", "Image", "InputRequired", "MCPError", "MCPServer", "Message", "Middleware",
-        "MissingClientCapability", "Principal", "RateLimit", "RateLimited", "ResourceLink", "ResponseSizeLimit",
+        "Audio", "AuditLog", "Call", "CallNext", "ClientError", "ClientTimeout", "Completion", "CompletionError",
+        "Context", "DefinitionError", "ElicitResult", "EmbeddedResource", "Image", "InputRequired", "InvalidParams",
+        "MCPError", "MCPServer", "Message", "Middleware", "MissingClientCapability", "Principal", "PromptError",
+        "RateLimit", "RateLimited", "ResourceError", "ResourceLink", "ResourceNotFound", "ResponseSizeLimit",
         "Runtime", "TaskSettings", "Timing", "ToolError", "ToolResult", "assistant", "param_header", "text", "user",
     ]
     assert wiremcp.transports.__all__ == ["Client", "HttpOptions", "MCPHttpApp", "serve_stdio"]

@@ -3,8 +3,12 @@ and which of them the stateless era answers with HTTP 400 (``BadRequest``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+import wiremcp
+from wiremcp import MCPServer
 from wiremcp.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -18,6 +22,8 @@ from wiremcp.errors import (
     BadRequest,
     ClientError,
     ClientTimeout,
+    CompletionError,
+    DefinitionError,
     HeaderMismatch,
     InsufficientScope,
     InvalidMeta,
@@ -26,9 +32,13 @@ from wiremcp.errors import (
     MCPError,
     MethodNotFound,
     MissingClientCapability,
+    PromptError,
+    ResourceError,
     ResourceNotFound,
+    ToolError,
     UnsupportedProtocolVersion,
 )
+from wiremcp.transports.memory import Client
 
 
 @pytest.mark.spec("2025-11-25/basic/index#error-responses")
@@ -82,3 +92,70 @@ def test_which_errors_are_http_400_in_the_stateless_era() -> None:
               InsufficientScope(["x"]), ClientError(-1, "x")]
     assert not any(isinstance(e, BadRequest) for e in others)
     assert issubclass(ClientTimeout, TimeoutError)
+
+
+# -- the user-facing errors of each kind of component, in both eras ---------------------------------------------
+
+ERAS = ["2025-11-25", "2026-07-28"]
+
+
+def _failing_server() -> MCPServer:
+    server = MCPServer("failing")
+
+    @server.resource("notes://{name}")
+    def note(name: str) -> str:
+        if name == "missing":
+            raise ResourceNotFound(f"notes://{name}")
+        if name == "tool-error":
+            raise ToolError("notes are read-only today")
+        raise ResourceError("the notes database is down", {"retryable": True})
+
+    @server.prompt
+    def review(tone: str) -> str:
+        if tone == "tool-error":
+            raise ToolError("no reviews on Sundays")
+        raise PromptError(f"unknown tone {tone}")
+
+    @server.completion(prompt="review", argument="tone")
+    def tones(value: str, arguments: dict[str, str]) -> list[str]:
+        if value == "tool-error":
+            raise ToolError("tones are being retuned")
+        raise CompletionError("no tones yet")
+
+    return server
+
+
+async def _error(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    response = await client.request_raw(method, client.with_meta(params) if client.stateless else params)
+    assert "result" not in response, response
+    error: dict[str, Any] = response["error"]
+    return error
+
+
+@pytest.mark.parametrize("version", ERAS)
+async def test_a_components_own_error_keeps_its_words_in_both_eras(version: str) -> None:
+    review_ref = {"type": "ref/prompt", "name": "review"}
+    async with Client(_failing_server(), protocol_version=version) as client:
+        assert await _error(client, "resources/read", {"uri": "notes://missing"}) == {  # 2026-07-28 names -32602
+            "code": -32602 if client.stateless else -32002, "message": "Resource not found: notes://missing", "data": {"uri": "notes://missing"}}
+        assert await _error(client, "resources/read", {"uri": "notes://x"}) == {
+            "code": -32603, "message": "the notes database is down", "data": {"retryable": True}}
+        assert await _error(client, "resources/read", {"uri": "notes://tool-error"}) == {
+            "code": -32603, "message": "notes are read-only today"}
+        assert await _error(client, "prompts/get", {"name": "review", "arguments": {"tone": "harsh"}}) == {
+            "code": -32603, "message": "unknown tone harsh"}
+        assert await _error(client, "prompts/get", {"name": "review", "arguments": {"tone": "tool-error"}}) == {
+            "code": -32603, "message": "no reviews on Sundays"}
+        assert await _error(client, "completion/complete", {"ref": review_ref,
+                                                             "argument": {"name": "tone", "value": "h"}}) == {
+            "code": -32603, "message": "no tones yet"}
+        assert await _error(client, "completion/complete", {"ref": review_ref,
+                                                             "argument": {"name": "tone", "value": "tool-error"}}) == {
+            "code": -32603, "message": "tones are being retuned"}
+
+
+def test_the_user_facing_errors_are_exported_from_wiremcp() -> None:
+    assert (wiremcp.ToolError, wiremcp.ResourceError, wiremcp.ResourceNotFound, wiremcp.PromptError,
+            wiremcp.CompletionError, wiremcp.InvalidParams, wiremcp.DefinitionError) == (
+        ToolError, ResourceError, ResourceNotFound, PromptError, CompletionError, InvalidParams, DefinitionError)
+    assert all(issubclass(kind, MCPError) for kind in (ResourceError, PromptError, CompletionError))

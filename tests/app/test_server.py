@@ -84,7 +84,7 @@ def test_the_decorators_register_and_return_the_function_itself() -> None:
 
 
 @pytest.mark.parametrize("refs", [{}, {"prompt": "p", "resource_template": "t://{x}"}])
-def test_a_completion_completes_exactly_one_prompt_or_template(refs: dict[str, str]) -> None:
+def test_a_completion_completes_exactly_one_prompt_or_template(refs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="exactly one"):
         MCPServer("s").completion(argument="x", **refs)
 
