@@ -184,7 +184,7 @@ async def test_completing_a_scoped_prompt_or_template_needs_its_scopes(ref: JSON
                                                                      scopes: list[str]) -> None:
     server = guarded_server([])
 
-    @server.prompt(name="audit", scopes=["admin"])
+    @server.prompt(name="audit", scopes=["admin"], replace=True)  # one that takes the completed argument
     async def audit(topic: str) -> str:
         return topic
 
