@@ -20,7 +20,7 @@ from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.task_runner import TaskSettings
 from wiremcp.transports.serving.loader import checked, load_server
-from wiremcp.transports.serving.settings import ConfigError, Settings
+from wiremcp.transports.serving.settings import ConfigError, Settings, warn_unknown_variables
 
 if TYPE_CHECKING:  # the HTTP stack is imported by build_http_app: ``wiremcp stdio`` starts without it
     from wiremcp.event_store import EventStore
@@ -218,6 +218,7 @@ def build_asgi(settings: Settings | None = None) -> ASGIApp:
     """The default deployment: the server named by ``WIREMCP_SERVER`` at ``WIREMCP_PATH``."""
     settings = settings or Settings.from_env()
     setup_logging(settings.log_level, settings.log_format)
+    warn_unknown_variables()
     return build_http_app(load_server(settings.server), settings)
 
 
@@ -269,6 +270,7 @@ def serve(load: Callable[[Settings], MCPServer], transport: str, *, host: str = 
     if transport == "stdio":
         claim_stdio()
     setup_logging(settings.log_level, settings.log_format)
+    warn_unknown_variables()
     server = load(settings)
     if transport == "stdio":
         serve_stdio(server, settings)  # on the wire claimed above

@@ -175,7 +175,7 @@ def test_a_wait_the_redis_timeout_would_cut_short_is_refused(options: dict[str, 
 
 @pytest.mark.usefixtures("no_wiremcp_variables")
 @pytest.mark.parametrize(("env", "line"), [
-    ({"WIREMCP_MAX_SESSIONS": "many"}, "WIREMCP_MAX_SESSIONS must be an integer, got 'many'"),
+    ({"WIREMCP_MAX_SESSIONS": "many"}, "WIREMCP_MAX_SESSIONS must be an integer, more than 0, got 'many'"),
     ({"WIREMCP_REDIS_URL": "redis+cluster://user:s3cret@a:1/0"},
      "WIREMCP_REDIS_URL: a cluster has no databases: nothing may follow the nodes in 'redis+cluster://***@a:1/0'"),
     ({"WIREMCP_AUTH_RESOURCE": RESOURCE, "WIREMCP_AUTH_ISSUER": ISSUER, "WIREMCP_AUTH_JWKS_URL": ISSUER + "/jwks",
