@@ -89,7 +89,8 @@ def test_the_task_settings_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.parametrize(("options", "complaint"), [
     ({"auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_RESOURCE"),
-    ({"auth_static_tokens": ("t=a",)}, "WIREMCP_AUTH_RESOURCE"),
+    ({"auth_static_tokens": ("t=a",), "auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_RESOURCE"),
+    ({"auth_static_tokens": ("t=a",), "auth_introspection_url": ISSUER + "/introspect"}, "WIREMCP_AUTH_RESOURCE"),
     ({"auth_resource": RESOURCE, "auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_ISSUER"),
     ({"auth_resource": RESOURCE, "auth_issuer": ISSUER}, "WIREMCP_AUTH_JWKS_URL"),
     ({"auth_resource": RESOURCE, "auth_issuer": ISSUER, "auth_introspection_url": ISSUER + "/introspect"},
