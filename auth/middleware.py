@@ -79,12 +79,17 @@ class BearerAuth:
         self.on_failure = on_failure
         self.failures = 0
 
+    def _challenge(self, scope: Scope) -> Challenge:
+        """The challenge for ``scope``'s request: its metadata URL is the request's own when the resource is
+        the URL it was served at."""
+        return self.challenge if self.resource.resource else Challenge(self.resource.served_at(scope))
+
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, message: str, *, reason: str,
                       error: str | None = None, scopes: Iterable[str] = ()) -> None:
         self.failures += 1
         if self.on_failure is not None:
             self.on_failure(reason)
-        value = self.challenge(error=error, scopes=scopes)
+        value = self._challenge(scope)(error=error, scopes=scopes)
         await _error(scope, receive, send, status, INVALID_REQUEST, message, {"www-authenticate": value})
 
     async def _unavailable(self, scope: Scope, receive: Receive, send: Send, exc: VerifierUnavailable) -> None:
@@ -142,5 +147,5 @@ class BearerAuth:
                                reason="insufficient_scope", error="insufficient_scope", scopes=self.required_scopes)
             return
         scope[SCOPE_KEY] = principal
-        scope[CHALLENGE_KEY] = self.challenge
+        scope[CHALLENGE_KEY] = self._challenge(scope)
         await self.app(scope, receive, send)

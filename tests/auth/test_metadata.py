@@ -20,7 +20,7 @@ ISSUER = "https://as.example.test"
 
 
 @pytest.mark.parametrize("resource", ["mcp.example.test/mcp", "ftp://mcp.example.test/mcp", "https:///mcp",
-                                      "https://mcp.example.test/mcp#fragment", "/mcp", ""])
+                                      "https://mcp.example.test/mcp#fragment", "/mcp"])
 @pytest.mark.spec(f"{SPEC}#canonical-server-uri")
 def test_the_resource_must_be_an_absolute_http_url_without_fragment(resource: str) -> None:
     with pytest.raises(ValueError, match="absolute"):
@@ -28,9 +28,24 @@ def test_the_resource_must_be_an_absolute_http_url_without_fragment(resource: st
 
 
 @pytest.mark.spec(f"{SPEC}#authorization-server-location")
-def test_at_least_one_authorization_server_is_required() -> None:
-    with pytest.raises(ValueError, match="at least one authorization server"):
-        ProtectedResource("https://mcp.example.test/mcp", ())
+def test_without_an_authorization_server_none_is_listed() -> None:
+    """Static tokens come from no authorization server: the document lists none (``authorization_servers``
+    is optional in RFC 9728) rather than one that does not exist."""
+    document = ProtectedResource("https://mcp.example.test/mcp", ()).document()
+    assert document == {"resource": "https://mcp.example.test/mcp", "bearer_methods_supported": ["header"]}
+
+
+def test_an_empty_resource_is_the_url_each_request_was_served_at() -> None:
+    protected = ProtectedResource("", (), path="/tools/mcp")
+    assert protected.metadata_paths == (WELL_KNOWN + "/tools/mcp", WELL_KNOWN)
+    scope: dict[str, Any] = {"scheme": "http", "headers": [(b"host", b"127.0.0.1:8123")], "root_path": "/api"}
+    served = protected.served_at(scope)
+    assert served.resource == "http://127.0.0.1:8123/api/tools/mcp"
+    assert served.metadata_url == "http://127.0.0.1:8123/.well-known/oauth-protected-resource/api/tools/mcp"
+    configured = ProtectedResource("https://mcp.example.test/mcp", (ISSUER,))
+    assert configured.served_at(scope) is configured
+    with pytest.raises(ValueError, match="must start with /"):
+        ProtectedResource("", (), path="mcp")
 
 
 @pytest.mark.parametrize(("resource", "metadata_url", "paths"), [

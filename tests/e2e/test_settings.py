@@ -43,6 +43,7 @@ from tests.support.settings_server import SETTINGS_SERVER
 from tests.support.stateless_http import Call, post, result_of, with_meta
 from wiremcp.protocol import TASKS_EXTENSION
 from wiremcp.request_state import RequestStateRejected, RequestStateSealer, decode_key
+from wiremcp.transports.serving.settings import SETTING_NAMES
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -70,8 +71,15 @@ def readme_settings() -> set[str]:
 
 
 def read_by_settings_py() -> set[str]:
+    """The variables ``Settings.from_env`` reads; they must be the settings ``SETTING_NAMES`` knows (the fields
+    of ``Settings``), so that no variable it reads is ever reported as unknown."""
     source = (ROOT / "transports" / "serving" / "settings.py").read_text()
-    return set(re.findall(r'"(WIREMCP_[A-Z0-9_]+)"', source))
+    tree = ast.parse(source)
+    from_env = next(node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "from_env")
+    read = {node.value for node in ast.walk(from_env) if isinstance(node, ast.Constant)
+            and isinstance(node.value, str) and node.value.startswith("WIREMCP_")}
+    assert read == SETTING_NAMES, (sorted(read - SETTING_NAMES), sorted(SETTING_NAMES - read))
+    return read
 
 
 def proved_settings() -> dict[str, list[str]]:

@@ -119,6 +119,27 @@ async def test_static_tokens_stand_for_their_subjects_and_scopes() -> None:
     assert "Traceback" not in output, output
 
 
+@pytest.mark.setting("WIREMCP_AUTH_STATIC_TOKENS")
+async def test_static_tokens_alone_need_no_resource_and_advertise_no_authorization_server() -> None:
+    """``WIREMCP_AUTH_STATIC_TOKENS`` and nothing else of auth (the README's one-line recipe), at a path of
+    its own: the token is served, no token gets 401 pointing at the metadata of the URL the request was
+    served at, and that metadata names that URL as the resource and lists no authorization server."""
+    env = {"WIREMCP_AUTH_STATIC_TOKENS": "dev-token=alice", "WIREMCP_PATH": "/tools/mcp"}
+    with run_uvicorn(SERVER, env) as process:
+        url = process.base_url + "/tools/mcp"
+        async with httpx.AsyncClient(timeout=READ_BOUND) as http:
+            assert text(await call(http, url, "dev-token")) == "static|alice"
+            metadata_url = f"{process.base_url}{WELL_KNOWN}/tools/mcp"
+            assert refused(await call(http, url, None), error=None) == {"resource_metadata": metadata_url}
+            assert refused(await call(http, url, "another-token")) == {"error": "invalid_token",
+                                                                       "resource_metadata": metadata_url}
+            for where in (metadata_url, process.base_url + WELL_KNOWN):
+                document = (await http.get(where)).json()
+                assert document == {"resource": url, "bearer_methods_supported": ["header"]}, document
+        output = process.stop_and_wait()
+    assert "static bearer tokens are for development only" in output
+
+
 @pytest.mark.setting("WIREMCP_AUTH_INTROSPECTION_URL", "WIREMCP_AUTH_CLIENT_ID", "WIREMCP_AUTH_CLIENT_SECRET")
 async def test_tokens_are_introspected_as_the_configured_client() -> None:
     """``WIREMCP_AUTH_INTROSPECTION_URL`` with ``WIREMCP_AUTH_CLIENT_ID`` / ``WIREMCP_AUTH_CLIENT_SECRET``: a

@@ -20,7 +20,7 @@ from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.task_runner import TaskSettings
 from wiremcp.transports.serving.loader import checked, load_server
-from wiremcp.transports.serving.settings import ConfigError, Settings
+from wiremcp.transports.serving.settings import ConfigError, Settings, warn_unknown_variables
 
 if TYPE_CHECKING:  # the HTTP stack is imported by build_http_app: ``wiremcp stdio`` starts without it
     from wiremcp.event_store import EventStore
@@ -70,10 +70,12 @@ def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | N
 
 def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = None,
                ) -> Callable[[ASGIApp], ASGIApp] | None:
-    """Bearer-token authentication for the MCP routes, when ``WIREMCP_AUTH_RESOURCE`` is set
-    (``on_failure``: called with the reason of each refusal)."""
-    if not settings.auth_resource:
-        if settings.auth_jwks_url or settings.auth_introspection_url or settings.auth_static_tokens:
+    """Bearer-token authentication for the MCP routes, when ``WIREMCP_AUTH_RESOURCE`` or
+    ``WIREMCP_AUTH_STATIC_TOKENS`` is set (``on_failure``: called with the reason of each refusal). Static
+    tokens need neither a resource nor an issuer: they name no audience and come from no authorization
+    server, so the metadata's resource is the URL each request was served at and no server is listed."""
+    if not settings.auth_resource and not settings.auth_static_tokens:
+        if settings.auth_jwks_url or settings.auth_introspection_url:
             raise ConfigError("WIREMCP_AUTH_RESOURCE (the canonical URL of the MCP endpoint) is required for auth")
         return None
     from wiremcp.auth.introspection import IntrospectionVerifier
@@ -82,7 +84,9 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
     from wiremcp.auth.middleware import BearerAuth
     from wiremcp.auth.verifier import StaticTokenVerifier, TokenVerifier
 
-    if not settings.auth_issuer:
+    if (settings.auth_jwks_url or settings.auth_introspection_url) and not settings.auth_resource:
+        raise ConfigError("WIREMCP_AUTH_RESOURCE (the canonical URL of the MCP endpoint) is required for auth")
+    if (settings.auth_jwks_url or settings.auth_introspection_url) and not settings.auth_issuer:
         raise ConfigError("WIREMCP_AUTH_ISSUER (the authorization server's issuer URL) is required for auth")
     verifier: TokenVerifier
     if settings.auth_jwks_url:
@@ -98,12 +102,12 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
     elif settings.auth_static_tokens:
         log.warning("static bearer tokens are for development only")
         with setting("WIREMCP_AUTH_STATIC_TOKENS"):
-            verifier = StaticTokenVerifier.from_pairs(settings.auth_static_tokens, issuer=settings.auth_issuer)
+            verifier = StaticTokenVerifier.from_pairs(settings.auth_static_tokens, issuer=settings.auth_issuer or "static")
     else:
         raise ConfigError("auth needs WIREMCP_AUTH_JWKS_URL, WIREMCP_AUTH_INTROSPECTION_URL or WIREMCP_AUTH_STATIC_TOKENS")
     with setting("WIREMCP_AUTH_RESOURCE"):
-        resource = ProtectedResource(settings.auth_resource, (settings.auth_issuer,),
-                                     settings.auth_scopes_supported or settings.auth_scopes)
+        resource = ProtectedResource(settings.auth_resource, (settings.auth_issuer,) if settings.auth_issuer else (),
+                                     settings.auth_scopes_supported or settings.auth_scopes, path=settings.path)
     return lambda app: BearerAuth(app, verifier=verifier, resource=resource, required_scopes=settings.auth_scopes,
                                   on_failure=on_failure)
 
@@ -218,6 +222,7 @@ def build_asgi(settings: Settings | None = None) -> ASGIApp:
     """The default deployment: the server named by ``WIREMCP_SERVER`` at ``WIREMCP_PATH``."""
     settings = settings or Settings.from_env()
     setup_logging(settings.log_level, settings.log_format)
+    warn_unknown_variables()
     return build_http_app(load_server(settings.server), settings)
 
 
@@ -269,6 +274,7 @@ def serve(load: Callable[[Settings], MCPServer], transport: str, *, host: str = 
     if transport == "stdio":
         claim_stdio()
     setup_logging(settings.log_level, settings.log_format)
+    warn_unknown_variables()
     server = load(settings)
     if transport == "stdio":
         serve_stdio(server, settings)  # on the wire claimed above

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
+import logging
+import math
 import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import NoReturn
 
 from wiremcp.logs import LOG_FORMATS
@@ -27,24 +31,45 @@ def _str(name: str, default: str) -> str:
     return raw.strip() if raw is not None and raw.strip() else default
 
 
-def _int(name: str, default: int) -> int:
+def _bound(zero: bool) -> str:
+    """What a count or a duration must be: more than 0, or (``zero``: where 0 means something) 0 or more."""
+    return "0 or more" if zero else "more than 0"
+
+
+def _int(name: str, default: int, *, zero: bool = True) -> int:
+    """A count, a size or a number of milliseconds: an integer, never negative, and more than 0 unless ``zero``."""
     raw = _str(name, "")
     if not raw:
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+        value = -1
+    if value < 0 or (value == 0 and not zero):
+        raise ConfigError(f"{name} must be an integer, {_bound(zero)}, got {raw!r}")
+    return value
 
 
-def _float(name: str, default: float) -> float:
+def _seconds(name: str, default: float, *, zero: bool = True) -> float:
+    """A duration in seconds: a finite number, never negative, and more than 0 unless ``zero``."""
     raw = _str(name, "")
     if not raw:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise ConfigError(f"{name} must be a number of seconds, {_bound(zero)}, got {raw!r}")
+    return value
+
+
+def _path(name: str, default: str) -> str:
+    """A URL path: it starts with ``/`` (``mcp`` alone would match no request's path)."""
+    raw = _str(name, default)
+    if not raw.startswith("/") or any(c in raw for c in "?# "):
+        raise ConfigError(f"{name} must be a URL path starting with /, such as {default}, got {raw!r}")
+    return raw
 
 
 def _bool(name: str, default: bool) -> bool:
@@ -196,36 +221,36 @@ class Settings:
             server=_str("WIREMCP_SERVER", d.server),
             log_level=_choice("WIREMCP_LOG_LEVEL", d.log_level, LOG_LEVELS),
             log_format=_choice("WIREMCP_LOG_FORMAT", d.log_format, LOG_FORMATS),
-            max_message_bytes=_int("WIREMCP_MAX_MESSAGE_BYTES", d.max_message_bytes),
-            stdio_drain_seconds=_float("WIREMCP_STDIO_DRAIN_SECONDS", d.stdio_drain_seconds),
-            path=_str("WIREMCP_PATH", d.path),
+            max_message_bytes=_int("WIREMCP_MAX_MESSAGE_BYTES", d.max_message_bytes, zero=False),
+            stdio_drain_seconds=_seconds("WIREMCP_STDIO_DRAIN_SECONDS", d.stdio_drain_seconds),
+            path=_path("WIREMCP_PATH", d.path),
             allowed_hosts=_list("WIREMCP_ALLOWED_HOSTS", d.allowed_hosts),
             allowed_origins=_list("WIREMCP_ALLOWED_ORIGINS", d.allowed_origins),
             trusted_proxies=_list("WIREMCP_TRUSTED_PROXIES", d.trusted_proxies),
-            session_idle_seconds=_float("WIREMCP_SESSION_IDLE_SECONDS", d.session_idle_seconds),
-            max_sessions=_int("WIREMCP_MAX_SESSIONS", d.max_sessions),
+            session_idle_seconds=_seconds("WIREMCP_SESSION_IDLE_SECONDS", d.session_idle_seconds, zero=False),
+            max_sessions=_int("WIREMCP_MAX_SESSIONS", d.max_sessions, zero=False),
             json_response=_bool("WIREMCP_JSON_RESPONSE", d.json_response),
-            sse_after_seconds=_float("WIREMCP_SSE_AFTER_SECONDS", d.sse_after_seconds),
-            sse_keepalive_seconds=_float("WIREMCP_SSE_KEEPALIVE_SECONDS", d.sse_keepalive_seconds),
+            sse_after_seconds=_seconds("WIREMCP_SSE_AFTER_SECONDS", d.sse_after_seconds),
+            sse_keepalive_seconds=_seconds("WIREMCP_SSE_KEEPALIVE_SECONDS", d.sse_keepalive_seconds, zero=False),
             sse_retry_ms=_int("WIREMCP_SSE_RETRY_MS", d.sse_retry_ms),
             event_store_max_events=_int("WIREMCP_EVENT_STORE_MAX_EVENTS", d.event_store_max_events),
             event_store_max_bytes=_int("WIREMCP_EVENT_STORE_MAX_BYTES", d.event_store_max_bytes),
-            event_store_max_age_seconds=_float("WIREMCP_EVENT_STORE_MAX_AGE_SECONDS", d.event_store_max_age_seconds),
+            event_store_max_age_seconds=_seconds("WIREMCP_EVENT_STORE_MAX_AGE_SECONDS", d.event_store_max_age_seconds),
             legacy_sse=_bool("WIREMCP_LEGACY_SSE", d.legacy_sse),
             request_state_keys=_list("WIREMCP_REQUEST_STATE_KEYS", d.request_state_keys),
-            request_state_ttl_seconds=_float("WIREMCP_REQUEST_STATE_TTL_SECONDS", d.request_state_ttl_seconds),
+            request_state_ttl_seconds=_seconds("WIREMCP_REQUEST_STATE_TTL_SECONDS", d.request_state_ttl_seconds, zero=False),
             redis_url=_str("WIREMCP_REDIS_URL", d.redis_url),
             redis_prefix=_str("WIREMCP_REDIS_PREFIX", d.redis_prefix),
-            redis_timeout_seconds=_float("WIREMCP_REDIS_TIMEOUT_SECONDS", d.redis_timeout_seconds),
+            redis_timeout_seconds=_seconds("WIREMCP_REDIS_TIMEOUT_SECONDS", d.redis_timeout_seconds, zero=False),
             redis_wait_replicas=_int("WIREMCP_REDIS_WAIT_REPLICAS", d.redis_wait_replicas),
-            redis_wait_timeout_ms=_int("WIREMCP_REDIS_WAIT_TIMEOUT_MS", d.redis_wait_timeout_ms),
-            session_cache_seconds=_float("WIREMCP_SESSION_CACHE_SECONDS", d.session_cache_seconds),
+            redis_wait_timeout_ms=_int("WIREMCP_REDIS_WAIT_TIMEOUT_MS", d.redis_wait_timeout_ms, zero=False),
+            session_cache_seconds=_seconds("WIREMCP_SESSION_CACHE_SECONDS", d.session_cache_seconds),
             replica_id=_str("WIREMCP_REPLICA_ID", d.replica_id),
-            replica_lease_seconds=_float("WIREMCP_REPLICA_LEASE_SECONDS", d.replica_lease_seconds),
-            drain_seconds=_float("WIREMCP_DRAIN_SECONDS", d.drain_seconds),
-            task_ttl_seconds=_float("WIREMCP_TASK_TTL_SECONDS", d.task_ttl_seconds),
-            task_poll_interval_ms=_int("WIREMCP_TASK_POLL_INTERVAL_MS", d.task_poll_interval_ms),
-            max_tasks_per_owner=_int("WIREMCP_MAX_TASKS_PER_OWNER", d.max_tasks_per_owner),
+            replica_lease_seconds=_seconds("WIREMCP_REPLICA_LEASE_SECONDS", d.replica_lease_seconds, zero=False),
+            drain_seconds=_seconds("WIREMCP_DRAIN_SECONDS", d.drain_seconds),
+            task_ttl_seconds=_seconds("WIREMCP_TASK_TTL_SECONDS", d.task_ttl_seconds, zero=False),
+            task_poll_interval_ms=_int("WIREMCP_TASK_POLL_INTERVAL_MS", d.task_poll_interval_ms, zero=False),
+            max_tasks_per_owner=_int("WIREMCP_MAX_TASKS_PER_OWNER", d.max_tasks_per_owner, zero=False),
             metrics=_bool("WIREMCP_METRICS", d.metrics),
             error_details=_bool("WIREMCP_ERROR_DETAILS", d.error_details),
             auth_resource=_str("WIREMCP_AUTH_RESOURCE", d.auth_resource),
@@ -239,3 +264,34 @@ class Settings:
             auth_scopes_supported=_words("WIREMCP_AUTH_SCOPES_SUPPORTED", d.auth_scopes_supported),
             auth_algorithms=_words("WIREMCP_AUTH_ALGORITHMS", d.auth_algorithms),
         )
+
+
+PREFIX = "WIREMCP_"
+SETTING_NAMES: frozenset[str] = frozenset(PREFIX + field.name.upper() for field in fields(Settings))
+"""Every setting's variable, from ``Settings``' fields: the one list of them (``from_env`` reads each)."""
+READ_ELSEWHERE: frozenset[str] = frozenset({"WIREMCP_BIND", "WIREMCP_PORT", "WIREMCP_NODE_CACHE"})
+"""``WIREMCP_*`` variables that are not settings but are read by something else, and so no mistake: the
+address and port the deploy/ compose files publish, and where the conformance tests keep Node.js."""
+
+log = logging.getLogger("wiremcp")
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """One line for each ``WIREMCP_*`` variable of ``environ`` that names no setting (a misspelt one, most
+    likely: it is ignored, and its value with it), with the setting it probably meant."""
+    lines = []
+    for name in sorted(environ):
+        if not name.startswith(PREFIX) or name in SETTING_NAMES or name in READ_ELSEWHERE:
+            continue
+        # Compared without the prefix that all of them share, which would make any two look alike.
+        close = difflib.get_close_matches(name.removeprefix(PREFIX), [n.removeprefix(PREFIX) for n in sorted(SETTING_NAMES)], n=1)
+        hint = f": did you mean {PREFIX}{close[0]}?" if close else " (the settings are listed in the README)"
+        lines.append(f"{name} is not a wiremcp setting and is ignored{hint}")
+    return lines
+
+
+def warn_unknown_variables(environ: Mapping[str, str] = os.environ) -> None:
+    """Log a warning for each ``WIREMCP_*`` variable that names no setting (``unknown_variables``); serving
+    goes on. Called once logging is set up, by whatever serves."""
+    for line in unknown_variables(environ):
+        log.warning("%s", line)

@@ -89,7 +89,8 @@ def test_the_task_settings_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.parametrize(("options", "complaint"), [
     ({"auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_RESOURCE"),
-    ({"auth_static_tokens": ("t=a",)}, "WIREMCP_AUTH_RESOURCE"),
+    ({"auth_static_tokens": ("t=a",), "auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_RESOURCE"),
+    ({"auth_static_tokens": ("t=a",), "auth_introspection_url": ISSUER + "/introspect"}, "WIREMCP_AUTH_RESOURCE"),
     ({"auth_resource": RESOURCE, "auth_jwks_url": ISSUER + "/jwks"}, "WIREMCP_AUTH_ISSUER"),
     ({"auth_resource": RESOURCE, "auth_issuer": ISSUER}, "WIREMCP_AUTH_JWKS_URL"),
     ({"auth_resource": RESOURCE, "auth_issuer": ISSUER, "auth_introspection_url": ISSUER + "/introspect"},
@@ -175,7 +176,7 @@ def test_a_wait_the_redis_timeout_would_cut_short_is_refused(options: dict[str, 
 
 @pytest.mark.usefixtures("no_wiremcp_variables")
 @pytest.mark.parametrize(("env", "line"), [
-    ({"WIREMCP_MAX_SESSIONS": "many"}, "WIREMCP_MAX_SESSIONS must be an integer, got 'many'"),
+    ({"WIREMCP_MAX_SESSIONS": "many"}, "WIREMCP_MAX_SESSIONS must be an integer, more than 0, got 'many'"),
     ({"WIREMCP_REDIS_URL": "redis+cluster://user:s3cret@a:1/0"},
      "WIREMCP_REDIS_URL: a cluster has no databases: nothing may follow the nodes in 'redis+cluster://***@a:1/0'"),
     ({"WIREMCP_AUTH_RESOURCE": RESOURCE, "WIREMCP_AUTH_ISSUER": ISSUER, "WIREMCP_AUTH_JWKS_URL": ISSUER + "/jwks",

@@ -5,11 +5,18 @@ user's mistake as one ``ConfigError`` line (exit status 2, no traceback)."""
 from __future__ import annotations
 
 import os
+from dataclasses import fields
 
 import pytest
 
 from wiremcp.transports.guard import LOOPBACK_HOSTS
-from wiremcp.transports.serving.settings import DEFAULT_SERVER, ConfigError, Settings
+from wiremcp.transports.serving.settings import (
+    DEFAULT_SERVER,
+    SETTING_NAMES,
+    ConfigError,
+    Settings,
+    unknown_variables,
+)
 
 RESOURCE = "https://mcp.example.test/mcp"
 ISSUER = "https://as.example.test"
@@ -65,8 +72,16 @@ def test_lists_are_comma_separated_and_words_by_spaces_or_commas(monkeypatch: py
 
 
 @pytest.mark.parametrize(("name", "value", "complaint"), [
-    ("WIREMCP_MAX_SESSIONS", "many", "WIREMCP_MAX_SESSIONS must be an integer, got 'many'"),
-    ("WIREMCP_DRAIN_SECONDS", "ten", "WIREMCP_DRAIN_SECONDS must be a number, got 'ten'"),
+    ("WIREMCP_MAX_SESSIONS", "many", "WIREMCP_MAX_SESSIONS must be an integer, more than 0, got 'many'"),
+    ("WIREMCP_MAX_SESSIONS", "0", "WIREMCP_MAX_SESSIONS must be an integer, more than 0, got '0'"),
+    ("WIREMCP_MAX_MESSAGE_BYTES", "-1", "WIREMCP_MAX_MESSAGE_BYTES must be an integer, more than 0, got '-1'"),
+    ("WIREMCP_REDIS_WAIT_REPLICAS", "-1", "WIREMCP_REDIS_WAIT_REPLICAS must be an integer, 0 or more, got '-1'"),
+    ("WIREMCP_DRAIN_SECONDS", "ten", "WIREMCP_DRAIN_SECONDS must be a number of seconds, 0 or more, got 'ten'"),
+    ("WIREMCP_DRAIN_SECONDS", "-1", "WIREMCP_DRAIN_SECONDS must be a number of seconds, 0 or more, got '-1'"),
+    ("WIREMCP_DRAIN_SECONDS", "nan", "WIREMCP_DRAIN_SECONDS must be a number of seconds, 0 or more, got 'nan'"),
+    ("WIREMCP_SESSION_IDLE_SECONDS", "0",
+     "WIREMCP_SESSION_IDLE_SECONDS must be a number of seconds, more than 0, got '0'"),
+    ("WIREMCP_PATH", "mcp", "WIREMCP_PATH must be a URL path starting with /, such as /mcp, got 'mcp'"),
     ("WIREMCP_METRICS", "maybe", "WIREMCP_METRICS must be true or false, got 'maybe'"),
     ("WIREMCP_LOG_LEVEL", "LOUD", "WIREMCP_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got 'LOUD'"),
 ])
@@ -100,3 +115,29 @@ def test_settings_read_the_auth_variables(monkeypatch: pytest.MonkeyPatch) -> No
     assert settings.auth_scopes_supported == ("mcp:tools", "mcp:read", "mcp:write")
     assert settings.auth_static_tokens == ("t1=alice:mcp:tools mcp:read", "t2=bob")
     assert settings.auth_algorithms == ("RS256", "ES256")
+
+
+def test_zero_is_accepted_where_it_means_something(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No drain, no cached copy of a session, SSE at once, no waiting for Redis replicas: each a choice."""
+    for name in ("WIREMCP_DRAIN_SECONDS", "WIREMCP_SESSION_CACHE_SECONDS", "WIREMCP_SSE_AFTER_SECONDS",
+                 "WIREMCP_REDIS_WAIT_REPLICAS"):
+        monkeypatch.setenv(name, "0")
+    settings = Settings.from_env()
+    assert (settings.drain_seconds, settings.session_cache_seconds, settings.sse_after_seconds,
+            settings.redis_wait_replicas) == (0, 0, 0, 0)
+
+
+def test_an_unknown_variable_is_named_with_the_setting_it_probably_meant() -> None:
+    environ = {"WIREMCP_SESION_IDLE_SECONDS": "5", "WIREMCP_SESSION_IDLE_SECONDS": "5", "HOME": "/root",
+               "WIREMCP_ZZZ": "1", "WIREMCP_BIND": "0.0.0.0", "WIREMCP_NODE_CACHE": "/tmp/node"}
+    assert unknown_variables(environ) == [
+        "WIREMCP_SESION_IDLE_SECONDS is not a wiremcp setting and is ignored: did you mean "
+        "WIREMCP_SESSION_IDLE_SECONDS?",
+        "WIREMCP_ZZZ is not a wiremcp setting and is ignored (the settings are listed in the README)",
+    ]
+
+
+def test_the_known_names_are_the_fields_of_settings() -> None:
+    assert len(SETTING_NAMES) == len(fields(Settings))
+    assert "WIREMCP_SESSION_IDLE_SECONDS" in SETTING_NAMES
+    assert not unknown_variables(dict.fromkeys(SETTING_NAMES, "x"))
