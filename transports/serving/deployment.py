@@ -135,13 +135,16 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
                      allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins,
                      authenticate=build_auth(settings, metrics.auth_failure if metrics is not None else None),
                      drain_seconds=settings.drain_seconds)
-    if redis is not None and not settings.request_state_keys:
-        backend = redis
-        mcp.on_startup.append(lambda: backend.share_request_state_key(runtime.request_states))
-    checks = {"redis": redis.cluster.ping} if redis is not None else None
+    checks: dict[str, ReadinessCheck] = {}
+    if redis is not None:
+        checks["redis"] = redis.cluster.ping
+        if not settings.request_state_keys:  # agreed on in Redis: ready once it is (Redis may answer later)
+            backend = redis
+            mcp.on_startup.append(lambda: backend.share_request_state_key(runtime.request_states))
+            checks["request-state key"] = backend.request_state_key_shared
     with setting("WIREMCP_TRUSTED_PROXIES"):
         trusted = TrustedProxies(settings.trusted_proxies)
-    return ForwardedHeaders(build_operations(mcp, metrics, checks), trusted)
+    return ForwardedHeaders(build_operations(mcp, metrics, checks or None), trusted)
 
 
 def build_redis(settings: Settings) -> RedisBackend | None:
