@@ -221,7 +221,32 @@ def build_asgi(settings: Settings | None = None) -> ASGIApp:
     """The default deployment: the server named by ``WIREMCP_SERVER`` at ``WIREMCP_PATH``."""
     settings = settings or Settings.from_env()
     setup_logging(settings.log_level, settings.log_format)
-    return build_http_app(load_server(settings.server), settings)
+    app = build_http_app(load_server(settings.server), settings)
+    say_the_endpoint(settings.path)
+    return app
+
+
+class _EndpointInStartupLine(logging.Filter):
+    """uvicorn's "Uvicorn running on http://HOST:PORT" line with the MCP endpoint's path: the URL a host is
+    given (``http://127.0.0.1:8000/mcp``), not the bare origin."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith("Uvicorn running on ") and "://" in record.msg \
+                and isinstance(record.args, tuple) and len(record.args) == 3:
+            record.msg = record.msg.replace(":%d", ":%d" + self.path.replace("%", "%%"), 1)
+            record.__dict__.pop("color_message", None)  # uvicorn's coloured copy of the old text
+        return True
+
+
+def say_the_endpoint(path: str) -> None:
+    """Have uvicorn's startup line name the MCP endpoint at ``path`` (once per process)."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _EndpointInStartupLine) for f in logger.filters):
+        logger.addFilter(_EndpointInStartupLine(path))
 
 
 def default_asgi() -> ASGIApp:
@@ -290,6 +315,7 @@ def run(server: MCPServer, transport: str, *, host: str, port: int) -> None:
 def serve_http(server: MCPServer, *, host: str, port: int, settings: Settings) -> None:
     import uvicorn
 
+    say_the_endpoint(settings.path)
     # uvicorn's logs go through ours (stderr, format, redaction); forwarded headers are wiremcp's to trust
     uvicorn.run(build_http_app(server, settings), host=host, port=port, log_level=settings.log_level.lower(),
                 lifespan="on", log_config=None, proxy_headers=False)
@@ -300,5 +326,6 @@ def serve_http_reloading(*, host: str, port: int, settings: Settings, watch: lis
     whenever a Python file under ``watch`` changes."""
     import uvicorn
 
+    say_the_endpoint(settings.path)  # this process binds the socket and says where: the child serves
     uvicorn.run("wiremcp:asgi", host=host, port=port, log_level=settings.log_level.lower(), lifespan="on",
                 log_config=None, reload=True, reload_dirs=watch, proxy_headers=False)

@@ -171,11 +171,12 @@ def _tool_arguments(tool: dict[str, Any]) -> list[str]:
     if not isinstance(properties, dict):
         return []
     required = schema.get("required") if isinstance(schema, dict) else None
+    defs = schema.get("$defs") if isinstance(schema, dict) else None
     lines = []
     for name, prop in properties.items():
         flags = ", required" if isinstance(required, list) and name in required else ""
         about = _first_line(prop.get("description")) if isinstance(prop, dict) else ""
-        lines.append(f"{name}: {_type_name(prop, schema.get('$defs'))}{flags}" + (f" — {about}" if about else ""))
+        lines.append(f"{name}: {_type_name(prop, defs)}{flags}" + (f" — {about}" if about else ""))
     return lines
 
 
