@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sys
+import types
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -155,4 +157,29 @@ class ClientTimeout(TimeoutError):
 
 class DefinitionError(TypeError, ValueError):
     """A tool, resource or prompt that cannot be registered as it is written: the message says which, where
-    it is defined, and why (raised as it is registered; ``wiremcp stdio|http`` print it as one line)."""
+    it is defined, and why (raised as it is registered; ``wiremcp stdio|http`` print it as one line, and so
+    does ``python server.py`` when nothing catches it: ``say_uncaught_definition_errors``)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        say_uncaught_definition_errors()
+
+
+def say_uncaught_definition_errors() -> None:
+    """Have the interpreter print a ``DefinitionError`` that nothing caught (a server file run as ``python
+    server.py``, whose module-level decorator refused a tool) as its one line on stderr, exit status 2, not
+    a traceback through the decorators: the message already says where and why. Any other exception goes to
+    the hook there was. Installed once, by the first ``DefinitionError`` made."""
+    previous = sys.excepthook
+    if getattr(previous, "_says_definition_errors", False):
+        return
+
+    def hook(kind: type[BaseException], error: BaseException, traceback: types.TracebackType | None) -> None:
+        if not isinstance(error, DefinitionError):
+            previous(kind, error, traceback)
+            return
+        sys.stderr.write(f"wiremcp: error: {error}\n")
+        raise SystemExit(2)
+
+    hook._says_definition_errors = True  # type: ignore[attr-defined]
+    sys.excepthook = hook

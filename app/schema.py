@@ -13,6 +13,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from pydantic.errors import PydanticInvalidForJsonSchema
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema, PydanticUndefined
 from typing_extensions import is_typeddict
@@ -110,6 +111,42 @@ def arguments_model(fn: Callable[..., Any], name: str, hints: dict[str, Any], sk
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
     model: type[BaseModel] = create_model(f"{name}_arguments", __config__=config, **fields)
     return model
+
+
+def arguments_schema(model: type[BaseModel]) -> JSONObject:
+    """The input schema of an ``arguments_model``; a parameter whose type has no JSON Schema (a class pydantic
+    only checks with ``isinstance``, such as ``socket.socket``) is a ``TypeError`` naming it, its type and
+    what to use instead, in one line."""
+    try:
+        schema = json_schema(TypeAdapter(model))
+    except PydanticInvalidForJsonSchema as exc:
+        raise TypeError(_unsupported_parameter(model) or str(exc).strip().splitlines()[0]) from None
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _unsupported_parameter(model: type[BaseModel]) -> str | None:
+    """What to say of the first of ``model``'s fields whose type has no JSON Schema (None if none alone has)."""
+    for name, field in model.model_fields.items():
+        if field.annotation is None:
+            continue
+        try:
+            json_schema(TypeAdapter(field.annotation, config=ConfigDict(arbitrary_types_allowed=True)))
+        except PydanticInvalidForJsonSchema:
+            return (f"parameter {name!r} is typed {type_name(field.annotation)}, which has no JSON Schema: type it "
+                    "str, int, float, bool, a list or dict of them, an Enum, a Literal, a pydantic model, a dataclass "
+                    "or a TypedDict (and make what it stands for inside the function)")
+        except Exception:  # a type pydantic takes no config with (a model): not the one
+            continue
+    return None
+
+
+def type_name(annotation: Any) -> str:
+    """``annotation`` as it is written: ``socket.socket``, ``int``, ``list[socket.socket]``."""
+    if isinstance(annotation, type) and not get_args(annotation):
+        module = "" if annotation.__module__ == "builtins" else f"{annotation.__module__}."
+        return f"{module}{annotation.__qualname__}"
+    return repr(annotation).replace("typing.", "")
 
 
 def _is_object_type(annotation: Any) -> bool:

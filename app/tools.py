@@ -20,7 +20,7 @@ from wiremcp.schema import (
     OutputSpec,
     SchemaChecker,
     arguments_model,
-    json_schema,
+    arguments_schema,
     output_spec,
     validation_message,
 )
@@ -117,7 +117,7 @@ class Tool(Component):
         else:
             self._model = arguments_model(fn, self.name, hints, self._ctx_param)
             self._fields = tuple(self._model.model_fields)
-            self.input_schema = _model_schema(self._model)
+            self.input_schema = arguments_schema(self._model)
         self.header_params = header_params(self.input_schema, self.name)
         """Parameters mirrored into ``Mcp-Param-*`` headers (stateless era, HTTP)."""
         self._output: OutputSpec | None = None
@@ -199,9 +199,3 @@ class Tool(Component):
                                       failure, details=details)[0])
 
 
-def _model_schema(model: type[BaseModel]) -> JSONObject:
-    from pydantic import TypeAdapter
-
-    schema = json_schema(TypeAdapter(model))
-    schema.setdefault("properties", {})
-    return schema

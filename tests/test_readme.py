@@ -82,7 +82,7 @@ def block(name: str) -> Block:
     return found
 
 
-CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "request-state-keys", "auth-env",
+CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "testing-config", "request-state-keys", "auth-env",
            "auth-mount", "dev-auth", "layout", "commands", "list-call", "host-entry", "claude-desktop-config",
            "vscode-config", "walk-http-handshake", "walk-http-stateless", "walk-stdio", "walk-elicitation-asked",
            "walk-elicitation-answered", "skills", "apps", "middleware", "rate-limits", "mount"}
@@ -311,13 +311,16 @@ async def test_the_mount_example_serves_the_child_under_its_prefix(tmp_path: Pat
 
 
 def test_the_testing_example_passes_in_a_project_of_ones_own(tmp_path: Path) -> None:
-    """Saved as the user would save it, next to the server, and run by pytest with no settings of ours."""
+    """Saved as the user would save it, next to the server with the README's pytest settings, and run by pytest
+    with none of ours: it passes, and without a warning."""
     (tmp_path / "server.py").write_text(block("server").text)
     (tmp_path / "test_server.py").write_text(block("testing").text)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-                         cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60)
+    (tmp_path / "pyproject.toml").write_text(block("testing-config").text)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
+                          str(tmp_path)], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout, run.stdout
+    assert "warning" not in (run.stdout + run.stderr).lower(), run.stdout + run.stderr
 
 
 def test_the_request_state_key_command_makes_a_key_the_server_takes() -> None:

@@ -130,10 +130,12 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: int = 3) -> Iterator[UvicornProcess]:
-    """``python -m uvicorn app:asgi`` serving ``server`` (``MODULE:ATTR``) at /mcp, cwd = the repo root."""
+def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: int = 3,
+                app: str = "app:asgi") -> Iterator[UvicornProcess]:
+    """``python -m uvicorn app:asgi`` (or ``app``, e.g. ``wiremcp:asgi``) serving ``server`` (``MODULE:ATTR``)
+    at /mcp, cwd = the repo root."""
     with _serving(server, env, attempts, lambda port: [
-            sys.executable, "-m", "uvicorn", "app:asgi", "--host", "127.0.0.1", "--port", str(port),
+            sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
             "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"]) as running:
         yield running
 

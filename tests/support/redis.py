@@ -37,21 +37,23 @@ def redis_server_binary() -> str:
 class RedisServer:
     """One ``redis-server`` process; ``url`` is what ``WIREMCP_REDIS_URL`` takes."""
 
-    def __init__(self, directory: str, port: int | None = None) -> None:
+    def __init__(self, directory: str, port: int | None = None, password: str | None = None) -> None:
+        """``password``: required of clients (``requirepass``), and then in ``url``."""
         self.directory = directory
         self.port = port or free_port()
+        self.password = password
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{f':{self.password}@' if self.password else ''}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         assert self.process is None or self.process.poll() is not None, "already running"
         self.process = subprocess.Popen(
             [redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.directory,
              "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no",
-             "--loglevel", "warning", "--daemonize", "no"],
+             "--loglevel", "warning", "--daemonize", "no", *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + START_BOUND
         while not self._answers_ping():
@@ -65,7 +67,8 @@ class RedisServer:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.25) as sock:
                 sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
+                answer = sock.recv(64)
+                return answer.startswith(b"+PONG") or answer.startswith(b"-NOAUTH")  # up, with a password
         except OSError:
             return False
 

@@ -4,7 +4,9 @@ composition root hands them to the transports and to the server's ``Runtime``.""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -19,6 +21,7 @@ from wiremcp.transports.redis.rate_limits import RedisRateLimits
 from wiremcp.transports.redis.sessions import DEFAULT_FRESH_FOR, RedisSessionStore
 from wiremcp.transports.redis.target import RedisTarget, parse_target
 from wiremcp.transports.redis.tasks import RedisTaskStore
+from wiremcp.unavailable import StoreUnavailable
 
 
 @dataclass(slots=True)
@@ -29,6 +32,8 @@ class RedisBackend:
     bus: RedisSubscriptionBus
     tasks: RedisTaskStore
     rate_limits: RedisRateLimits
+    _shared: bool = False
+    _sharing: asyncio.Task[None] | None = None
 
     @classmethod
     def connect(cls, url: RedisTarget | str, *, prefix: str = "wiremcp", timeout: float = 2.0, replica: str = "",
@@ -57,7 +62,26 @@ class RedisBackend:
 
     async def share_request_state_key(self, sealer: RequestStateSealer) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one
-        to start makes it), so that a multi-round exchange may continue on any replica."""
+        to start makes it), so that a multi-round exchange may continue on any replica. A Redis that does
+        not answer yet does not stop the start: the key is asked for again every lease renewal period until
+        it does, and ``request_state_key_shared`` (a readiness check) is False until then."""
+        try:
+            await self._share_request_state_key(sealer)
+        except StoreUnavailable:
+            self._sharing = asyncio.get_running_loop().create_task(self._keep_sharing(sealer))
+
+    async def request_state_key_shared(self) -> bool:
+        """The replicas' ``requestState`` key is in use here (``share_request_state_key`` got it)."""
+        return self._shared
+
+    async def _keep_sharing(self, sealer: RequestStateSealer) -> None:
+        while True:
+            await asyncio.sleep(self.cluster.lease / 3)  # the retry period, not a wait for something
+            with contextlib.suppress(StoreUnavailable):
+                await self._share_request_state_key(sealer)
+                return
+
+    async def _share_request_state_key(self, sealer: RequestStateSealer) -> None:
         key = self.cluster.keys.request_state_key
         fresh = base64.urlsafe_b64encode(os.urandom(32))
         with reachable("request-state key"):
@@ -65,3 +89,4 @@ class RedisBackend:
             shared = await self.cluster.client.get(key)
         if shared:
             sealer.use_keys([decode_key(shared.decode() if isinstance(shared, bytes) else shared)])
+        self._shared = True

@@ -78,6 +78,9 @@ class Cluster:
         self._closing = False
         self._starting: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Task[None]] = set()
+        self._where = target.redacted
+        self._unreachable = False
+        """The last attempt to renew the lease failed: said once, and once again when Redis answers."""
         self._renew = client.register_script(_RENEW_IF_HELD)
         self._release = client.register_script(_RELEASE_IF_HELD)
 
@@ -97,12 +100,15 @@ class Cluster:
         if self._loop is not None:  # started, or starting: set before the first await, so it runs once
             return
         self._loop = asyncio.get_running_loop()
-        with contextlib.suppress(RedisError, RedisClusterException, OSError):  # alive for the others from the start
+        try:  # alive for the others from the start
             await prepare(self.client)
             await self.client.set(self.keys.alive(self.replica), b"1", px=int(self.lease * 1000))
+        except (RedisError, RedisClusterException, OSError) as exc:
+            self._lost(exc)  # serving all the same: unready (``/readyz``) until Redis answers, then linked
         self._tasks = [self._loop.create_task(self._keep_lease()), self._loop.create_task(self._subscriber.run())]
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._subscriber.wait_connected(), SUBSCRIBE_BOUND)
+        if not self._unreachable:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._subscriber.wait_connected(), SUBSCRIBE_BOUND)
 
     def ensure_started(self) -> None:
         """Start lazily (an app mounted without its lifespan)."""
@@ -144,9 +150,20 @@ class Cluster:
         while True:
             try:
                 await self.client.set(key, b"1", px=ttl_ms)
-            except (RedisError, OSError) as exc:
-                log.warning("could not renew this replica's lease: %s", exc)
+            except (RedisError, RedisClusterException, OSError) as exc:
+                self._lost(exc)
+            else:
+                if self._unreachable:
+                    self._unreachable = False
+                    log.info("Redis at %s answers again", self._where)
             await asyncio.sleep(self.lease / 3)  # the renewal period, not a wait for something
+
+    def _lost(self, exc: BaseException) -> None:
+        """Say once (not at each renewal) that Redis stopped answering: its URL without a password, why."""
+        if not self._unreachable:
+            self._unreachable = True
+            log.warning("Redis at %s is unreachable (%s): this replica is not ready (/readyz answers 503) "
+                        "and tries again until it answers", self._where, exc)
 
     async def alive(self, replica: str) -> bool:
         if replica == self.replica:

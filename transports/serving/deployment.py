@@ -139,13 +139,16 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
                      allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins,
                      authenticate=build_auth(settings, metrics.auth_failure if metrics is not None else None),
                      drain_seconds=settings.drain_seconds)
-    if redis is not None and not settings.request_state_keys:
-        backend = redis
-        mcp.on_startup.append(lambda: backend.share_request_state_key(runtime.request_states))
-    checks = {"redis": redis.cluster.ping} if redis is not None else None
+    checks: dict[str, ReadinessCheck] = {}
+    if redis is not None:
+        checks["redis"] = redis.cluster.ping
+        if not settings.request_state_keys:  # agreed on in Redis: ready once it is (Redis may answer later)
+            backend = redis
+            mcp.on_startup.append(lambda: backend.share_request_state_key(runtime.request_states))
+            checks["request-state key"] = backend.request_state_key_shared
     with setting("WIREMCP_TRUSTED_PROXIES"):
         trusted = TrustedProxies(settings.trusted_proxies)
-    return ForwardedHeaders(build_operations(mcp, metrics, checks), trusted)
+    return ForwardedHeaders(build_operations(mcp, metrics, checks or None), trusted)
 
 
 def build_redis(settings: Settings) -> RedisBackend | None:
@@ -223,7 +226,32 @@ def build_asgi(settings: Settings | None = None) -> ASGIApp:
     settings = settings or Settings.from_env()
     setup_logging(settings.log_level, settings.log_format)
     warn_unknown_variables()
-    return build_http_app(load_server(settings.server), settings)
+    app = build_http_app(load_server(settings.server), settings)
+    say_the_endpoint(settings.path)
+    return app
+
+
+class _EndpointInStartupLine(logging.Filter):
+    """uvicorn's "Uvicorn running on http://HOST:PORT" line with the MCP endpoint's path: the URL a host is
+    given (``http://127.0.0.1:8000/mcp``), not the bare origin."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith("Uvicorn running on ") and "://" in record.msg \
+                and isinstance(record.args, tuple) and len(record.args) == 3:
+            record.msg = record.msg.replace(":%d", ":%d" + self.path.replace("%", "%%"), 1)
+            record.__dict__.pop("color_message", None)  # uvicorn's coloured copy of the old text
+        return True
+
+
+def say_the_endpoint(path: str) -> None:
+    """Have uvicorn's startup line name the MCP endpoint at ``path`` (once per process)."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _EndpointInStartupLine) for f in logger.filters):
+        logger.addFilter(_EndpointInStartupLine(path))
 
 
 def default_asgi() -> ASGIApp:
@@ -293,6 +321,7 @@ def run(server: MCPServer, transport: str, *, host: str, port: int) -> None:
 def serve_http(server: MCPServer, *, host: str, port: int, settings: Settings) -> None:
     import uvicorn
 
+    say_the_endpoint(settings.path)
     # uvicorn's logs go through ours (stderr, format, redaction); forwarded headers are wiremcp's to trust
     uvicorn.run(build_http_app(server, settings), host=host, port=port, log_level=settings.log_level.lower(),
                 lifespan="on", log_config=None, proxy_headers=False)
@@ -303,5 +332,6 @@ def serve_http_reloading(*, host: str, port: int, settings: Settings, watch: lis
     whenever a Python file under ``watch`` changes."""
     import uvicorn
 
+    say_the_endpoint(settings.path)  # this process binds the socket and says where: the child serves
     uvicorn.run("wiremcp:asgi", host=host, port=port, log_level=settings.log_level.lower(), lifespan="on",
                 log_config=None, reload=True, reload_dirs=watch, proxy_headers=False)

@@ -15,8 +15,10 @@ import importlib.util
 import os
 import re
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 from wiremcp.errors import DefinitionError
 from wiremcp.server import MCPServer
@@ -34,7 +36,51 @@ def load_server(spec: str, app_dir: str | None = None) -> MCPServer:
         server = _load(spec.strip(), app_dir)
     except DefinitionError as exc:  # a tool, resource or prompt written wrong: the user's to fix, one line
         raise ConfigError(str(exc)) from None
+    except ConfigError:
+        raise
+    except Exception as exc:  # raised by the user's module as it was imported (or by its factory)
+        raise ServerModuleError(exc) from None
     return checked(server)
+
+
+class ServerModuleError(ConfigError):
+    """The server's module raised as it was imported (or its factory as it was called): the traceback of the
+    user's own frames and the error, without the frames of the import machinery and of this loader that
+    led to them; exit status 2 as for any mistake of the user's."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.report = "".join(_user_traceback(error).format())
+        super().__init__(self.report.rstrip().splitlines()[-1])
+
+    def exit(self) -> NoReturn:
+        sys.stderr.write(self.report)
+        raise SystemExit(2) from None
+
+
+_IMPORT_MACHINERY = (str(Path(importlib.__file__).parent) + os.sep, "<frozen importlib")
+_FRAMEWORK = (*_IMPORT_MACHINERY, str(Path(__file__).parents[2]) + os.sep)
+"""Where the frames between the command and the user's module come from: importlib, and wiremcp itself (as
+imported: the frames name the files by the path they were imported from)."""
+
+
+def _user_traceback(error: BaseException) -> traceback.TracebackException:
+    """``error``'s traceback, with its chained errors', less the import machinery's frames anywhere and
+    wiremcp's before the first of the user's (all kept when none is the user's: then it is wiremcp's own)."""
+    report = traceback.TracebackException.from_exception(error)
+    seen: set[int] = set()
+    todo = [report]
+    while todo:
+        one = todo.pop()
+        if id(one) in seen:
+            continue
+        seen.add(id(one))
+        frames = [frame for frame in one.stack if not frame.filename.startswith(_IMPORT_MACHINERY)]
+        first = next((n for n, frame in enumerate(frames) if not frame.filename.startswith(_FRAMEWORK)), None)
+        if first is not None:
+            one.stack = traceback.StackSummary.from_list(frames[first:])
+        todo += [chained for chained in (one.__cause__, one.__context__) if chained is not None]
+    return report
 
 
 def checked(server: MCPServer) -> MCPServer:

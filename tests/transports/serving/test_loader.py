@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from wiremcp import MCPServer
-from wiremcp.transports.serving.loader import FILE_MODULE, load_server, resolve_file, spec_file
+from wiremcp.transports.serving.loader import (
+    FILE_MODULE,
+    ServerModuleError,
+    load_server,
+    resolve_file,
+    spec_file,
+)
 from wiremcp.transports.serving.settings import ConfigError
 
 
@@ -127,7 +133,7 @@ def test_a_spec_that_does_not_resolve_is_one_line(tmp_path: Path, spec: str) -> 
 
 @pytest.mark.parametrize(("body", "line", "reason"), [
     ("class Opaque:\n    pass\n\nserver = MCPServer('s')\n\n@server.tool()\ndef broken(x: Opaque) -> str:\n"
-     "    return ''\n", 6, "tool broken: Cannot generate a JsonSchema for"),
+     "    return ''\n", 6, "tool broken: parameter 'x' is typed "),
     ("server = MCPServer('s')\n\n@server.tool()\ndef broken(*args: str) -> str:\n    return ''\n", 3,
      "tool broken: *args and **kwargs cannot be described by a schema"),
     ("server = MCPServer('s')\n\n@server.prompt()\ndef broken(*names: str) -> str:\n    return ''\n", 3,
@@ -151,10 +157,13 @@ def test_a_module_that_imports_something_missing_shows_the_users_own_error(tmp_p
     name = unique()
     write(tmp_path, f"{name}.py", "import a_dependency_not_installed\nserver = MCPServer('x')\n")
     os.chdir(tmp_path)
-    with pytest.raises(ModuleNotFoundError) as caught:
+    with pytest.raises(ServerModuleError) as caught:
         load_server(name)
-    assert not isinstance(caught.value, ConfigError)
-    assert caught.value.name == "a_dependency_not_installed"
+    assert isinstance(caught.value.error, ModuleNotFoundError)
+    assert caught.value.error.name == "a_dependency_not_installed"
+    assert caught.value.report == (
+        f'Traceback (most recent call last):\n  File "{tmp_path / name}.py", line 2, in <module>\n'
+        "    import a_dependency_not_installed\nModuleNotFoundError: No module named 'a_dependency_not_installed'\n")
 
 
 def test_a_module_spec_that_ends_in_py_is_a_module_when_no_such_file_exists(tmp_path: Path) -> None:

@@ -142,9 +142,18 @@ def _summary(item: dict[str, Any]) -> str:
     return " — ".join(part for part in (title, _first_line(item.get("description"))) if isinstance(part, str) and part)
 
 
-def _type_name(schema: Any) -> str:
+def _type_name(schema: Any, defs: Any = None) -> str:
+    """A property's type as the listing shows it: ``integer``, ``string|null``; an enum by its values
+    (``red|green``), also behind a ``$ref`` to the input schema's ``$defs`` (pydantic's Enum classes)."""
     if not isinstance(schema, dict):
         return "any"
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, dict):
+        return _type_name(defs.get(ref.removeprefix("#/$defs/")), defs)
+    if isinstance(schema.get("enum"), list):
+        return "|".join(v if isinstance(v, str) else json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return schema["const"] if isinstance(schema["const"], str) else json.dumps(schema["const"])
     kind = schema.get("type")
     if isinstance(kind, str):
         return kind
@@ -152,8 +161,8 @@ def _type_name(schema: Any) -> str:
         return "|".join(str(k) for k in kind)
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            return "|".join(_type_name(s) for s in schema[key])
-    return "enum" if "enum" in schema else "object" if "$ref" in schema else "any"
+            return "|".join(_type_name(s, defs) for s in schema[key])
+    return "object" if "$ref" in schema else "any"
 
 
 def _tool_arguments(tool: dict[str, Any]) -> list[str]:
@@ -162,11 +171,12 @@ def _tool_arguments(tool: dict[str, Any]) -> list[str]:
     if not isinstance(properties, dict):
         return []
     required = schema.get("required") if isinstance(schema, dict) else None
+    defs = schema.get("$defs") if isinstance(schema, dict) else None
     lines = []
     for name, prop in properties.items():
         flags = ", required" if isinstance(required, list) and name in required else ""
         about = _first_line(prop.get("description")) if isinstance(prop, dict) else ""
-        lines.append(f"{name}: {_type_name(prop)}{flags}" + (f" — {about}" if about else ""))
+        lines.append(f"{name}: {_type_name(prop, defs)}{flags}" + (f" — {about}" if about else ""))
     return lines
 
 

@@ -294,3 +294,32 @@ def test_key_value_arguments_are_typed_by_the_schema(key: str, raw: str, value: 
 def test_a_value_that_does_not_fit_names_its_key(key: str, raw: str) -> None:
     with pytest.raises(ConfigError, match=f"argument '{key}' must be "):
         coerce(key, raw, SCHEMA)
+
+
+ENUM_SERVER = '''import enum
+
+from wiremcp import MCPServer
+
+server = MCPServer("paints")
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Size(enum.IntEnum):
+    SMALL = 1
+    LARGE = 2
+
+
+@server.tool()
+def paint(colour: Colour, size: Size = Size.SMALL, shade: Colour | None = None) -> str:
+    return colour.value
+'''
+
+
+def test_list_shows_an_enum_parameter_by_its_values(tmp_path: Path) -> None:
+    (tmp_path / "paints.py").write_text(ENUM_SERVER)
+    listed = succeeded(wiremcp("list", "paints.py", cwd=tmp_path, process=True))
+    assert "      colour: red|green, required\n      size: 1|2\n      shade: red|green|null\n" in listed, listed

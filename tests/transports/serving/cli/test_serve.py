@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.support.command_line import run_main
-from tests.support.http import free_port, stop_process
+from tests.support.http import free_port, run_wiremcp_http, stop_process
 from wiremcp.transports.serving.cli import package_version
 
 BOUND = 20.0
@@ -227,3 +227,12 @@ def test_dev_without_node_says_what_is_missing(project: Path, tmp_path: Path) ->
     done = subprocess.run(wiremcp("dev", "server.py"), cwd=project, capture_output=True, text=True, timeout=BOUND,
                           env=env(PATH=str(tmp_path / "empty")))
     assert "npx, which is not on PATH: install Node.js" in one_error_line(done)
+
+
+@pytest.mark.parametrize(("extra", "path"), [({}, "/mcp"), ({"WIREMCP_PATH": "/tools/mcp"}, "/tools/mcp")])
+def test_http_says_the_url_a_host_is_given(extra: dict[str, str], path: str) -> None:
+    """The startup line names the MCP endpoint (with its path), not the bare origin."""
+    with run_wiremcp_http("tests.support.http_fixture_server:server", {"WIREMCP_LOG_LEVEL": "INFO", **extra}) as served:
+        line = f"Uvicorn running on http://127.0.0.1:{served.port}{path} (Press CTRL+C to quit)"
+        _until(lambda: line in served.output(), "the startup line")
+        assert httpx.post(served.base_url + path, json={}, headers={"accept": "application/json"}).status_code != 404
