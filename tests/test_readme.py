@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -85,7 +86,8 @@ def block(name: str) -> Block:
 CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "testing-config", "request-state-keys", "auth-env",
            "auth-mount", "dev-auth", "layout", "commands", "list-call", "host-entry", "claude-desktop-config",
            "vscode-config", "walk-http-handshake", "walk-http-stateless", "walk-stdio", "walk-elicitation-asked",
-           "walk-elicitation-answered", "skills", "apps", "middleware", "rate-limits", "mount"}
+           "walk-elicitation-answered", "skills", "apps", "middleware", "rate-limits", "mount", "curl-handshake",
+           "curl-handshake-out", "curl-stateless", "curl-stateless-out"}
 
 
 def test_every_block_is_run_or_says_why_not() -> None:
@@ -177,6 +179,21 @@ def test_the_http_serve_commands_serve_word_count(line: int) -> None:
         answer = initialize(f"http://127.0.0.1:{port}/mcp")
     assert answer.status_code == 200, answer.text
     assert answer.json()["result"]["serverInfo"]["name"] == "word_count"
+
+
+@pytest.mark.parametrize("era", ["handshake", "stateless"])
+def test_the_curl_examples_print_what_the_readme_says(era: str) -> None:
+    """The curl commands of each era, run as typed (with real curl) against ``uvicorn app:asgi`` serving
+    word_count, print the answer the README shows."""
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not on PATH (.ci/run installs it)")
+    port = free_port()
+    serve = f"WIREMCP_SERVER=examples.word_count:server uvicorn app:asgi --port {port}"
+    with background(serve) as process:
+        accepting(process, port)
+        done = _sh(block(f"curl-{era}").text.replace("8000", str(port)))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout + "\n" == block(f"curl-{era}-out").text, done.stdout
 
 
 # -- the command line and hosts ------------------------------------------------------------------------------
