@@ -225,10 +225,14 @@ class SkillSet:
         if not new and len(before) == len(found) and all(a.same_as(b) for a, b in zip(before, found, strict=True)):
             return False
         others = {s.uri: s for src in self._sources if src is not source for s in self._found[src]}
-        taken = set(others)
+        served_by = {s.uri: src for src in self._sources if src is not source for s in self._found[src]}
+        taken: set[str] = set()
         for skill in found:
             if skill.uri in taken:
-                raise SkillError(f"{source.describe()}: skill {skill.uri} is already served")
+                raise SkillError(f"{source.describe()}: skill {skill.uri} is there twice")
+            if (first := served_by.get(skill.uri)) is not None:
+                raise SkillError(f"{source.describe()}: skill {skill.uri} is already served from {first.describe()}; "
+                                 f"serve one of them under a prefix (prefix=...)")
             taken.add(skill.uri)
         old_files = {uri: digest for s in before for uri, digest in _digests(s).items()}
         new_files = {uri: digest for s in found for uri, digest in _digests(s).items()}

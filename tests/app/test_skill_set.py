@@ -79,6 +79,19 @@ def test_the_same_skill_twice_or_over_an_existing_resource_is_refused(tmp_path: 
     assert list(server.skill_set.skills) == ["skill://a/SKILL.md"]
 
 
+def test_a_skill_served_from_two_folders_is_refused_naming_both(tmp_path: Path) -> None:
+    first = write(tmp_path / "team", {"notes/SKILL.md": manifest("notes")})
+    second = write(tmp_path / "vendor", {"notes/SKILL.md": manifest("notes")})
+    server = MCPServer("s")
+    server.skills(first)
+    with pytest.raises(SkillError) as refused:
+        server.skills(second)
+    assert str(refused.value) == (f"{second}: skill skill://notes/SKILL.md is already served from {first}; "
+                                  "serve one of them under a prefix (prefix=...)")
+    server.skills(second, prefix="vendor")  # as the message says
+    assert sorted(server.skill_set.skills) == ["skill://notes/SKILL.md", "skill://vendor/notes/SKILL.md"]
+
+
 async def test_remove_skill_takes_its_files_away_and_it_stays_away_when_the_folder_changes(tmp_path: Path) -> None:
     server = MCPServer("s")
     root = write(tmp_path, {"a/SKILL.md": manifest("a"), "a/x.md": "x", "b/SKILL.md": manifest("b")})
