@@ -195,8 +195,10 @@ class Context:
             params["message"] = message
         await self.send_notification("notifications/progress", params)
 
-    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send ``notifications/message`` if the client's log level lets it through."""
+    async def log(self, level: str, data: Any, logger: str | None = None, *, logger_name: str | None = None) -> None:
+        """Send ``notifications/message`` if the client's log level lets it through. ``logger_name`` is
+        ``logger`` under the name FastMCP and the official SDK give it."""
+        logger = _one_logger(logger, logger_name)
         rank = LOG_LEVEL_RANK.get(level)
         if rank is None:
             raise ValueError(f"unknown log level {level!r}")
@@ -210,17 +212,17 @@ class Context:
             params["logger"] = logger
         await self.send_notification("notifications/message", params)
 
-    async def debug(self, data: Any, logger: str | None = None) -> None:
-        await self.log("debug", data, logger)
+    async def debug(self, data: Any, logger: str | None = None, *, logger_name: str | None = None) -> None:
+        await self.log("debug", data, logger, logger_name=logger_name)
 
-    async def info(self, data: Any, logger: str | None = None) -> None:
-        await self.log("info", data, logger)
+    async def info(self, data: Any, logger: str | None = None, *, logger_name: str | None = None) -> None:
+        await self.log("info", data, logger, logger_name=logger_name)
 
-    async def warning(self, data: Any, logger: str | None = None) -> None:
-        await self.log("warning", data, logger)
+    async def warning(self, data: Any, logger: str | None = None, *, logger_name: str | None = None) -> None:
+        await self.log("warning", data, logger, logger_name=logger_name)
 
-    async def error(self, data: Any, logger: str | None = None) -> None:
-        await self.log("error", data, logger)
+    async def error(self, data: Any, logger: str | None = None, *, logger_name: str | None = None) -> None:
+        await self.log("error", data, logger, logger_name=logger_name)
 
     def close_sse_stream(self) -> bool:
         """Over HTTP, close this request's SSE connection now without ending the request (SSE polling):
@@ -308,3 +310,10 @@ class Context:
         """Read one of this server's own resources."""
         contents: list[JSONObject] = (await self.server.resources.read(uri, self))["contents"]
         return contents
+
+
+def _one_logger(logger: str | None, logger_name: str | None) -> str | None:
+    """The logger a log message names, given as ``logger`` or as ``logger_name``; both is a mistake."""
+    if logger is not None and logger_name is not None:
+        raise TypeError("give the logger as logger= or as logger_name=, not both")
+    return logger if logger is not None else logger_name

@@ -37,6 +37,8 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from wiremcp import access
+from wiremcp.component import definition_site
+from wiremcp.errors import DefinitionError
 from wiremcp.input_required import INPUT_CAPABLE
 from wiremcp.types import JSONObject, RequestId
 
@@ -166,13 +168,30 @@ _KINDS = frozenset({"on_message", "on_request", "on_notification"})
 names its method."""
 
 
+_FASTMCP_HOOKS = {"on_call_tool": "on_tools_call", "on_list_tools": "on_tools_list",
+                  "on_read_resource": "on_resources_read", "on_list_resources": "on_resources_list",
+                  "on_list_resource_templates": "on_resources_templates_list", "on_get_prompt": "on_prompts_get",
+                  "on_list_prompts": "on_prompts_list"}
+"""FastMCP's names of method hooks, which name no MCP method here, and the hook each one is."""
+
+
 class Middleware:
     """A middleware with a hook per kind of message, for those who prefer overriding methods.
 
     Every message goes through ``on_message``, then ``on_request`` or ``on_notification``, then the hook of
     its method, named after it: ``on_tools_call`` for ``tools/call``, ``on_resources_read``,
     ``on_notifications_cancelled``... Each has the signature ``(call, call_next)`` and by default hands the
-    call on. Override the ones you need."""
+    call on. Override the ones you need. A hook under FastMCP's name for it (``on_call_tool``), which would
+    never run, is refused as the class is defined (``DefinitionError``), naming the hook it means."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for fastmcp_name, hook in _FASTMCP_HOOKS.items():
+            method = cls.__dict__.get(fastmcp_name)
+            if method is not None:
+                raise DefinitionError(f"{definition_site(method)}: middleware {cls.__qualname__}: {fastmcp_name} is "
+                                      f"FastMCP's name, and would never run: the hook of "
+                                      f"{hook.removeprefix('on_').replace('_', '/')} is {hook}(self, call, call_next)")
 
     async def __call__(self, call: Call, call_next: CallNext) -> JSONObject | None:
         async def kind() -> JSONObject | None:

@@ -164,13 +164,17 @@ class MCPServer(Definitions):
             mount.parent._pipeline_changed()
 
     # -- composition -------------------------------------------------------------------------------
-    def mount(self, child: MCPServer, prefix: str | None = None) -> None:
+    def mount(self, child: MCPServer, prefix: str | None = None, *, namespace: str | None = None) -> None:
         """Serve ``child``'s tools, prompts, resources, completions and skills here, under ``prefix`` (see
         ``wiremcp.mount``): ``<prefix>_<name>`` for tools and prompts, ``<scheme>://<prefix>/...`` for URIs
-        (no prefix: under their own names).
+        (no prefix: under their own names). ``namespace`` is ``prefix`` under FastMCP 3's name for it.
         Live: what the child changes later is served here at once. Its scopes and middleware are kept. A name
         this server already serves raises ``DefinitionError``, as does mounting a server in itself."""
         here = definition_site()
+        if namespace is not None:
+            if prefix is not None:
+                raise DefinitionError(f"{here}: mount: give the prefix as prefix= or as namespace=, not both")
+            prefix = namespace
         if not isinstance(child, MCPServer):
             raise DefinitionError(f"{here}: mount: {child!r} is not an MCPServer")
         if child is self or self._within(child):
@@ -249,11 +253,13 @@ class MCPServer(Definitions):
         self.skill_set.remove(uri)
 
     # -- serving ------------------------------------------------------------------------------
-    def run(self, transport: Literal["stdio", "http"] = "stdio", *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    def run(self, transport: Literal["stdio", "http", "streamable-http"] = "stdio", *, host: str = "127.0.0.1",
+            port: int = 8000) -> None:
         """Serve this server until stopped, with the settings of the ``WIREMCP_*`` environment: on
-        stdin/stdout (as a host launches it, ``python server.py``), or with ``transport="http"``
-        Streamable HTTP at ``http://{host}:{port}/mcp``. A bad setting ends the process with one line and
-        exit status 2. Logs go to stderr; on stdio, anything printed before ``run()`` went to stdout."""
+        stdin/stdout (as a host launches it, ``python server.py``), or with ``transport="http"`` (also
+        spelt ``"streamable-http"``) Streamable HTTP at ``http://{host}:{port}/mcp``. A bad setting ends the
+        process with one line and exit status 2. Logs go to stderr; on stdio, anything printed before
+        ``run()`` went to stdout."""
         from wiremcp.transports.serving.deployment import run  # the composition root, loaded only to serve
 
         run(self, transport, host=host, port=port)

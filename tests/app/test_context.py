@@ -101,6 +101,29 @@ async def test_a_log_message_carries_its_data_and_logger() -> None:
                         {"level": "warning", "data": {"disk": "low"}}, {"level": "error", "data": "error"}]
 
 
+async def test_the_logger_can_be_named_logger_name_as_fastmcp_and_the_official_sdk_spell_it() -> None:
+    server = MCPServer("ported")
+
+    @server.tool
+    async def ported(ctx: Context) -> str:
+        await ctx.info("from info", logger_name="app")
+        await ctx.log("warning", "from log", logger_name="app")
+        return "done"
+
+    @server.tool
+    async def both(ctx: Context) -> str:
+        await ctx.info("twice named", logger="a", logger_name="b")
+        return "unreachable"
+
+    async with Client(server) as client:
+        await client.call_tool("ported")
+        refused = await client.call_tool("both")
+    messages = [n["params"] for n in client.notifications if n["method"] == "notifications/message"]
+    assert messages == [{"level": "info", "data": "from info", "logger": "app"},
+                        {"level": "warning", "data": "from log", "logger": "app"}]
+    assert refused["isError"] is True  # a mistake in the handler: no message was sent for it
+
+
 # -- forms ------------------------------------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ included), and what a broken middleware costs (only its own message)."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel
 from tests.support.failures import masked_error
 from tests.support.tasks import create
 from wiremcp import Context, MCPServer, jsonrpc
-from wiremcp.errors import MCPError
+from wiremcp.errors import DefinitionError, MCPError
 from wiremcp.middleware import Call, CallNext, Middleware, chain
 from wiremcp.principal import Principal
 from wiremcp.protocol import TASKS_EXTENSION
@@ -582,3 +583,18 @@ async def test_an_exception_in_a_middleware_is_an_internal_error() -> None:
         response = await _call(client, "echo", {"text": "x"})
         assert await client.ping() == {}
     masked_error(response["error"], "Internal error handling tools/call")
+
+
+def test_a_hook_under_fastmcps_name_is_refused_naming_the_hook_it_means() -> None:
+    with pytest.raises(DefinitionError) as refused:
+        class Ported(Middleware):
+            async def on_call_tool(self, call: Call, call_next: CallNext) -> JSONObject | None:
+                return await call_next()
+
+    line = str(refused.value)
+    assert re.fullmatch(r".*test_middleware\.py:\d+: middleware .*Ported: on_call_tool is FastMCP's name, and would "
+                        r"never run: the hook of tools/call is on_tools_call\(self, call, call_next\)", line), line
+    with pytest.raises(DefinitionError, match="the hook of resources/templates/list is on_resources_templates_list"):
+        class Templates(Middleware):
+            async def on_list_resource_templates(self, call: Call, call_next: CallNext) -> JSONObject | None:
+                return await call_next()

@@ -111,6 +111,16 @@ async def test_without_a_prefix_the_child_keeps_its_names() -> None:
         assert read["contents"][0]["text"] == "about"
 
 
+async def test_namespace_is_the_prefix_under_fastmcp_3s_name() -> None:
+    parent = MCPServer("hub")
+    parent.mount(weather(), namespace="wx")
+    async with Client(parent) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["wx_forecast", "wx_reset", "wx_show"]
+    with pytest.raises(DefinitionError, match=r"test_mount\.py:\d+: mount: give the prefix as prefix= "
+                                              r"or as namespace=, not both"):
+        MCPServer("hub").mount(weather(), prefix="wx", namespace="wx")
+
+
 def test_names_the_parent_already_serves_are_refused_at_mount_time() -> None:
     parent = MCPServer("hub")
 

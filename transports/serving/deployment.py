@@ -292,13 +292,19 @@ def run_loop(main: Coroutine[Any, Any, None]) -> None:
         runner.run(main)
 
 
+_TRANSPORTS = {"streamable-http": "http"}
+"""Other names of a transport: ``streamable-http`` is what FastMCP and the official SDK call ``http``."""
+
+
 def serve(load: Callable[[Settings], MCPServer], transport: str, *, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serve the server ``load`` gives, with the environment's settings, on stdio or Streamable HTTP. On stdio,
     stdin and stdout are taken for the wire before ``load`` runs, so that neither a print() at the import of
     the server's module nor a child process started later can write to or read from them; logs go to stderr."""
     settings = Settings.from_env()
+    transport = _TRANSPORTS.get(transport, transport)
     if transport not in ("stdio", "http"):
-        raise ConfigError(f"transport must be 'stdio' or 'http', not {transport!r}")
+        hint = ": 'http' serves the HTTP+SSE transport at /sse too" if transport == "sse" else ""
+        raise ConfigError(f"transport must be 'stdio' or 'http' ('streamable-http'), not {transport!r}{hint}")
     if transport == "stdio":
         claim_stdio()
     setup_logging(settings.log_level, settings.log_format)

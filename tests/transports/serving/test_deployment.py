@@ -200,7 +200,18 @@ def test_an_unknown_transport_ends_server_run_with_one_line(capsys: pytest.Captu
     with pytest.raises(SystemExit) as exited:
         run(MCPServer("x"), "websocket", host="127.0.0.1", port=8000)
     assert exited.value.code == 2
-    assert capsys.readouterr().err == "wiremcp: error: transport must be 'stdio' or 'http', not 'websocket'\n"
+    assert capsys.readouterr().err == ("wiremcp: error: transport must be 'stdio' or 'http' ('streamable-http'), "
+                                       "not 'websocket'\n")
+
+
+@pytest.mark.usefixtures("no_wiremcp_variables")
+def test_the_sse_transport_of_other_frameworks_is_refused_with_where_it_is_served(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run(MCPServer("x"), "sse", host="127.0.0.1", port=8000)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == ("wiremcp: error: transport must be 'stdio' or 'http' ('streamable-http'), "
+                                       "not 'sse': 'http' serves the HTTP+SSE transport at /sse too\n")
 
 
 @pytest.mark.usefixtures("no_wiremcp_variables")

@@ -114,6 +114,18 @@ def test_server_run_serves_stdio(project: Path) -> None:
     assert json.loads(done.stdout)["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "greeter"
 
 
+def test_server_run_serves_http_under_the_name_fastmcp_and_the_official_sdk_give_it(project: Path) -> None:
+    port = free_port()
+    (project / "run_me.py").write_text(SERVER + f"\nserver.run(transport='streamable-http', port={port})\n")
+    process = subprocess.Popen([sys.executable, "run_me.py"], cwd=project, env=env(), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert _until(lambda: _tools(f"http://127.0.0.1:{port}/mcp") or process.poll() is not None,
+                      "the server answers") == ["greet"], process.stderr.read() if process.stderr else ""
+    finally:
+        stop_process(process)
+
+
 def _tools(url: str) -> list[str] | None:
     """The tool names the server at ``url`` lists (stateless era), or None while it does not answer."""
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
