@@ -18,15 +18,15 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.support import markdown
 from tests.support.http import ACCEPT_BOTH, START_BOUND, free_port, serve_in_process, stop_process
-from tests.test_readme import block as readme_block
+from tests.support.markdown import Block
 from wiremcp import MCPError, Principal
 from wiremcp.transports import Client
 
@@ -42,35 +42,12 @@ STATELESS_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 pytestmark = pytest.mark.timeout(120)
 
 
-@dataclass(frozen=True)
-class Block:
-    page: Path
-    name: str
-    language: str
-    text: str
-    line: int
-
-
 def blocks(page: Path) -> list[Block]:
-    lines = page.read_text().splitlines()
-    out: list[Block] = []
-    i = 0
-    while i < len(lines):
-        fence = re.fullmatch(r"```(\w*)", lines[i])
-        if fence is None:
-            i += 1
-            continue
-        marker = re.fullmatch(r"<!-- docs: (.+?) -->", lines[i - 1]) if i else None
-        end = lines.index("```", i + 1)
-        out.append(Block(page, marker.group(1) if marker else "", fence.group(1),
-                         "\n".join(lines[i + 1:end]) + "\n", i + 1))
-        i = end + 1
-    return out
+    return markdown.blocks(page, "docs")
 
 
 def block(page: Path, name: str) -> Block:
-    (found,) = [b for b in blocks(page) if b.name == name]
-    return found
+    return markdown.block(page, "docs", name)
 
 
 CHECKED = {
@@ -258,7 +235,7 @@ def test_python_server_py_serves_the_quickstart_on_stdio(tmp_path: Path) -> None
 def test_the_testing_example_passes_with_the_quickstart_as_server_py(tmp_path: Path) -> None:
     (tmp_path / "server.py").write_text(block(FASTMCP, "quickstart").text)
     (tmp_path / "test_server.py").write_text(block(FASTMCP, "testing").text)
-    (tmp_path / "pyproject.toml").write_text(readme_block("testing-config").text)
+    (tmp_path / "pyproject.toml").write_text(markdown.block(ROOT / "README.md", "readme", "testing-config").text)
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
                           str(tmp_path)], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -23,14 +23,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support import walks
+from tests.support import markdown, walks
 from tests.support.http import (
     ACCEPT_BOTH,
     CLIENT_INFO,
@@ -39,6 +38,7 @@ from tests.support.http import (
     free_port,
     stop_process,
 )
+from tests.support.markdown import Block
 from wiremcp import MCPError, MCPServer
 from wiremcp.observer import OUTCOMES
 from wiremcp.transports import Client
@@ -54,33 +54,12 @@ NOT_RUN = ("install", "not run")
 pytestmark = pytest.mark.timeout(120)
 
 
-@dataclass(frozen=True)
-class Block:
-    name: str
-    language: str
-    text: str
-    line: int
-
-
 def blocks() -> list[Block]:
-    lines = README.read_text().splitlines()
-    out: list[Block] = []
-    i = 0
-    while i < len(lines):
-        fence = re.fullmatch(r"```(\w*)", lines[i])
-        if fence is None:
-            i += 1
-            continue
-        marker = re.fullmatch(r"<!-- readme: (.+?) -->", lines[i - 1]) if i else None
-        end = lines.index("```", i + 1)
-        out.append(Block(marker.group(1) if marker else "", fence.group(1), "\n".join(lines[i + 1:end]) + "\n", i + 1))
-        i = end + 1
-    return out
+    return markdown.blocks(README, "readme")
 
 
 def block(name: str) -> Block:
-    (found,) = [b for b in blocks() if b.name == name]
-    return found
+    return markdown.block(README, "readme", name)
 
 
 CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "testing-config", "request-state-keys", "auth-env",
