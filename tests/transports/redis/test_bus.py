@@ -62,10 +62,11 @@ async def test_end_all_ends_this_replicas_listeners_only(
     bus_b.end_all()
     assert bus_b.listeners == 0
     assert await next_event(on_b) is None  # its listen request answers and closes
-    bus_b.publish(CHANGED)  # B's later changes still reach the other replicas
+    later = bus_b.subscribe()  # B takes new listeners again
+    bus_b.publish(CHANGED)  # and its changes still reach the other replicas (and its own listeners)
     assert await next_event(on_a) == CHANGED
+    assert await next_event(later) == CHANGED  # (subscribed first: B's own change, heard back, is not a race)
     assert bus_a.listeners == 1
-    later = bus_b.subscribe()  # and B takes new listeners again
     bus_a.publish(UPDATED)
     assert await next_event(later) == UPDATED
     assert await next_event(on_a) == UPDATED
