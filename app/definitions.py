@@ -25,6 +25,7 @@ from wiremcp.tools import TaskStart, TaskSupport, Tool
 from wiremcp.types import JSONObject
 
 F = TypeVar("F", bound=Callable[..., Any])
+N = TypeVar("N", Tool, Prompt)
 
 
 class Definitions:
@@ -86,16 +87,22 @@ class Definitions:
     def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
         """Serve ``tool``; one of the same name already here is refused with a ``DefinitionError`` naming
         where each is defined, unless ``replace``."""
-        self._mounted("tools", tool.name, tool.defined_at)
-        first = self.tools.get(tool.name)
-        if first is not None and first is not tool and not replace:
-            raise duplicate("tool", tool.name, first.defined_at, tool.defined_at, "another name")
-        self.tools[tool.name] = tool
-        self.list_changed("tools")
+        self._add("tools", self.tools, tool, replace)
 
     def remove_tool(self, name: str) -> None:
         del self.tools[name]
         self.list_changed("tools")
+
+    def _add(self, kind: Literal["tools", "prompts"], named: dict[str, N], component: N, replace: bool) -> None:
+        """``component`` served under its name among ``named`` (the tools or the prompts): one already there
+        (not the same) is refused naming where each is defined, unless ``replace``; so is a name a mounted
+        server serves here."""
+        self._mounted(kind, component.name, component.defined_at)
+        first = named.get(component.name)
+        if first is not None and first is not component and not replace:
+            raise duplicate(kind[:-1], component.name, first.defined_at, component.defined_at, "another name")
+        named[component.name] = component
+        self.list_changed(kind)
 
     # -- resources ----------------------------------------------------------------------------
     def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
@@ -182,12 +189,7 @@ class Definitions:
     def add_prompt(self, prompt: Prompt, *, replace: bool = False) -> None:
         """Serve ``prompt``; one of the same name already here is refused with a ``DefinitionError`` naming
         where each is defined, unless ``replace``."""
-        self._mounted("prompts", prompt.name, prompt.defined_at)
-        first = self.prompts.get(prompt.name)
-        if first is not None and first is not prompt and not replace:
-            raise duplicate("prompt", prompt.name, first.defined_at, prompt.defined_at, "another name")
-        self.prompts[prompt.name] = prompt
-        self.list_changed("prompts")
+        self._add("prompts", self.prompts, prompt, replace)
 
     def remove_prompt(self, name: str) -> None:
         del self.prompts[name]
