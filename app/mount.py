@@ -97,6 +97,24 @@ class Mount:
             self._sync_resources()
         self._sync_completers()
 
+    def clear(self) -> None:
+        """Take what this mount serves out of the parent (it is being replaced)."""
+        parent = self.parent
+        for name in self.tools:
+            parent.tools.pop(name, None)
+        for name in self.prompts:
+            parent.prompts.pop(name, None)
+        for uri in self.resources:
+            parent.resources.static.pop(uri, None)
+            parent.resources.templates.pop(uri, None)
+        for key in self.completers:
+            parent.completers.pop(key, None)
+        for source in self.skill_sources.values():
+            parent.skill_set.drop(source)
+        self.tools, self.prompts, self.resources, self.completers, self.skill_sources = {}, {}, {}, set(), {}
+        for kind in ("tools", "prompts", "resources"):
+            parent.list_changed(kind)
+
     def _taken(self, kind: str, key: str) -> bool:
         """Whether the parent serves ``key`` otherwise than through this mount."""
         mine = getattr(self, kind)

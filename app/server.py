@@ -164,12 +164,14 @@ class MCPServer(Definitions):
             mount.parent._pipeline_changed()
 
     # -- composition -------------------------------------------------------------------------------
-    def mount(self, child: MCPServer, prefix: str | None = None, *, namespace: str | None = None) -> None:
+    def mount(self, child: MCPServer, prefix: str | None = None, *, namespace: str | None = None,
+              replace: bool = False) -> None:
         """Serve ``child``'s tools, prompts, resources, completions and skills here, under ``prefix`` (see
         ``wiremcp.mount``): ``<prefix>_<name>`` for tools and prompts, ``<scheme>://<prefix>/...`` for URIs
         (no prefix: under their own names). ``namespace`` is ``prefix`` under FastMCP 3's name for it.
         Live: what the child changes later is served here at once. Its scopes and middleware are kept. A name
-        this server already serves raises ``DefinitionError``, as does mounting a server in itself."""
+        this server already serves raises ``DefinitionError``, as does mounting a server in itself, and
+        mounting a server or a prefix mounted already, unless ``replace`` (that mount is taken away first)."""
         here = definition_site()
         if namespace is not None:
             if prefix is not None:
@@ -179,14 +181,24 @@ class MCPServer(Definitions):
             raise DefinitionError(f"{here}: mount: {child!r} is not an MCPServer")
         if child is self or self._within(child):
             raise DefinitionError(f"{here}: mount {child.name} in {self.name}: a server cannot be mounted in itself")
-        for mounted in self._mounts:
+        for mounted in list(self._mounts):
             if mounted.child is child or (prefix is not None and mounted.prefix == prefix):
-                raise DefinitionError(f"{here}: mount {child.name} in {self.name}: that server or prefix {prefix!r} "
-                                      f"is mounted already at {mounted.defined_at}")
+                if not replace:
+                    raise DefinitionError(f"{here}: mount {child.name} in {self.name}: that server or prefix "
+                                          f"{prefix!r} is mounted already at {mounted.defined_at}; pass replace=True "
+                                          "to replace that mount")
+                self._unmount(mounted)
         mount = Mount(self, child, prefix)
         mount.sync()
         self._mounts.append(mount)
         child._mounted_in.append(mount)
+        self._pipeline_changed()
+
+    def _unmount(self, mount: Mount) -> None:
+        """Stop serving what ``mount`` serves here."""
+        mount.clear()
+        self._mounts.remove(mount)
+        mount.child._mounted_in.remove(mount)
         self._pipeline_changed()
 
     def _within(self, other: MCPServer) -> bool:
@@ -224,29 +236,30 @@ class MCPServer(Definitions):
 
     # -- skills (SEP-2640) -----------------------------------------------------------------------
     def skills(self, folder: str | Path, *, prefix: str | None = None, scopes: list[str] | None = None,
-               list_files: bool = False, refresh_seconds: float | None = 2.0) -> list[str]:
+               list_files: bool = False, refresh_seconds: float | None = 2.0, replace: bool = False) -> list[str]:
         """Serve every skill folder (a folder with a ``SKILL.md``) under ``folder``, nested ones too, at
         ``skill://[prefix/]<path from folder>/SKILL.md``; their URIs. Folders that appear, change or go are
         served as they are now within ``refresh_seconds`` (None: read once). ``list_files``: supporting files
         appear in ``resources/list`` too (each ``SKILL.md`` always does). A skill the Agent Skills spec or
-        SEP-2640 refuses raises ``SkillError`` (a ``DefinitionError``) with the path and the reason."""
+        SEP-2640 refuses raises ``SkillError`` (a ``DefinitionError``) with the path and the reason, and so does
+        a skill already served from elsewhere, unless ``replace`` (then it is served from here instead)."""
         source = Source(prefix, list(scopes or []), list_files, refresh_seconds, root=Path(folder))
-        return [skill.uri for skill in self.skill_set.add(source)]
+        return [skill.uri for skill in self.skill_set.add(source, replace=replace)]
 
     def skill(self, folder: str | Path, *, prefix: str | None = None, scopes: list[str] | None = None,
-              list_files: bool = False, refresh_seconds: float | None = 2.0) -> str:
+              list_files: bool = False, refresh_seconds: float | None = 2.0, replace: bool = False) -> str:
         """Serve the one skill in ``folder`` (its name is the folder's) at ``skill://[prefix/]<name>/SKILL.md``;
         its URI. As ``skills`` otherwise."""
         source = Source(prefix, list(scopes or []), list_files, refresh_seconds, folder=Path(folder))
-        return self.skill_set.add(source)[0].uri
+        return self.skill_set.add(source, replace=replace)[0].uri
 
     def add_skill(self, markdown: str, *, files: Mapping[str, str | bytes] | None = None, prefix: str | None = None,
-                  scopes: list[str] | None = None, list_files: bool = False) -> str:
+                  scopes: list[str] | None = None, list_files: bool = False, replace: bool = False) -> str:
         """Serve a skill made here: ``markdown`` is its ``SKILL.md`` (frontmatter first), ``files`` its other
         files by path (``references/GUIDE.md``); its URI, ``skill://[prefix/]<name>/SKILL.md``. Adding it
-        again under the same URI is refused: ``remove_skill`` first."""
+        again under the same URI is refused, unless ``replace``."""
         made = from_memory(markdown, files, prefix=prefix, scopes=scopes, list_files=list_files)
-        return self.skill_set.add(Source(prefix, made.scopes, list_files, None, made=made))[0].uri
+        return self.skill_set.add(Source(prefix, made.scopes, list_files, None, made=made), replace=replace)[0].uri
 
     def remove_skill(self, uri: str) -> None:
         """Stop serving the skill at ``uri`` (its ``SKILL.md``'s, or its root ``skill://<path>``)."""

@@ -119,10 +119,16 @@ class SkillSet:
         return bool(self._sources)
 
     # -- what is served --------------------------------------------------------------------------------
-    def add(self, source: Source) -> list[Skill]:
-        """Serve ``source``'s skills (read now: what cannot be served raises ``SkillError``)."""
+    def add(self, source: Source, *, replace: bool = False) -> list[Skill]:
+        """Serve ``source``'s skills (read now: what cannot be served raises ``SkillError``). ``replace``: a
+        skill another source serves under the same URI stops being served from there (``remove``) and is
+        served from this one."""
         found = source.read()
         source.seen, source.checked = source.signature(), time.monotonic()
+        if replace:
+            for skill in found:
+                if skill.uri in self.skills:
+                    self.remove(skill.uri)
         self._apply(source, found, new=True)
         self._sources.append(source)
         return found
@@ -232,7 +238,7 @@ class SkillSet:
                 raise SkillError(f"{source.describe()}: skill {skill.uri} is there twice")
             if (first := served_by.get(skill.uri)) is not None:
                 raise SkillError(f"{source.describe()}: skill {skill.uri} is already served from {first.describe()}; "
-                                 f"serve one of them under a prefix (prefix=...)")
+                                 f"serve one of them under a prefix (prefix=...), or pass replace=True to replace it")
             taken.add(skill.uri)
         old_files = {uri: digest for s in before for uri, digest in _digests(s).items()}
         new_files = {uri: digest for s in found for uri, digest in _digests(s).items()}

@@ -182,4 +182,4 @@ def test_a_second_mount_names_the_first() -> None:
     parent.mount(child, "c"); first = inspect.currentframe().f_lineno  # type: ignore[union-attr]  # noqa: E702
     with pytest.raises(DefinitionError) as raised:
         parent.mount(child, "d")
-    assert refused(raised).endswith(f"is mounted already at {HERE}:{first}")
+    assert refused(raised).endswith(f"is mounted already at {HERE}:{first}; pass replace=True to replace that mount")

@@ -146,6 +146,27 @@ def test_a_second_child_under_the_same_prefix_a_server_in_itself_and_a_bad_prefi
         parent.mount(MCPServer("other"), prefix="a b")
 
 
+async def test_replace_takes_the_mount_at_that_prefix_away_and_mounts_the_new_server() -> None:
+    """Everything the old child served under the prefix goes (its tools, prompts, resources, completions,
+    skills); the new child's is served there; the clients hear that the lists changed."""
+    parent = hub(weather())
+    radar = MCPServer("radar")
+
+    @radar.tool()
+    async def forecast(city: str) -> str:
+        return f"Rain over {city}"
+
+    async with Client(parent) as client:
+        parent.mount(radar, prefix="wx", replace=True)
+        tools = [t["name"] for t in (await client.request("tools/list", {}))["tools"]]
+        assert sorted(tools) == ["hello", "wx_forecast"]
+        assert (await client.call_tool("wx_forecast", {"city": "Oslo"}))["content"][0]["text"] == "Rain over Oslo"
+        methods = [n["method"] for n in client.notifications]
+    assert "notifications/tools/list_changed" in methods
+    assert (parent.prompts, parent.completers, parent.skill_set.skills) == ({}, {}, {})
+    assert (parent.resources.static, parent.resources.templates) == ({}, {})
+
+
 def test_the_parent_cannot_register_a_name_a_mount_serves() -> None:
     parent = hub(weather())
     with pytest.raises(DefinitionError, match="mounted weather"):

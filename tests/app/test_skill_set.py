@@ -87,9 +87,25 @@ def test_a_skill_served_from_two_folders_is_refused_naming_both(tmp_path: Path) 
     with pytest.raises(SkillError) as refused:
         server.skills(second)
     assert str(refused.value) == (f"{second}: skill skill://notes/SKILL.md is already served from {first}; "
-                                  "serve one of them under a prefix (prefix=...)")
+                                  "serve one of them under a prefix (prefix=...), or pass replace=True to replace it")
     server.skills(second, prefix="vendor")  # as the message says
     assert sorted(server.skill_set.skills) == ["skill://notes/SKILL.md", "skill://vendor/notes/SKILL.md"]
+
+
+def test_replace_serves_a_skill_from_the_new_folder_instead(tmp_path: Path) -> None:
+    first = write(tmp_path / "team", {"notes/SKILL.md": manifest("notes", "Old"), "other/SKILL.md": manifest("other")})
+    second = write(tmp_path / "vendor", {"notes/SKILL.md": manifest("notes", "New")})
+    server = MCPServer("s")
+    server.skills(first)
+    assert server.skills(second, replace=True) == ["skill://notes/SKILL.md"]
+    assert sorted(server.skill_set.skills) == ["skill://notes/SKILL.md", "skill://other/SKILL.md"]
+    served = server.resources.find_static("skill://notes/SKILL.md")
+    assert served is not None
+    assert served.description == "New"
+    made = server.add_skill(manifest("other", "Made"), replace=True)
+    replaced = server.resources.find_static(made)
+    assert replaced is not None
+    assert replaced.description == "Made"
 
 
 async def test_remove_skill_takes_its_files_away_and_it_stays_away_when_the_folder_changes(tmp_path: Path) -> None:
