@@ -27,6 +27,7 @@ import pytest
 from tests.support import markdown
 from tests.support.http import ACCEPT_BOTH, START_BOUND, free_port, serve_in_process, stop_process
 from tests.support.markdown import Block
+from tests.support.users_project import run_pytest
 from wiremcp import MCPError, Principal
 from wiremcp.transports import Client
 
@@ -233,11 +234,10 @@ def test_python_server_py_serves_the_quickstart_on_stdio(tmp_path: Path) -> None
 
 
 def test_the_testing_example_passes_with_the_quickstart_as_server_py(tmp_path: Path) -> None:
-    (tmp_path / "server.py").write_text(block(FASTMCP, "quickstart").text)
-    (tmp_path / "test_server.py").write_text(block(FASTMCP, "testing").text)
-    (tmp_path / "pyproject.toml").write_text(markdown.block(ROOT / "README.md", "readme", "testing-config").text)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
-                          str(tmp_path)], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=60)
+    run = run_pytest(tmp_path, {"server.py": block(FASTMCP, "quickstart").text,
+                                "test_server.py": block(FASTMCP, "testing").text,
+                                "pyproject.toml": markdown.block(ROOT / "README.md", "readme", "testing-config").text},
+                     ENV)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout, run.stdout
 

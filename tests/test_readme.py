@@ -40,6 +40,7 @@ from tests.support.http import (
 )
 from tests.support.markdown import Block
 from tests.support.parts import missing
+from tests.support.users_project import run_pytest
 from wiremcp import MCPError, MCPServer
 from wiremcp.observer import OUTCOMES
 from wiremcp.transports import Client
@@ -310,12 +311,8 @@ async def test_the_mount_example_serves_the_child_under_its_prefix(tmp_path: Pat
 def test_the_testing_example_passes_in_a_project_of_ones_own(tmp_path: Path) -> None:
     """Saved as the user would save it, next to the server with the README's pytest settings, and run by pytest
     with none of ours: it passes, and without a warning."""
-    (tmp_path / "server.py").write_text(block("server").text)
-    (tmp_path / "test_server.py").write_text(block("testing").text)
-    (tmp_path / "pyproject.toml").write_text(block("testing-config").text)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
-                          str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                         env={name: value for name, value in ENV.items() if name != "PYTEST_ADDOPTS"})  # ours
+    run = run_pytest(tmp_path, {"server.py": block("server").text, "test_server.py": block("testing").text,
+                                "pyproject.toml": block("testing-config").text}, ENV)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout, run.stdout
     assert "warning" not in (run.stdout + run.stderr).lower(), run.stdout + run.stderr
