@@ -48,21 +48,24 @@ process still exits."""
 
 
 async def bounded(step: str, work: Awaitable[Any], seconds: float | None = None) -> bool:
-    """Await ``work`` for at most ``seconds`` (``STEP_BOUND`` by default); True if it ended (an exception it raised is logged, not
-    raised). One that runs longer is cancelled and not waited for (a coroutine that ignores its
-    cancellation would hold the shutdown forever), and the warning says where it was waiting."""
+    """Await ``work`` for at most ``seconds`` (``STEP_BOUND`` by default); True if it ended (an exception it
+    raised is logged in one line, not raised). One that runs longer is cancelled and not waited for (a
+    coroutine that ignores its cancellation would hold the shutdown forever), and the warning says where it
+    was waiting."""
     seconds = STEP_BOUND if seconds is None else seconds
     task = asyncio.ensure_future(work)
     done, _ = await asyncio.wait({task}, timeout=seconds)
     if not done:
         where = io.StringIO()
-        task.print_stack(limit=8, file=where)
+        if isinstance(task, asyncio.Task):
+            task.print_stack(limit=8, file=where)
         log.warning("shutdown: %s did not end within %.1fs and was left behind; it waited at:\n%s",
                     step, seconds, where.getvalue().rstrip())
         task.cancel()
         return False
     if not task.cancelled() and (error := task.exception()) is not None:
-        log.error("shutdown: %s failed", step, exc_info=error)
+        # One line: at shutdown a store that has gone away is common, and its traceback says nothing more.
+        log.warning("shutdown: %s failed: %s: %s", step, type(error).__name__, error)
     return True
 
 

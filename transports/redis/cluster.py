@@ -33,6 +33,7 @@ import orjson
 from redis.exceptions import RedisClusterException, RedisError
 
 from wiremcp.replica_link import ClusterEvents
+from wiremcp.shutdown import bounded
 from wiremcp.transports.redis.connection import Redis, connect, prepare, publish, reachable
 from wiremcp.transports.redis.keys import Keys
 from wiremcp.transports.redis.pubsub import Subscriber
@@ -116,18 +117,18 @@ class Cluster:
             self._starting = asyncio.get_running_loop().create_task(self.start())
 
     async def close(self) -> None:
+        """Stop renewing the lease and listening, give the lease up and close the connections; each step
+        bounded (``wiremcp.shutdown.bounded``: one that does not end is logged with where it waits and left)."""
         self._closing = True
-        for task in self._tasks:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks = []
+        for task in tasks:  # the lease's renewal, the subscriber
+            await bounded(f"the replica link's task {getattr(task.get_coro(), '__qualname__', task.get_name())}", task)
         with contextlib.suppress(Exception):
-            await self.client.delete(self.keys.alive(self.replica))
+            await bounded("giving up the replica's lease", self.client.delete(self.keys.alive(self.replica)))
         for client in (self.client, self._listener_client):
-            with contextlib.suppress(Exception):
-                await client.aclose()
+            await bounded("closing a Redis connection pool", client.aclose())
 
     def listen(self, listener: ClusterEvents) -> None:
         """Hand the messages from other replicas to ``listener`` too (in the order listeners came)."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +30,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from wiremcp.shutdown import bounded
 from wiremcp.transports.redis.target import RedisTarget
 
 log = logging.getLogger("wiremcp.cluster")
@@ -50,15 +50,15 @@ class _Node:
         self.reader: asyncio.Task[None] | None = None
 
     async def close(self, own_client: bool) -> None:
+        """Stop reading, then close the connection (and the client, if it is this node's own); each step
+        bounded (``wiremcp.shutdown.bounded``), so that a read that does not take its cancellation cannot hold
+        the replica's shutdown."""
         if self.reader is not None:
             self.reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.reader
-        with contextlib.suppress(Exception):
-            await self.pubsub.aclose()
+            await bounded("a pub/sub reader", self.reader)
+        await bounded("closing a pub/sub connection", self.pubsub.aclose())
         if own_client:
-            with contextlib.suppress(Exception):
-                await self.client.aclose()
+            await bounded("closing a pub/sub node's client", self.client.aclose())
 
 
 class Subscriber:

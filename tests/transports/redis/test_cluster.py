@@ -228,3 +228,35 @@ async def test_the_listener_reconnects_after_redis_restarts(
     await b.broadcast_cancel("sid-r", params)
     assert await next_item(at_a.cancels) == ("sid-r", params)
     await until(lambda: b.alive("A"), what="A's lease renewed on the restarted Redis")
+
+
+@standalone_only
+async def test_closing_gives_the_lease_up_even_when_a_task_of_the_link_does_not_take_its_cancellation(
+        redis_url: str, redis_keys: Keys, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A task of the link that holds on after its cancellation (as a read that swallowed it would) is left
+    behind after ``STEP_BOUND`` (shortened here), saying where it waits; the lease is given up all the same."""
+    monkeypatch.setattr("wiremcp.shutdown.STEP_BOUND", 0.2)
+    link = make_cluster(redis_url, redis_keys, "S")
+    other = make_cluster(redis_url, redis_keys, "T")
+    released = asyncio.Event()
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await released.wait()  # holds on until the test lets it go
+
+    async with started(other):
+        await link.start()
+        link._tasks.append(asyncio.get_running_loop().create_task(stubborn()))
+        await asyncio.sleep(0)  # the stubborn task is running
+        assert await other.alive(link.replica)
+        async with asyncio.timeout(10):
+            await link.close()
+        assert not await other.alive(link.replica)
+    released.set()
+    warnings = [r.getMessage() for r in caplog.records if "left behind" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("shutdown: the replica link's task "), warnings
+    assert "stubborn did not end within 0.2s" in warnings[0], warnings
+    assert "in stubborn" in warnings[0], warnings  # where it waits
