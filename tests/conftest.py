@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from tests.support import parts
+from tests.support import hang_report, parts
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -15,3 +17,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     parts.required = bool(config.getoption(parts.OPTION))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test about to time out writes where its asyncio tasks wait (``hang_report``)."""
+    marker = item.get_closest_marker("timeout")
+    timeout = float(marker.args[0]) if marker is not None and marker.args else float(item.config.getini("timeout"))
+    with hang_report.reported_before(timeout, item.nodeid):
+        yield
