@@ -363,6 +363,8 @@ async def test_the_mounted_auth_example_serves_metadata_and_challenges() -> None
 
 
 def test_the_development_authorization_flow_gets_a_token_the_server_takes() -> None:
+    if shutil.which("curl") is None:
+        missing("no curl on PATH for the README's development authorization flow (Debian: apt-get install curl)")
     lines = [line for line in block("dev-auth").text.splitlines() if line and not line.startswith("#")]
     auth_port, mcp_port = free_port(), free_port()
 

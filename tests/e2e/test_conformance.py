@@ -61,8 +61,12 @@ def _find_node_bin() -> Path | None:
 @pytest.fixture(scope="module")
 def node_bin() -> Path:
     found = _find_node_bin()
-    return found or missing("no Node >= 22.19 on PATH and no npm to install it for the conformance suite "
-                            "(Debian: apt-get install npm)")
+    if found is None:
+        missing("no Node >= 22.19 on PATH and no npm to install it for the conformance suite "
+                "(Debian: apt-get install npm)")
+    if not (found / "npx").exists() and shutil.which("npx") is None:  # a cached Node brings no npx of its own
+        missing("no npx on PATH to run the conformance suite with (Debian: apt-get install npm)")
+    return found
 
 
 @pytest.fixture(scope="module")
