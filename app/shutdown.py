@@ -59,13 +59,13 @@ async def bounded(step: str, work: Awaitable[Any], seconds: float | None = None)
         where = io.StringIO()
         if isinstance(task, asyncio.Task):
             task.print_stack(limit=8, file=where)
-        log.warning("shutdown: %s did not end within %.1fs and was left behind; it waited at:\n%s",
+        log.warning("%s did not end within %.1fs and was left behind; it waited at:\n%s",
                     step, seconds, where.getvalue().rstrip())
         task.cancel()
         return False
     if not task.cancelled() and (error := task.exception()) is not None:
         # One line: at shutdown a store that has gone away is common, and its traceback says nothing more.
-        log.warning("shutdown: %s failed: %s: %s", step, type(error).__name__, error)
+        log.warning("%s failed: %s: %s", step, type(error).__name__, error)
     return True
 
 

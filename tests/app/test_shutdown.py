@@ -125,7 +125,7 @@ async def test_a_task_whose_handler_holds_on_after_its_cancellation_does_not_hol
         state = await client.request("tasks/get", {"taskId": created["task"]["taskId"]})
     assert state["status"] == "failed"
     [warning] = [record.getMessage() for record in caplog.records if "left behind" in record.getMessage()]
-    assert warning.startswith("shutdown: failing the tasks still running did not end within 0.2s"), warning
+    assert warning.startswith("failing the tasks still running did not end within 0.2s"), warning
     assert "in shutdown" in warning, warning  # where: the runner's wait for its handlers
 
 
@@ -141,7 +141,7 @@ async def test_bounded_says_whether_the_step_ended_and_logs_what_it_raised(caplo
         assert await bounded("a failing step", fails()) is True
         assert await bounded("a stuck step", never(), 0.1) is False
     messages = [record.getMessage() for record in caplog.records]
-    assert messages[0] == "shutdown: a failing step failed: RuntimeError: closing failed", messages
+    assert messages[0] == "a failing step failed: RuntimeError: closing failed", messages
     assert caplog.records[0].exc_info is None  # one line
-    assert messages[1].startswith("shutdown: a stuck step did not end within 0.1s and was left behind"), messages
+    assert messages[1].startswith("a stuck step did not end within 0.1s and was left behind"), messages
     assert "in never" in messages[1], messages

@@ -167,5 +167,5 @@ async def test_a_closing_step_that_never_ends_does_not_keep_the_lifespan_from_co
         sent = await shut_down(app)
     assert sent == [{"type": "lifespan.shutdown.complete"}]
     [warning] = [record.getMessage() for record in caplog.records]
-    assert warning.startswith("shutdown: closing the sessions and the event store did not end within 0.1s"), warning
+    assert warning.startswith("closing the sessions and the event store did not end within 0.1s"), warning
     assert "in close" in warning, warning

@@ -111,6 +111,11 @@ class Cluster:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._subscriber.wait_connected(), SUBSCRIBE_BOUND)
 
+    async def _give_up_lease(self) -> None:
+        """The lease deleted, if Redis answers (if not, it lapses by itself: nothing to say)."""
+        with contextlib.suppress(RedisError, RedisClusterException, OSError):
+            await self.client.delete(self.keys.alive(self.replica))
+
     def ensure_started(self) -> None:
         """Start lazily (an app mounted without its lifespan)."""
         if self._loop is None and self._starting is None:
@@ -125,8 +130,7 @@ class Cluster:
             task.cancel()
         for task in tasks:  # the lease's renewal, the subscriber
             await bounded(f"the replica link's task {getattr(task.get_coro(), '__qualname__', task.get_name())}", task)
-        with contextlib.suppress(Exception):
-            await bounded("giving up the replica's lease", self.client.delete(self.keys.alive(self.replica)))
+        await bounded("giving up the replica's lease", self._give_up_lease())
         for client in (self.client, self._listener_client):
             await bounded("closing a Redis connection pool", client.aclose())
 

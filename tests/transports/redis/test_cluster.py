@@ -257,6 +257,6 @@ async def test_closing_gives_the_lease_up_even_when_a_task_of_the_link_does_not_
     released.set()
     warnings = [r.getMessage() for r in caplog.records if "left behind" in r.getMessage()]
     assert len(warnings) == 1, warnings
-    assert warnings[0].startswith("shutdown: the replica link's task "), warnings
+    assert warnings[0].startswith("the replica link's task "), warnings
     assert "stubborn did not end within 0.2s" in warnings[0], warnings
     assert "in stubborn" in warnings[0], warnings  # where it waits
