@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from wiremcp import access, completions, input_rounds, pagination, skill_methods, stateless
+from wiremcp import access, completions, input_rounds, methods, pagination, skill_methods, stateless
 from wiremcp.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -48,21 +48,10 @@ Handler = Callable[[JSONObject, "Context"], Awaitable[JSONObject]]
 
 _EMPTY: JSONObject = {}
 
-# Methods a client may send before the handshake completes.
-_BEFORE_INITIALIZE = frozenset({"initialize", "ping"})
-
-# Which server capability a method needs (absent: none).
-_NEEDS = {
-    "tools/list": "tools", "tools/call": "tools",
-    "resources/list": "resources", "resources/templates/list": "resources", "resources/read": "resources",
-    "resources/subscribe": "resources", "resources/unsubscribe": "resources",
-    "prompts/list": "prompts", "prompts/get": "prompts",
-    "completion/complete": "completions",
-    "logging/setLevel": "logging",
-    "tasks/get": "tasks", "tasks/result": "tasks", "tasks/list": "tasks", "tasks/cancel": "tasks",
-    "tasks/update": "tasks",
-}
-_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+# What each method needs, allows and is, from the one declaration of the methods (``wiremcp.methods``).
+_BEFORE_INITIALIZE = methods.BEFORE_INITIALIZE
+_NEEDS = methods.NEEDS
+_TASK_METHODS = methods.EXPERIMENTAL_TASKS
 """2025-11-25's experimental tasks; the stateless era's tasks are an extension of another shape (no
 ``tasks/result`` or ``tasks/list``; ``tasks/update``)."""
 
@@ -122,7 +111,7 @@ class Dispatcher:
             "tasks/cancel": lambda params, ctx: self.runtime.task_methods.cancel(params, ctx),
         }
         self._stateless_handlers: dict[str, Handler] = {
-            **{m: h for m, h in self._handlers.items() if m not in stateless.REMOVED and m not in _TASK_METHODS},
+            **{m: h for m, h in self._handlers.items() if m in methods.STATELESS and m not in _TASK_METHODS},
             "server/discover": self._discover,
             "subscriptions/listen": self._listen,
             "tasks/get": lambda params, ctx: self.runtime.task_methods.get_detailed(params, ctx),
@@ -157,7 +146,7 @@ class Dispatcher:
 
     # -- the stateless era -------------------------------------------------------------------------
     async def _dispatch_stateless(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
-        handler = None if method in stateless.REMOVED else self._stateless_handlers.get(method)
+        handler = self._stateless_handlers.get(method)
         if handler is None:
             raise MethodNotFound(method)
         self._gate(method)

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from wiremcp import methods
 from wiremcp.types import JSONObject
 
 INPUT_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
-INPUT_CAPABLE = frozenset({"tools/call", "prompts/get", "resources/read"})
+INPUT_CAPABLE = methods.ASKS_FOR_INPUT
 MAX_ROUNDS = 16
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from wiremcp import jsonrpc
+from wiremcp import jsonrpc, methods
 from wiremcp.envelope import envelope, require_fields
 from wiremcp.errors import HeaderMismatch
 from wiremcp.header_params import MAX_SAFE_INTEGER
@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 Headers = Callable[[str], "str | None"]
 """A request's headers as the transport read them: a lower-case name to its value (None: absent)."""
 
-NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-         "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+NAMED = methods.MIRRORED_NAME
 """Methods whose ``Mcp-Name`` header mirrors a parameter (the tasks extension's: the task id)."""
 
 _SENTINEL_START, _SENTINEL_END = "=?base64?", "?="

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from wiremcp import methods
 from wiremcp.component import definition_site
 from wiremcp.errors import DefinitionError
 from wiremcp.middleware import Call, CallNext, chain
@@ -35,8 +36,7 @@ if TYPE_CHECKING:
     from wiremcp.tools import Tool
 
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe", "skills/get",
-                          "resources/directory/read"})
+_URI_METHODS = methods.NAMES_BY_URI
 
 
 class Mount:

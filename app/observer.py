@@ -13,18 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
+from wiremcp import methods
+
 if TYPE_CHECKING:
     from wiremcp.jsonrpc import Request
     from wiremcp.outcome import Outcome
 
 
-METHODS = frozenset({
-    "initialize", "ping", "server/discover", "subscriptions/listen", "logging/setLevel", "completion/complete",
-    "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list",
-    "resources/read", "resources/subscribe", "resources/unsubscribe",
-    "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update",
-    "skills/list", "skills/get", "resources/directory/read",
-})
+METHODS = methods.ALL
 """The request methods a server answers, in either era."""
 
 

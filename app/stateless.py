@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from wiremcp import methods
 from wiremcp.protocol import META_SERVER_INFO, SUPPORTED_VERSIONS, TASKS_EXTENSION
 from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
     from wiremcp.server import MCPServer
 
-CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
-                       "resources/templates/list", "resources/read", "skills/list", "skills/get"})
+CACHEABLE = methods.CACHEABLE
 """Results that carry ``ttlMs`` and ``cacheScope`` (when complete)."""
 
-REMOVED = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+REMOVED = methods.NOT_STATELESS
 """Handshake-era methods that do not exist in the stateless era."""
 
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from wiremcp import jsonrpc
+from wiremcp import jsonrpc, methods
 from wiremcp.entry import notify, serve, serve_batch
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from wiremcp.event_store import parse_event_id
@@ -55,7 +55,7 @@ log = logging.getLogger("wiremcp.http")
 
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
-MUTATING = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+MUTATING = methods.CHANGES_SESSION
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,5 +75,6 @@ def test_task_tools_are_the_tasks_extension_not_the_tasks_capability() -> None:
 
 
 def test_the_handshake_only_methods() -> None:
-    assert {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"} == REMOVED
+    assert {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+            "tasks/result", "tasks/list"} == REMOVED
     assert not REMOVED & CACHEABLE

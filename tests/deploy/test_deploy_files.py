@@ -25,7 +25,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.support.http import free_port
+from tests.support.http import refusing_port
 from wiremcp.transports.serving.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -275,7 +275,8 @@ def test_the_healthcheck_asks_healthz_with_python(health_port: int) -> None:
     assert "http://127.0.0.1:8000/healthz" in argv[2]
     assert re.search(r"--timeout=\d+s", options)
     assert run_probe(argv, health_port) == 0
-    assert run_probe(argv, free_port()) != 0  # nothing listening
+    with refusing_port() as port:
+        assert run_probe(argv, port) != 0  # nothing listening
     assert run_probe([*argv[:2], argv[2].replace("/healthz", "/readyz")], health_port) != 0  # 503
 
 

@@ -9,6 +9,7 @@ a file it no longer recognises.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 from collections.abc import AsyncIterator
@@ -21,7 +22,7 @@ import pytest
 
 from deploy.nginx import SHIPPED, Nginx, Routed, nginx_binary, render, wheel_nginx
 from tests.support.cluster import until
-from tests.support.http import READ_BOUND, SSEReader, free_port, serve_in_process
+from tests.support.http import READ_BOUND, SSEReader, free_port, refusing_port, serve_in_process
 from wiremcp.transports.asgi import Receive, Scope, SendASGI
 
 pytestmark = pytest.mark.timeout(60)
@@ -64,8 +65,8 @@ class Backend:
 @asynccontextmanager
 async def proxied(*backends: Backend, refused: int = 0) -> AsyncIterator[tuple[str, Nginx]]:
     """The backends on real sockets (and ``refused`` ports nobody listens on, first), behind nginx."""
-    async with serving(backends) as urls:
-        addresses = [("127.0.0.1", free_port()) for _ in range(refused)]
+    async with serving(backends) as urls, contextlib.AsyncExitStack() as ports:
+        addresses = [("127.0.0.1", ports.enter_context(refusing_port())) for _ in range(refused)]
         addresses += [("127.0.0.1", int(url.rsplit(":", 1)[1])) for url in urls]
         nginx = Nginx(addresses)
         await asyncio.to_thread(nginx.start)

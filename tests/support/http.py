@@ -58,6 +58,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port that refuses connections for as long as the block runs: bound here, never listening, so
+    that no other test (another worker's server) can take it meanwhile, as it could a ``free_port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
 @dataclass
 class UvicornProcess:
     """A running ``uvicorn app:asgi``; ``url`` is its MCP endpoint."""

@@ -17,12 +17,13 @@ from typing import Any
 
 import httpx
 
+from wiremcp import methods
 from wiremcp import protocol as proto
 from wiremcp.transports.serving.cli import package_version
 from wiremcp.transports.serving.cli.serve import stdio_command
 
 JSON = dict[str, Any]
-NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED = methods.MIRRORED_NAME
 """Stateless-era methods whose ``Mcp-Name`` header mirrors a parameter."""
 PROBE_BOUND = 10.0
 """At most this long for ``server/discover`` to be answered before the handshake is tried instead."""

@@ -18,7 +18,7 @@ import pytest
 
 from examples.everything import PNG
 from tests.support.command_line import run_main
-from tests.support.http import UvicornProcess, free_port, run_uvicorn
+from tests.support.http import UvicornProcess, refusing_port, run_uvicorn
 from wiremcp.transports.serving.cli import main
 from wiremcp.transports.serving.cli.inspect import coerce
 from wiremcp.transports.serving.settings import ConfigError
@@ -200,8 +200,9 @@ def test_an_argument_that_does_not_fit_its_type_is_one_line_and_status_2(everyth
 
 # -- what cannot be reached ----------------------------------------------------------------------------
 def test_a_refused_connection_is_one_line_and_status_1() -> None:
-    url = f"http://127.0.0.1:{free_port()}/mcp"
-    assert one_line(wiremcp("list", url), 1) == f"wiremcp: error: cannot reach {url}: connection refused\n"
+    with refusing_port() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert one_line(wiremcp("list", url), 1) == f"wiremcp: error: cannot reach {url}: connection refused\n"
 
 
 def test_a_spec_that_names_no_server_is_the_launched_servers_line_and_status_2() -> None:

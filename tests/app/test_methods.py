@@ -1,0 +1,53 @@
+"""``wiremcp.methods``: one declaration per MCP request method, every fact required, and the tables the code
+uses derived from it (the dispatcher's, the transports', the mount's, the observer's, the command line's)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from wiremcp import MCPServer, methods, mirrored_headers, stateless
+from wiremcp.dispatcher import Dispatcher
+from wiremcp.input_required import INPUT_CAPABLE
+from wiremcp.runtime import Runtime
+from wiremcp.transports import streamable_http
+from wiremcp.transports.serving.cli import client
+
+
+def test_every_method_the_dispatcher_serves_is_declared_for_the_eras_it_is_served_in() -> None:
+    handshake, stateless_era = Dispatcher(Runtime(MCPServer("s"))).methods()
+    assert handshake == methods.HANDSHAKE
+    assert stateless_era == methods.STATELESS
+    assert handshake | stateless_era == methods.ALL
+
+
+def test_a_method_cannot_be_declared_without_every_fact() -> None:
+    """No field has a default: a new method that leaves out whether it changes the session (the fact a missing
+    entry in the old hand-kept table lost silently with Redis) does not get past its declaration."""
+    assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+               for f in dataclasses.fields(methods.Method))
+    assert len(methods.BY_NAME) == len(methods.METHODS)  # no name declared twice
+
+
+def test_the_tables_in_use_are_the_declarations() -> None:
+    assert {"logging/setLevel", "resources/subscribe", "resources/unsubscribe"} == streamable_http.MUTATING
+    assert streamable_http.MUTATING is methods.CHANGES_SESSION
+    assert {"tools/call", "prompts/get", "resources/read"} == INPUT_CAPABLE
+    assert stateless.REMOVED == methods.HANDSHAKE - methods.STATELESS
+    assert mirrored_headers.NAMED is methods.MIRRORED_NAME
+
+
+def test_the_command_line_client_mirrors_the_same_names_as_the_server_checks() -> None:
+    """Its own shorter copy had no ``tasks/*``: a task polled with ``wiremcp call`` sent no ``Mcp-Name``."""
+    assert client.NAMED == mirrored_headers.NAMED
+    assert client.NAMED["tasks/get"] == "taskId"
+
+
+def test_what_changes_a_session_or_asks_for_input_exists_where_it_is_said_to() -> None:
+    for method in methods.METHODS:
+        if method.changes_session or method.before_initialize or method.experimental_task:
+            assert method.handshake, method  # facts of the handshake era only
+        if method.mirrored_name is not None:
+            assert method.stateless, method
+        if method.asks_for_input:
+            assert method.handshake, method
+            assert method.stateless, method
