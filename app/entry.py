@@ -25,7 +25,7 @@ import orjson
 
 from wiremcp import jsonrpc, stateless
 from wiremcp.context import Context
-from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
+from wiremcp.errors import INVALID_REQUEST, MCPError
 from wiremcp.failures import internal_error
 from wiremcp.inbound import Inbound, classify
 from wiremcp.logs import REQUEST_ID
@@ -33,6 +33,7 @@ from wiremcp.middleware import Call, chain
 from wiremcp.outcome import Outcome
 from wiremcp.principal import Principal
 from wiremcp.protocol import BATCH_VERSIONS
+from wiremcp.refusals import STORE_UNAVAILABLE
 from wiremcp.shutdown import cut_off_outcome
 from wiremcp.types import JSONObject, Send, StreamControl
 from wiremcp.unavailable import StoreUnavailable
@@ -89,8 +90,7 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
         raise
     except StoreUnavailable as exc:
         log.warning("%s: %s", request.method, exc)
-        done = Outcome(jsonrpc.error(request.id, INTERNAL_ERROR,
-                                     "Service Unavailable: a shared store cannot be reached; try again shortly"),
+        done = Outcome(jsonrpc.error(request.id, STORE_UNAVAILABLE.code, STORE_UNAVAILABLE.message),
                        unavailable=True)
         return done
     except Exception as exc:

@@ -25,8 +25,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wiremcp.auth.metadata import ProtectedResource
 from wiremcp.auth.verifier import B64TOKEN, InvalidToken, TokenVerifier, VerifierUnavailable
-from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
+from wiremcp.errors import INVALID_REQUEST
 from wiremcp.principal import CHALLENGE_KEY, SCOPE_KEY
+from wiremcp.refusals import VERIFIER_UNAVAILABLE
 from wiremcp.scopes import missing
 
 log = logging.getLogger("wiremcp.auth")
@@ -99,8 +100,9 @@ class BearerAuth:
             self.on_failure("unavailable")
         retry_after = max(1, math.ceil(exc.retry_after))
         log.info("cannot verify bearer tokens right now: %s (Retry-After: %d)", exc, retry_after)
-        await _error(scope, receive, send, 503, INTERNAL_ERROR, "Service Unavailable: the authorization server "
-                     "cannot be reached to check the token; try again shortly", {"retry-after": str(retry_after)})
+        refusal = VERIFIER_UNAVAILABLE
+        await _error(scope, receive, send, refusal.status, refusal.code, refusal.message,
+                     {name.decode(): value.decode() for name, value in refusal.headers(retry_after)})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from wiremcp.errors import INVALID_REQUEST
+from wiremcp.refusals import Refusal
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -56,6 +57,12 @@ async def respond_error(send: SendASGI, status: int, code: int, message: str, *,
     """An HTTP error whose body is a JSON-RPC error (so MCP clients can tell what went wrong)."""
     await respond_json(send, status, {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}},
                        headers)
+
+
+async def refuse(send: SendASGI, refusal: Refusal, *, id: Any = None) -> None:
+    """A "not now" answer (``wiremcp.refusals``): its status, JSON-RPC error and headers, as every transport
+    gives it."""
+    await respond_error(send, refusal.status, refusal.code, refusal.message, id=id, headers=refusal.headers())
 
 
 class BodyTooLarge(Exception):

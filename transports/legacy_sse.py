@@ -18,7 +18,8 @@ from collections.abc import AsyncIterator
 from urllib.parse import parse_qs
 
 from wiremcp.connection import Connection
-from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
+from wiremcp.errors import INVALID_REQUEST
+from wiremcp.refusals import SHUTTING_DOWN, TOO_MANY_SESSIONS
 from wiremcp.transports import sse
 from wiremcp.transports.asgi import (
     ClientDisconnected,
@@ -26,6 +27,7 @@ from wiremcp.transports.asgi import (
     Scope,
     SendASGI,
     read_json_body,
+    refuse,
     respond,
     respond_error,
 )
@@ -53,13 +55,12 @@ class LegacySSEEndpoints:
             await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed", headers=[(b"allow", b"GET")])
             return
         if self.manager.draining:
-            await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: this replica is shutting down",
-                                headers=[(b"retry-after", b"1"), (b"connection", b"close")])
+            await refuse(send, SHUTTING_DOWN)
             return
         try:
             live = await self.manager.create(owner_key(scope))
         except SessionLimitReached:
-            await respond_error(send, 503, INVALID_REQUEST, "Service Unavailable: too many sessions")
+            await refuse(send, TOO_MANY_SESSIONS)
             return
         queue: asyncio.Queue[JSONObject | list[JSONObject] | None] = asyncio.Queue(QUEUE)
 

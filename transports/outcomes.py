@@ -17,6 +17,7 @@ import math
 from wiremcp.errors import METHOD_NOT_FOUND, BadRequest, InsufficientScope, RateLimited
 from wiremcp.outcome import Outcome
 from wiremcp.principal import CHALLENGE_KEY
+from wiremcp.refusals import STORE_UNAVAILABLE
 from wiremcp.transports.asgi import Scope
 
 
@@ -43,8 +44,8 @@ def outcome_headers(scope: Scope, done: Outcome | None) -> list[tuple[bytes, byt
     ``RateLimit-Limit`` and ``RateLimit-Remaining``."""
     if done is None:
         return []
-    if done.unavailable:
-        return [(b"retry-after", b"1")]
+    if done.unavailable:  # a shared store that did not answer, or the shutdown's cut-off: both worth a retry now
+        return STORE_UNAVAILABLE.headers()
     error = done.error
     if isinstance(error, RateLimited):
         headers = [(b"retry-after", str(math.ceil(error.retry_after)).encode())]

@@ -23,6 +23,7 @@ from wiremcp.event_store import parse_event_id
 from wiremcp.inbound import Inbound, classify
 from wiremcp.outcome import Outcome
 from wiremcp.protocol import HANDSHAKE_VERSIONS, at_least
+from wiremcp.refusals import SHUTTING_DOWN, STORE_UNAVAILABLE, TOO_MANY_SESSIONS
 from wiremcp.transports import sse
 from wiremcp.transports.asgi import (
     ClientDisconnected,
@@ -31,6 +32,7 @@ from wiremcp.transports.asgi import (
     SendASGI,
     header,
     read_json_body,
+    refuse,
     respond,
     respond_error,
     respond_json,
@@ -130,9 +132,7 @@ class StreamableHTTPEndpoint:
         except StoreUnavailable as exc:
             log.warning("%s", exc)
             if not started:
-                await respond_error(send, 503, INTERNAL_ERROR,
-                                    "Service Unavailable: the session store cannot be reached; try again shortly",
-                                    headers=[(b"retry-after", b"1")])
+                await refuse(send, STORE_UNAVAILABLE)
 
     # -- shared checks ------------------------------------------------------------------------------
     async def _session(self, scope: Scope, send: SendASGI) -> LiveSession | None:
@@ -215,14 +215,12 @@ class StreamableHTTPEndpoint:
     async def _initialize(self, inbound: Inbound, scope: Scope, send: SendASGI) -> None:
         request = inbound.request
         if self.manager.draining:
-            await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: this replica is shutting down",
-                                id=request.id, headers=[(b"retry-after", b"1"), (b"connection", b"close")])
+            await refuse(send, SHUTTING_DOWN, id=request.id)
             return
         try:
             live = await self.manager.create(owner_key(scope))
         except SessionLimitReached:
-            await respond_error(send, 503, INTERNAL_ERROR, "Service Unavailable: too many sessions; try again later",
-                                id=request.id, headers=[(b"retry-after", b"30")])
+            await refuse(send, TOO_MANY_SESSIONS, id=request.id)
             return
         done = await serve(self.manager.server, inbound, live.standalone.send, session=live.session,
                            principal=caller(scope), peer=peer(scope))
