@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import orjson
 
@@ -80,6 +80,22 @@ def _string(params: JSONObject, key: str, method: str) -> str:
 
 _MAX_CACHED_PAGES = 256
 
+Era = Literal["handshake", "stateless"]
+_HANDLERS: list[tuple[str, Era | None, str]] = []
+"""(method, era or None for both, the ``Dispatcher`` attribute that handles it), as ``handles`` declares them."""
+
+H = TypeVar("H", bound=Callable[..., Awaitable[JSONObject]])
+
+
+def handles(method: str, era: Era | None = None) -> Callable[[H], H]:
+    """Mark a ``Dispatcher`` method as the handler of ``method`` (in ``era`` only, or in every era the method
+    exists in, as ``wiremcp.methods`` declares them)."""
+    def mark(handler: H) -> H:
+        _HANDLERS.append((method, era, handler.__name__))
+        return handler
+
+    return mark
+
 
 class Dispatcher:
     """The handlers of every method of both eras, for the server its runtime serves."""
@@ -88,36 +104,17 @@ class Dispatcher:
         self.runtime = runtime
         self.server = runtime.server
         self._pages: dict[tuple[str, str | None, int, bool], JSONObject] = {}
-        self._handlers: dict[str, Handler] = {
-            "initialize": self._initialize,
-            "ping": self._ping,
-            "tools/list": self._tools_list,
-            "tools/call": self._tools_call,
-            "resources/list": self._resources_list,
-            "resources/templates/list": self._templates_list,
-            "resources/read": self._resources_read,
-            "resources/subscribe": self._subscribe,
-            "resources/unsubscribe": self._unsubscribe,
-            "prompts/list": self._prompts_list,
-            "prompts/get": self._prompts_get,
-            "completion/complete": completions.complete,
-            "skills/list": skill_methods.list_skills,
-            "skills/get": skill_methods.get_skill,
-            "resources/directory/read": skill_methods.read_directory,
-            "logging/setLevel": self._set_level,
-            "tasks/get": lambda params, ctx: self.runtime.task_methods.get(params, ctx),
-            "tasks/result": lambda params, ctx: self.runtime.task_methods.result(params, ctx),
-            "tasks/list": lambda params, ctx: self.runtime.task_methods.list(params, ctx),
-            "tasks/cancel": lambda params, ctx: self.runtime.task_methods.cancel(params, ctx),
-        }
-        self._stateless_handlers: dict[str, Handler] = {
-            **{m: h for m, h in self._handlers.items() if m in methods.STATELESS and m not in _TASK_METHODS},
-            "server/discover": self._discover,
-            "subscriptions/listen": self._listen,
-            "tasks/get": lambda params, ctx: self.runtime.task_methods.get_detailed(params, ctx),
-            "tasks/update": lambda params, ctx: self.runtime.task_methods.update(params, ctx),
-            "tasks/cancel": lambda params, ctx: self.runtime.task_methods.cancel_ack(params, ctx),
-        }
+        self._handlers: dict[str, Handler] = self._handlers_of("handshake", methods.HANDSHAKE)
+        self._stateless_handlers: dict[str, Handler] = self._handlers_of("stateless", methods.STATELESS)
+
+    def _handlers_of(self, era: Era, served: frozenset[str]) -> dict[str, Handler]:
+        """The handlers of the methods ``served`` in ``era``: an era's own handler of a method before the one of
+        both eras."""
+        found: dict[str, Handler] = {}
+        for method, only, attribute in sorted(_HANDLERS, key=lambda declared: declared[1] is None):
+            if method in served and only in (None, era) and method not in found:
+                found[method] = getattr(self, attribute)
+        return found
 
     def methods(self) -> tuple[frozenset[str], frozenset[str]]:
         """The methods each era serves: (handshake era, stateless era)."""
@@ -164,9 +161,11 @@ class Dispatcher:
             raise InvalidParams(exc.message, exc.data) from None
         return stateless.complete(result, method, self.server)
 
+    @handles("server/discover")
     async def _discover(self, params: JSONObject, ctx: Context) -> JSONObject:
         return stateless.discover(self.server)
 
+    @handles("subscriptions/listen")
     async def _listen(self, params: JSONObject, ctx: Context) -> JSONObject:
         """``subscriptions/listen``: acknowledge, then forward the opted-in changes until the end. Tasks the
         caller follows (``taskIds``, the tasks extension) start with their current state."""
@@ -211,6 +210,7 @@ class Dispatcher:
         # Unknown notifications are ignored, as JSON-RPC requires.
 
     # -- lifecycle -----------------------------------------------------------------------------
+    @handles("initialize")
     async def _initialize(self, params: JSONObject, ctx: Context) -> JSONObject:
         state = ctx.state
         if state.initialized:
@@ -236,6 +236,7 @@ class Dispatcher:
             result["instructions"] = self.server.instructions
         return result
 
+    @handles("ping")
     async def _ping(self, params: JSONObject, ctx: Context) -> JSONObject:
         return {}
 
@@ -269,9 +270,11 @@ class Dispatcher:
         # tasks are an extension, decided per request).
         return self._page(visible, params, key, everything=visible is items, stateless=not _has_tasks(ctx))
 
+    @handles("tools/list")
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._listing(list(self.server.tools.values()), params, ctx, "tools")
 
+    @handles("tools/call")
     async def _tools_call(self, params: JSONObject, ctx: Context) -> JSONObject:
         tool = access.tool(params.get("name"), ctx)
         name = tool.name
@@ -300,15 +303,19 @@ class Dispatcher:
         return await tool.call(arguments, ctx)
 
     # -- resources -----------------------------------------------------------------------------
+    @handles("resources/list")
     async def _resources_list(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._listing(self.server.resources.listed(), params, ctx, "resources")
 
+    @handles("resources/templates/list")
     async def _templates_list(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._listing(list(self.server.resources.templates.values()), params, ctx, "resourceTemplates")
 
+    @handles("resources/read")
     async def _resources_read(self, params: JSONObject, ctx: Context) -> JSONObject:
         return await self.server.resources.read(params.get("uri"), ctx)
 
+    @handles("resources/subscribe")
     async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
         """Subscribing is reading later: the same resource, the same right (unknown: -32002, like a read)."""
         uri = params.get("uri")
@@ -316,23 +323,72 @@ class Dispatcher:
         ctx.state.subscriptions.add(str(uri))
         return _EMPTY
 
+    @handles("resources/unsubscribe")
     async def _unsubscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
         uri = _string(params, "uri", "resources/unsubscribe")
         ctx.state.subscriptions.discard(uri)
         return _EMPTY
 
     # -- prompts -------------------------------------------------------------------------------
+    @handles("prompts/list")
     async def _prompts_list(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._listing(list(self.server.prompts.values()), params, ctx, "prompts")
 
+    @handles("prompts/get")
     async def _prompts_get(self, params: JSONObject, ctx: Context) -> JSONObject:
         prompt = access.prompt(params.get("name"), ctx)
         return await prompt.get(params.get("arguments"), ctx)
 
     # -- completion and logging ------------------------------------------------------------------
+    @handles("logging/setLevel")
     async def _set_level(self, params: JSONObject, ctx: Context) -> JSONObject:
         level = params.get("level")
         if not isinstance(level, str) or level not in LOG_LEVEL_RANK:
             raise InvalidParams(f"Invalid log level: {level!r}")
         ctx.state.log_level = level
         return _EMPTY
+
+    # -- handlers that live in their own modules ---------------------------------------------------
+    @handles("completion/complete")
+    async def _complete(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await completions.complete(params, ctx)
+
+    @handles("skills/list")
+    async def _skills_list(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await skill_methods.list_skills(params, ctx)
+
+    @handles("skills/get")
+    async def _skills_get(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await skill_methods.get_skill(params, ctx)
+
+    @handles("resources/directory/read")
+    async def _directory_read(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await skill_methods.read_directory(params, ctx)
+
+    @handles("tasks/get", "handshake")
+    async def _task_get(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await self.runtime.task_methods.get(params, ctx)
+
+    @handles("tasks/get", "stateless")
+    async def _task_get_detailed(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await self.runtime.task_methods.get_detailed(params, ctx)
+
+    @handles("tasks/result")
+    async def _task_result(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await self.runtime.task_methods.result(params, ctx)
+
+    @handles("tasks/list")
+    async def _task_list(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await self.runtime.task_methods.list(params, ctx)
+
+    @handles("tasks/cancel", "handshake")
+    async def _task_cancel(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await self.runtime.task_methods.cancel(params, ctx)
+
+    @handles("tasks/cancel", "stateless")
+    async def _task_cancel_ack(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await self.runtime.task_methods.cancel_ack(params, ctx)
+
+    @handles("tasks/update")
+    async def _task_update(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return await self.runtime.task_methods.update(params, ctx)

@@ -2,9 +2,10 @@
 tables the dispatcher, the transports, the mount, the observer and the command-line client use are derived
 here from that one declaration.
 
-To add a method: declare it in ``METHODS`` (every field is required: the test of this module fails on a
-method the dispatcher serves and nobody declared, and ``Method`` has no defaults), write its handler, and
-register the handler in the dispatcher under the eras it is declared in.
+To add a method: declare it in ``METHODS`` (every field is required: ``Method`` has no defaults), and write
+its handler, a ``Dispatcher`` method marked ``@handles("the/method")`` (``wiremcp.dispatcher``); the
+dispatcher serves it in the eras declared here. The test of this module fails on a method served but not
+declared, declared but without a handler, or handled in an era it is not declared in.
 """
 
 from __future__ import annotations

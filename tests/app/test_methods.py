@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from wiremcp import MCPServer, methods, mirrored_headers, stateless
-from wiremcp.dispatcher import Dispatcher
+from wiremcp.dispatcher import _HANDLERS, Dispatcher
 from wiremcp.input_required import INPUT_CAPABLE
 from wiremcp.runtime import Runtime
 from wiremcp.transports import streamable_http
@@ -51,3 +51,11 @@ def test_what_changes_a_session_or_asks_for_input_exists_where_it_is_said_to() -
         if method.asks_for_input:
             assert method.handshake, method
             assert method.stateless, method
+
+
+def test_every_handler_is_of_a_declared_method_in_an_era_it_exists_in() -> None:
+    for method, era, _ in _HANDLERS:
+        declared = methods.BY_NAME[method]
+        assert era is None or getattr(declared, era), (method, era)
+    handled = {(method, era) for method, era, _ in _HANDLERS}
+    assert len(handled) == len(_HANDLERS)  # no method handled twice in the same era
