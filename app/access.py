@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from wiremcp import methods
 from wiremcp.errors import InvalidParams, ResourceNotFound
 from wiremcp.scopes import allows, authorize
 from wiremcp.types import JSONObject
@@ -152,7 +153,8 @@ def named(method: str, params: JSONObject, server: MCPServer) -> Any:
     """The component a message names (a tool, prompt, resource or template, skill, skill directory), as the
     server has it, for middleware to look at; None if there is none. This decides nothing: the methods
     above decide whether the caller may use it."""
-    key = params.get("uri") if method not in ("tools/call", "prompts/get") else params.get("name")
+    declared = methods.BY_NAME.get(method)
+    key = params.get(declared.names_component) if declared is not None and declared.names_component else None
     if not isinstance(key, str):
         ref = params.get("ref") if method == "completion/complete" else None
         if not isinstance(ref, dict):

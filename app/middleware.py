@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from wiremcp import access
+from wiremcp import access, methods
 from wiremcp.component import definition_site
 from wiremcp.errors import DefinitionError
 from wiremcp.input_required import INPUT_CAPABLE
@@ -139,7 +139,8 @@ class Call:
     @property
     def component_name(self) -> str | None:
         """The name (tools, prompts) or URI (the rest) of ``component``, as the message gave it."""
-        return self.name if self.method in ("tools/call", "prompts/get") else self.uri
+        declared = methods.BY_NAME.get(self.method)
+        return self.name if declared is not None and declared.names_component == "name" else self.uri
 
     def __repr__(self) -> str:
         return f"<Call {self.method} {self.component_name or ''}>".replace(" >", ">")
