@@ -16,6 +16,7 @@ import time
 from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
+from wiremcp import methods
 from wiremcp.observer import OUTCOMES, method_label, outcome
 
 if TYPE_CHECKING:
@@ -33,6 +34,9 @@ REQUESTS_HELP = (f"JSON-RPC requests answered, by method and outcome ({', '.join
                  "code.")
 OTHER = "other"
 """The label of a method (JSON-RPC or HTTP) or tool this server does not have: labels stay few."""
+
+_NAMED_BY_NAME = frozenset(m.name for m in methods.METHODS if m.names_component == "name")
+"""Methods whose component is a tool or a prompt of the server: a label with a bounded set of values."""
 
 
 class Metrics:
@@ -99,7 +103,7 @@ class Metrics:
         (a tool or prompt this server has, else ``other``; URIs are not: they are unbounded)."""
         method = method_label(method)
         label = ""
-        if method in ("tools/call", "prompts/get"):
+        if method in _NAMED_BY_NAME:
             server = self._server
             names = () if server is None else server.tools if method == "tools/call" else server.prompts
             label = component if component is not None and component in names else OTHER

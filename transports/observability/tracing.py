@@ -20,6 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from wiremcp import methods
 from wiremcp.logs import SESSION_ID
 from wiremcp.observer import method_label, outcome
 from wiremcp.transports.observability.operations import TRACE_HEADERS
@@ -49,7 +50,7 @@ class Tracing:
             if isinstance(target, str):
                 attributes[key] = target
                 name = f"{method} {target}"
-        elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+        elif method in methods.NAMES_BY_URI:  # a resource, a template's instance, a skill or a skill's folder
             uri = params.get("uri")
             if isinstance(uri, str):
                 attributes["mcp.resource.uri"] = uri

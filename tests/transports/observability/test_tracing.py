@@ -96,6 +96,25 @@ async def test_one_server_span_per_request(provider: TracerProvider, exporter: I
     assert call.parent is None
 
 
+async def test_a_request_naming_a_uri_carries_it_whatever_names_it(provider: TracerProvider,
+                                                                    exporter: InMemorySpanExporter) -> None:
+    """Every method that names its component by URI (``wiremcp.methods``): a resource read, and a skill's."""
+    server = _traced(provider)
+    server.add_skill("---\nname: packing\ndescription: How to pack\n---\n\n# Packing\n")
+
+    @server.resource("notes://today")
+    def today() -> str:
+        return "today"
+
+    async with Client(server) as client:
+        await client.read_resource("notes://today")
+        await client.request("skills/get", {"uri": "skill://packing/SKILL.md"})
+    uris = {s.attributes["mcp.method.name"]: s.attributes.get("mcp.resource.uri") for s in _request_spans(exporter)
+            if s.attributes is not None}
+    assert uris["resources/read"] == "notes://today"
+    assert uris["skills/get"] == "skill://packing/SKILL.md"
+
+
 async def test_failures_carry_their_error_code(provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
     async with Client(_traced(provider)) as client:
         await client.request_raw("tools/call", {"name": "missing"})
