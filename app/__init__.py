@@ -91,9 +91,9 @@ def __getattr__(name: str) -> Any:
 
     if wiremcp.__dict__ is not globals():  # the door: the one deployment of the process
         return wiremcp.asgi
-    from wiremcp.transports.serving.deployment import default_asgi
+    from wiremcp.serving import serving
 
-    value = globals()["asgi"] = default_asgi()
+    value = globals()["asgi"] = serving("asgi")()  # the composition root's default deployment
     return value
 
 

@@ -17,6 +17,7 @@ from wiremcp.prompts import Prompt
 from wiremcp.protocol import SKILLS_EXTENSION
 from wiremcp.resources import Resources
 from wiremcp.runtime import Runtime
+from wiremcp.serving import serving
 from wiremcp.skill_set import SkillSet, Source
 from wiremcp.skills import from_memory
 from wiremcp.tools import Tool
@@ -273,9 +274,7 @@ class MCPServer(Definitions):
         spelt ``"streamable-http"``) Streamable HTTP at ``http://{host}:{port}/mcp``. A bad setting ends the
         process with one line and exit status 2. Logs go to stderr; on stdio, anything printed before
         ``run()`` went to stdout."""
-        from wiremcp.transports.serving.deployment import run  # the composition root, loaded only to serve
-
-        run(self, transport, host=host, port=port)
+        serving("run")(self, transport, host=host, port=port)  # the composition root's, through the seam
 
     def list_changed(self, kind: str) -> None:
         """Tools, prompts, resources or completions (``kind``) were added or removed: clients that want to hear

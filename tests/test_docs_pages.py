@@ -183,6 +183,10 @@ async def test_the_prompts_example_gets_a_string_and_messages(tmp_path: Path) ->
         ("user", "I get this error: KeyError"), ("assistant", "What did you run before it?")]
 
 
+class _PortTaken(Exception):
+    """The server could not bind its port: another process took it first."""
+
+
 def _until_answered(url: str, process: subprocess.Popen[bytes], tool: str, arguments: dict[str, Any]) -> Any:
     """The stateless-era answer of the server at ``url`` to a call of ``tool``, once it answers (bounded)."""
     deadline = time.monotonic() + START_BOUND
@@ -191,7 +195,11 @@ def _until_answered(url: str, process: subprocess.Popen[bytes], tool: str, argum
     headers = {"accept": ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
                "mcp-name": tool}
     while True:
-        assert process.poll() is None, process.stderr.read().decode() if process.stderr else "it exited"
+        if process.poll() is not None:
+            said = process.stderr.read().decode() if process.stderr else ""
+            if "address already in use" in said:
+                raise _PortTaken(said)
+            raise AssertionError(said or "it exited")
         try:
             return httpx.post(url, json=body, headers=headers, timeout=5).json()
         except httpx.TransportError:
@@ -210,17 +218,24 @@ def test_python_server_py_serves_http_as_the_block_says(page: Path, name: str, r
                                                          tmp_path: Path) -> None:
     """The block saved as server.py and run as ``python server.py``: its ``__main__`` serves HTTP (the fixed
     port replaced by a free one)."""
-    port = free_port()
     text = block(page, name).text
     assert run_line in text
-    ported = run_line.replace("port=8000", f"port={port}") if "port=8000" in run_line else run_line[:-1] + f", port={port})"
-    (tmp_path / "server.py").write_text(text.replace(run_line, ported))
-    process = subprocess.Popen([sys.executable, "server.py"], cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        result = _until_answered(f"http://127.0.0.1:{port}/mcp", process, *call)
-    finally:
-        stop_process(process)
+    for _ in range(3):  # another test (another worker) may take the free port before the server binds it
+        port = free_port()
+        ported = run_line.replace("port=8000", f"port={port}") if "port=8000" in run_line \
+            else run_line[:-1] + f", port={port})"
+        (tmp_path / "server.py").write_text(text.replace(run_line, ported))
+        process = subprocess.Popen([sys.executable, "server.py"], cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            result = _until_answered(f"http://127.0.0.1:{port}/mcp", process, *call)
+        except _PortTaken:
+            continue
+        finally:
+            stop_process(process)
+        break
+    else:
+        pytest.fail("three free ports in a row were taken before the server bound them")
     assert result["result"]["content"][0]["text"] == answer, result
 
 

@@ -1,6 +1,7 @@
 """The command line run in this process, through ``wiremcp.transports.serving.cli.main``, as a process would run it: its own
 environment and working directory, its output captured, its exit status returned; everything it changed
-in this process (environment, working directory, module search path, imported modules) undone after."""
+in this process (environment, working directory, module search path, the user's modules it imported) undone
+after."""
 
 from __future__ import annotations
 
@@ -32,7 +33,23 @@ def run_main(args: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.C
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+        added = [Path(entry).resolve() for entry in sys.path if entry and entry not in saved_path]
         sys.path[:] = saved_path
         for name in set(sys.modules) - saved_modules:
-            del sys.modules[name]
+            if _from(sys.modules[name], [cwd.resolve(), *added]):
+                del sys.modules[name]
     return subprocess.CompletedProcess(["wiremcp", *args], code, out.getvalue(), err.getvalue())
+
+
+def _from(module: object, roots: list[Path]) -> bool:
+    """Whether ``module`` was loaded from under one of ``roots`` (the user's project: the working directory, the
+    folders the command put on the module search path). Those are forgotten after the run, so that the next
+    run imports the user's files afresh; a library imported for the first time during the run (httpcore, say)
+    stays: forgetting it would leave the libraries that hold its classes (httpx) with classes no new import
+    raises again."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return False
+    path = Path(file).resolve()
+    installed = {Path(prefix).resolve() for prefix in (sys.prefix, sys.base_prefix)}  # a venv inside the project
+    return any(path.is_relative_to(root) for root in roots) and not any(path.is_relative_to(p) for p in installed)

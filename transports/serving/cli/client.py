@@ -85,9 +85,21 @@ def _reply(request: JSON) -> JSON:
 
 
 def _refused(exc: BaseException | None) -> bool:
-    while exc is not None and not isinstance(exc, ConnectionRefusedError):
-        exc = exc.__cause__ or exc.__context__
-    return exc is not None
+    """Whether a refused connection is behind ``exc``: in its chain of causes, or in a group of attempts
+    (anyio tries each address and raises "All connection attempts failed" from the group of their errors)."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        found = pending.pop()
+        if found is None or id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, ConnectionRefusedError):
+            return True
+        if isinstance(found, BaseExceptionGroup):
+            pending.extend(found.exceptions)
+        pending.extend((found.__cause__, found.__context__))
+    return False
 
 
 def _parse(raw: str | bytes) -> JSON:

@@ -275,3 +275,20 @@ async def test_a_handshake_only_http_server_with_sse_answers() -> None:
         assert headers["mcp-protocol-version"] == "2025-11-25"
         assert "mcp-method" not in headers
     assert answer == {"jsonrpc": "2.0", "id": "p1", "result": {}}
+
+
+def test_a_refusal_is_found_in_a_chain_of_causes_or_in_a_group_of_attempts() -> None:
+    """anyio tries each address of a host and raises "All connection attempts failed" from the group of their
+    errors: a refusal inside the group is still a refusal."""
+    from wiremcp.transports.serving.cli.client import _refused
+
+    def chained(outer: BaseException, cause: BaseException) -> BaseException:
+        outer.__cause__ = cause
+        return outer
+
+    refused = ConnectionRefusedError(111, "Connection refused")
+    assert _refused(chained(OSError("wrapped"), refused))
+    assert _refused(chained(OSError("All connection attempts failed"),
+                            ExceptionGroup("attempts", [TimeoutError("v6"), refused])))
+    assert not _refused(chained(OSError("All connection attempts failed"), ExceptionGroup("attempts", [TimeoutError()])))
+    assert not _refused(None)
