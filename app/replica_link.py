@@ -4,7 +4,7 @@ it (routing, leases, the one GET stream of a session), and ``ClusterEvents``, wh
 What a store cannot carry crosses replicas over the link: a client's response to a server-to-client
 request reaches the replica whose handler waits for it, cancellations, deleted and changed sessions,
 cancelled and answered tasks and the subscription bus's change events reach every replica, and an append
-to a session's stream wakes whoever follows it. ``wiremcp.transports.redis.cluster.Cluster`` is the link
+to a session's stream wakes whoever follows it. ``wiremcp.transports.redis.replica_link.RedisReplicaLink`` is the link
 over Redis pub/sub; only the composition root names it.
 
 A listener subclasses ``ClusterEvents``, overrides the events it cares for (the others do nothing) and

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 
 from wiremcp.replica_link import ClusterEvents, ReplicaLink
-from wiremcp.transports.redis.cluster import Cluster
+from wiremcp.transports.redis.replica_link import RedisReplicaLink
 
 EVENTS = ["response_arrived", "request_cancelled", "session_deleted", "session_changed", "reconnected",
           "task_cancelled", "task_input_arrived", "bus_event"]
@@ -34,6 +34,6 @@ def test_every_event_kind_is_one_method() -> None:
 
 def test_the_redis_cluster_offers_everything_the_link_names() -> None:
     wanted = {name for name in dir(ReplicaLink) if not name.startswith("_")}
-    made = inspect.getsource(Cluster.__init__)  # attributes a Cluster sets on itself
-    missing = {name for name in wanted if not hasattr(Cluster, name) and f"self.{name} =" not in made}
+    made = inspect.getsource(RedisReplicaLink.__init__)  # attributes a RedisReplicaLink sets on itself
+    missing = {name for name in wanted if not hasattr(RedisReplicaLink, name) and f"self.{name} =" not in made}
     assert not missing, missing

@@ -18,9 +18,9 @@ from redis.exceptions import RedisError
 
 from tests.support.http import READ_BOUND
 from tests.support.redis import RedisServer
-from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Redis, prepare
 from wiremcp.transports.redis.keys import Keys
+from wiremcp.transports.redis.replica_link import RedisReplicaLink
 from wiremcp.unavailable import StoreUnavailable
 
 T = TypeVar("T")
@@ -59,13 +59,13 @@ async def ready(client: Redis) -> Redis:
     return client
 
 
-def make_cluster(url: str, keys: Keys, replica: str, *, lease: float = 1.0) -> Cluster:
+def make_cluster(url: str, keys: Keys, replica: str, *, lease: float = 1.0) -> RedisReplicaLink:
     """A replica's cluster link as ``RedisBackend.connect`` builds it (a command client and a pub/sub one)."""
-    return Cluster.connect(url, keys, replica=replica, lease=lease, timeout=TIMEOUT)
+    return RedisReplicaLink.connect(url, keys, replica=replica, lease=lease, timeout=TIMEOUT)
 
 
 @contextlib.asynccontextmanager
-async def started(*clusters: Cluster) -> AsyncIterator[None]:
+async def started(*clusters: RedisReplicaLink) -> AsyncIterator[None]:
     """Start the clusters (subscribed to the others' messages) and close them at the end."""
     try:
         for cluster in clusters:

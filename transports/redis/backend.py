@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from wiremcp.replicas import life_name
 from wiremcp.request_state import RequestStateSealer, decode_key
 from wiremcp.transports.redis.bus import RedisSubscriptionBus
-from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import connect, reachable
 from wiremcp.transports.redis.events import RedisEventStore
 from wiremcp.transports.redis.keys import CLUSTER_SHARDS, Keys
 from wiremcp.transports.redis.rate_limits import RedisRateLimits
+from wiremcp.transports.redis.replica_link import RedisReplicaLink
 from wiremcp.transports.redis.sessions import DEFAULT_FRESH_FOR, RedisSessionStore
 from wiremcp.transports.redis.target import RedisTarget, parse_target
 from wiremcp.transports.redis.tasks import RedisTaskStore
@@ -26,7 +26,7 @@ from wiremcp.unavailable import StoreUnavailable
 
 @dataclass(slots=True)
 class RedisBackend:
-    cluster: Cluster
+    cluster: RedisReplicaLink
     sessions: RedisSessionStore
     events: RedisEventStore
     bus: RedisSubscriptionBus
@@ -50,7 +50,7 @@ class RedisBackend:
         shards = CLUSTER_SHARDS if target.topology == "cluster" else 1
         keys = Keys(prefix, session_shards=shards, broadcast_shards=shards)
         name = life_name(replica)
-        cluster = Cluster.connect(target, keys, replica=name, lease=lease, timeout=timeout, client=client)
+        cluster = RedisReplicaLink.connect(target, keys, replica=name, lease=lease, timeout=timeout, client=client)
         sessions = RedisSessionStore(client, keys, idle_timeout=idle_timeout, link=cluster, fresh_for=session_cache)
         session_life = idle_timeout + sessions.fresh_for  # the longest a session lives after its last request
         return cls(cluster=cluster, sessions=sessions,

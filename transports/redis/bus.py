@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.subscriptions import InMemorySubscriptionBus
-from wiremcp.transports.redis.cluster import Cluster
+from wiremcp.transports.redis.replica_link import RedisReplicaLink
 from wiremcp.types import JSONObject
 
 
 class RedisSubscriptionBus(InMemorySubscriptionBus, ClusterEvents):
     """Publishes through Redis; delivers what arrives from Redis (its own events included) locally."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: RedisReplicaLink) -> None:
         super().__init__()
         self._cluster = cluster
         cluster.listen(self)

@@ -6,7 +6,7 @@ nothing and leaves no copy). Sorted sets (the index shards of ``Keys``) map sess
 times, so that the live-session cap holds across replicas (see ``create``). The session's key and its
 index entry are in different hash slots: each script touches one of them, so it runs in a Redis Cluster.
 
-Given the link between replicas (``Cluster``), each replica keeps a copy of the sessions it recently read
+Given the link between replicas (``RedisReplicaLink``), each replica keeps a copy of the sessions it recently read
 or wrote, so that most requests need no round trip to Redis. It is the scheme of Redis's own client-side
 caching (``CLIENT TRACKING``), over the link's pub/sub:
 
@@ -45,9 +45,9 @@ from redis.commands.core import AsyncScript
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.session_store import SERVER, Asker, SessionStore, serves
 from wiremcp.state import SessionState
-from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Redis, publish, reachable, run_scripts
 from wiremcp.transports.redis.keys import Keys
+from wiremcp.transports.redis.replica_link import RedisReplicaLink
 from wiremcp.unavailable import StoreUnavailable
 
 log = logging.getLogger("wiremcp.redis.sessions")
@@ -140,7 +140,7 @@ class _Lookup:
 class RedisSessionStore(SessionStore, ClusterEvents):
     self_expiring = True
 
-    def __init__(self, client: Redis, keys: Keys, *, idle_timeout: float, link: Cluster | None = None,
+    def __init__(self, client: Redis, keys: Keys, *, idle_timeout: float, link: RedisReplicaLink | None = None,
                  fresh_for: float = DEFAULT_FRESH_FOR, max_cached: int = MAX_CACHED,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._client = client

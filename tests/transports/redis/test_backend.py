@@ -20,9 +20,9 @@ from wiremcp.replica_link import ClusterEvents
 from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.transports.redis.backend import RedisBackend
-from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Redis, connect
 from wiremcp.transports.redis.keys import Keys
+from wiremcp.transports.redis.replica_link import RedisReplicaLink
 from wiremcp.transports.sessions import SessionManager
 from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
 
@@ -70,7 +70,7 @@ class Heard(ClusterEvents):
     """What a replica's link delivered, registered after everything the backend and the manager wired to it:
     once a message is here, they have all had it."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: RedisReplicaLink) -> None:
         self.changes: asyncio.Queue[str] = asyncio.Queue()
         self.deletes: asyncio.Queue[str] = asyncio.Queue()
         cluster.listen(self)

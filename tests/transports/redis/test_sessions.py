@@ -4,7 +4,7 @@ each replica's copies of the sessions: a fresh copy answers without any Redis co
 made on another replica drop it, idle expiry still holds, and a link that goes down stops the copies'
 use and drops them all when it is back.
 
-Replicas are stores with their own Redis clients and ``Cluster`` links. Commands are counted by Redis
+Replicas are stores with their own Redis clients and replica links (``RedisReplicaLink``). Commands are counted by Redis
 itself (``INFO commandstats``). Nothing waits by sleeping: an announcement is awaited on a listener of
 the receiving replica's link (registered after the store's, it hears each message after the store did)."""
 
@@ -27,9 +27,9 @@ from tests.support.redis_topologies import standalone_only
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.state import SessionState
 from wiremcp.transports.allocator import FallFromPeak
-from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import Redis, connect
 from wiremcp.transports.redis.keys import Keys
+from wiremcp.transports.redis.replica_link import RedisReplicaLink
 from wiremcp.transports.redis.sessions import RedisSessionStore
 from wiremcp.transports.redis.target import parse_target
 from wiremcp.transports.sessions import SessionManager
@@ -306,7 +306,7 @@ class Heard(ClusterEvents):
     """What a replica's link delivered, registered after its store: once an announcement is here, the store
     has had it too."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: RedisReplicaLink) -> None:
         self.changes: asyncio.Queue[str] = asyncio.Queue()
         self.reconnects: asyncio.Queue[None] = asyncio.Queue()
         cluster.listen(self)
@@ -595,7 +595,7 @@ async def test_while_the_link_is_down_no_copy_is_used_and_all_are_dropped_when_i
     lookup, and once the link is back no copy made before survives."""
     user, password = f"link{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
     await command(client, "ACL", "SETUSER", user, "on", f">{password}", "~*", "&*", "+@all")
-    link_a = Cluster(connect(redis_server.url, timeout=TIMEOUT),
+    link_a = RedisReplicaLink(connect(redis_server.url, timeout=TIMEOUT),
                      connect(redis_server.url.replace("redis://", f"redis://{user}:{password}@"), timeout=TIMEOUT,
                              blocking=True), redis_keys, target=parse_target(redis_server.url), replica="A", lease=1.0)
     link_b = make_cluster(redis_server.url, redis_keys, "B")

@@ -1,4 +1,4 @@
-"""``Cluster``: two replicas ("A" and "B") linked through a real redis-server: leases, routed responses,
+"""``RedisReplicaLink``: two replicas ("A" and "B") linked through a real redis-server: leases, routed responses,
 broadcast cancellations and deletions, the bus, wake-ups, the one GET stream of a session, and the
 listener's recovery after Redis restarts.
 
@@ -17,17 +17,17 @@ from tests.support.cluster import make_cluster, next_item, started, until
 from tests.support.redis import RedisServer
 from tests.support.redis_topologies import standalone_only
 from wiremcp.replica_link import ClusterEvents
-from wiremcp.transports.redis.cluster import Cluster
 from wiremcp.transports.redis.connection import publish
 from wiremcp.transports.redis.events import RedisEventStore
 from wiremcp.transports.redis.keys import Keys
+from wiremcp.transports.redis.replica_link import RedisReplicaLink
 from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(30)
 
 
 @pytest.fixture
-async def replicas(redis_url: str, redis_keys: Keys) -> AsyncIterator[tuple[Cluster, Cluster]]:
+async def replicas(redis_url: str, redis_keys: Keys) -> AsyncIterator[tuple[RedisReplicaLink, RedisReplicaLink]]:
     a = make_cluster(redis_url, redis_keys, "A")
     b = make_cluster(redis_url, redis_keys, "B")
     async with started(a, b):
@@ -37,7 +37,7 @@ async def replicas(redis_url: str, redis_keys: Keys) -> AsyncIterator[tuple[Clus
 class Inbox(ClusterEvents):
     """What one replica's listener received, in order."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: RedisReplicaLink) -> None:
         self.responses: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
         self.cancels: asyncio.Queue[tuple[str, JSONObject]] = asyncio.Queue()
         self.deletes: asyncio.Queue[str] = asyncio.Queue()
@@ -73,7 +73,7 @@ class Inbox(ClusterEvents):
         self.bus.put_nowait(event)
 
 
-async def test_leases_tell_which_replicas_are_alive(replicas: tuple[Cluster, Cluster]) -> None:
+async def test_leases_tell_which_replicas_are_alive(replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
     a, b = replicas
     # The first lease write runs beside the subscription that start() waits for.
     await until(lambda: a.alive("B"), what="B's lease")
@@ -87,7 +87,7 @@ async def test_leases_tell_which_replicas_are_alive(replicas: tuple[Cluster, Clu
     assert await a.alive("A")
 
 
-async def test_a_response_reaches_the_replica_that_sent_the_request(replicas: tuple[Cluster, Cluster]) -> None:
+async def test_a_response_reaches_the_replica_that_sent_the_request(replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
     a, b = replicas
     at_a, at_b = Inbox(a), Inbox(b)
     raw = '{"jsonrpc":"2.0","id":"B:1","result":{"action":"accept","content":{"answer":"ja, gerne ✓"}}}'.encode()
@@ -100,7 +100,7 @@ async def test_a_response_reaches_the_replica_that_sent_the_request(replicas: tu
     assert at_a.responses.empty()
 
 
-async def test_cancellations_and_deletions_reach_the_other_replica(replicas: tuple[Cluster, Cluster]) -> None:
+async def test_cancellations_and_deletions_reach_the_other_replica(replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
     a, b = replicas
     at_a, at_b = Inbox(a), Inbox(b)
     params: JSONObject = {"requestId": 5, "reason": "the user pressed stop"}
@@ -118,7 +118,7 @@ async def test_cancellations_and_deletions_reach_the_other_replica(replicas: tup
 
 
 async def test_changed_sessions_reach_the_other_replica_and_task_events_every_replica(
-        replicas: tuple[Cluster, Cluster]) -> None:
+        replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
     a, b = replicas
     at_a, at_b = Inbox(a), Inbox(b)
     await publish(a.client, a.keys.broadcast("sid-1"), a.changed_message("sid-1"))  # as the session store does
@@ -137,7 +137,7 @@ class Failing(ClusterEvents):
 
 
 async def test_every_listener_hears_each_event_once_and_a_failing_one_silences_no_other(
-        replicas: tuple[Cluster, Cluster]) -> None:
+        replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
     a, b = replicas
     b.listen(Failing())
     first, second = Inbox(b), Inbox(b)
@@ -154,7 +154,7 @@ async def test_every_listener_hears_each_event_once_and_a_failing_one_silences_n
 
 
 async def test_bus_events_reach_every_replica_from_the_loop_or_a_worker_thread(
-        replicas: tuple[Cluster, Cluster]) -> None:
+        replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
     a, b = replicas
     at_a, at_b = Inbox(a), Inbox(b)
     changed: JSONObject = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
@@ -168,7 +168,7 @@ async def test_bus_events_reach_every_replica_from_the_loop_or_a_worker_thread(
     assert await next_item(at_b.bus) == updated
 
 
-async def test_an_append_on_one_replica_wakes_the_watchers_on_the_other(replicas: tuple[Cluster, Cluster]) -> None:
+async def test_an_append_on_one_replica_wakes_the_watchers_on_the_other(replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
     a, b = replicas
     events_b = RedisEventStore(b.client, b.keys, replica="B")
     with a.watch("sid-w") as woken, a.watch("sid-other") as other:
@@ -191,7 +191,7 @@ async def test_an_append_on_one_replica_wakes_the_watchers_on_the_other(replicas
             await second.wait()
 
 
-async def test_one_get_stream_per_session_across_replicas(replicas: tuple[Cluster, Cluster]) -> None:
+async def test_one_get_stream_per_session_across_replicas(replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
     a, b = replicas
     assert await a.hold_get("sid-g", "token-a", take_over=False)
     assert await a.renew_get("sid-g", "token-a")
@@ -209,7 +209,7 @@ async def test_one_get_stream_per_session_across_replicas(replicas: tuple[Cluste
 
 @standalone_only
 async def test_the_listener_reconnects_after_redis_restarts(
-        redis_server: RedisServer, replicas: tuple[Cluster, Cluster]) -> None:
+        redis_server: RedisServer, replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
     a, b = replicas
     at_a = Inbox(a)
     with a.watch("sid-r") as woken:

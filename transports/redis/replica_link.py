@@ -11,8 +11,8 @@ Replicas share sessions through the stores; what a store cannot carry goes over 
 
 What goes to every replica travels over the broadcast channels (one, or a cluster's shards: each message
 on the channel its session, task or resource hashes to). ``Subscriber`` keeps the channels subscribed on
-every topology (``transports.redis.pubsub``). "Cluster" in this module's name means the server's replicas,
-not a Redis Cluster: the link is the same on one server, under Sentinel and on a Redis Cluster.
+every topology (``transports.redis.pubsub``). The link is the same on one server, under Sentinel and on a
+Redis Cluster.
 
 It is the core's ``ReplicaLink`` over Redis, and hands what arrives to its listeners (``ClusterEvents``,
 each registered once with ``listen``).
@@ -55,7 +55,7 @@ return 0
 """
 
 
-class Cluster:
+class RedisReplicaLink:
     """One per process (a ``ReplicaLink``). ``start`` before serving, ``close`` after."""
 
     def __init__(self, client: Redis, listener: Redis, keys: Keys, *, target: RedisTarget, replica: str,
@@ -87,7 +87,7 @@ class Cluster:
 
     @classmethod
     def connect(cls, target: RedisTarget | str, keys: Keys, *, replica: str, lease: float = 5.0,
-                timeout: float = 2.0, client: Redis | None = None) -> Cluster:
+                timeout: float = 2.0, client: Redis | None = None) -> RedisReplicaLink:
         """The link over ``target``, sending with ``client`` (a new one if not given)."""
         target = parse_target(target) if isinstance(target, str) else target
         client = client if client is not None else connect(target, timeout=timeout)
