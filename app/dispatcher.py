@@ -48,12 +48,6 @@ Handler = Callable[[JSONObject, "Context"], Awaitable[JSONObject]]
 
 _EMPTY: JSONObject = {}
 
-# What each method needs, allows and is, from the one declaration of the methods (``wiremcp.methods``).
-_BEFORE_INITIALIZE = methods.BEFORE_INITIALIZE
-_NEEDS = methods.NEEDS
-_TASK_METHODS = methods.EXPERIMENTAL_TASKS
-"""2025-11-25's experimental tasks; the stateless era's tasks are an extension of another shape (no
-``tasks/result`` or ``tasks/list``; ``tasks/update``)."""
 
 
 def _wire(item: Any, stateless: bool) -> JSONObject:
@@ -127,17 +121,17 @@ class Dispatcher:
         handler = self._handlers.get(method)
         if handler is None:
             raise MethodNotFound(method)
-        if not ctx.state.initialized and method not in _BEFORE_INITIALIZE:
+        if not ctx.state.initialized and method not in methods.BEFORE_INITIALIZE:
             raise InvalidRequest(f"Invalid Request: {method} before initialize; the session is not initialized")
         self._gate(method)
-        if method in _TASK_METHODS and not _has_tasks(ctx):
+        if method in methods.EXPERIMENTAL_TASKS and not _has_tasks(ctx):
             raise MethodNotFound(method)  # tasks came with 2025-11-25
         if method in INPUT_CAPABLE:
             return await input_rounds.with_client_requests(handler, params, ctx)
         return await handler(params, ctx)
 
     def _gate(self, method: str) -> None:
-        needed = _NEEDS.get(method)
+        needed = methods.NEEDS.get(method)
         if needed is not None and needed not in self.server.capabilities():
             raise MethodNotFound(method)
 

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from wiremcp.tools import Tool
 
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_URI_METHODS = methods.NAMES_BY_URI
 
 
 class Mount:
@@ -211,7 +210,7 @@ class Mount:
             names = self.tools if call.method == "tools/call" else self.prompts
             name = call.name
             return {**params, "name": names[name]} if name in names else None
-        if call.method in _URI_METHODS and call.uri is not None:
+        if call.method in methods.NAMES_BY_URI and call.uri is not None:
             inner = self.child_uri(call.uri)
             return {**params, "uri": inner} if inner is not None else None
         ref = params.get("ref") if call.method == "completion/complete" else None

@@ -16,9 +16,6 @@ if TYPE_CHECKING:
 CACHEABLE = methods.CACHEABLE
 """Results that carry ``ttlMs`` and ``cacheScope`` (when complete)."""
 
-REMOVED = methods.NOT_STATELESS
-"""Handshake-era methods that do not exist in the stateless era."""
-
 
 def complete(result: JSONObject, method: str, server: MCPServer, hints: tuple[int, str] | None = None) -> JSONObject:
     """A result as the stateless era sends it: ``resultType``, the server's identity, caching hints."""

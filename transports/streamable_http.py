@@ -57,7 +57,6 @@ log = logging.getLogger("wiremcp.http")
 
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
-MUTATING = methods.CHANGES_SESSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +242,7 @@ class StreamableHTTPEndpoint:
             await respond_json(send, 400, batch)
             return
         replies = await batch.answers()
-        if any(isinstance(r, jsonrpc.Request) and r.method in MUTATING for r in items):
+        if any(isinstance(r, jsonrpc.Request) and r.method in methods.CHANGES_SESSION for r in items):
             await self.manager.save(live)
         if replies:
             await respond_json(send, 200, replies)
@@ -266,7 +265,7 @@ class StreamableHTTPEndpoint:
             if not run.changed.is_set:
                 await run.changed.wait(self.options.sse_after)
         if run.done and not run.buffer:
-            if request.method in MUTATING:
+            if request.method in methods.CHANGES_SESSION:
                 await self.manager.save(live)
             if run.response is None:
                 await respond(send, 202)  # cancelled by the client: there is no answer

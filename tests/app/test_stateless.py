@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from wiremcp import MCPServer
+from wiremcp.methods import NOT_STATELESS as REMOVED
 from wiremcp.protocol import META_SERVER_INFO, SUPPORTED_VERSIONS, TASKS_EXTENSION
-from wiremcp.stateless import CACHEABLE, REMOVED, complete, discover
+from wiremcp.stateless import CACHEABLE, complete, discover
 
 CACHING = "2026-07-28/server/utilities/caching"
 

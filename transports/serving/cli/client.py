@@ -23,7 +23,6 @@ from wiremcp.transports.serving.cli import package_version
 from wiremcp.transports.serving.cli.serve import stdio_command
 
 JSON = dict[str, Any]
-NAMED = methods.MIRRORED_NAME
 """Stateless-era methods whose ``Mcp-Name`` header mirrors a parameter."""
 PROBE_BOUND = 10.0
 """At most this long for ``server/discover`` to be answered before the handshake is tried instead."""
@@ -300,8 +299,8 @@ class Client:
         out = {"MCP-Protocol-Version": self.version} if self.version else {}
         if self.stateless:
             out["Mcp-Method"] = method
-            if method in NAMED:
-                out["Mcp-Name"] = header_value(str(params.get(NAMED[method], "")))
+            if method in methods.MIRRORED_NAME:
+                out["Mcp-Name"] = header_value(str(params.get(methods.MIRRORED_NAME[method], "")))
         return out
 
     async def _send(self, message: JSON, headers: Mapping[str, str], timeout: float | None = None) -> JSON | None:
