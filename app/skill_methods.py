@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from wiremcp.context import Context
     from wiremcp.skill_set import SkillSet
 
-METHODS = ("skills/list", "skills/get", "resources/directory/read")
-
 
 async def list_skills(params: JSONObject, ctx: Context) -> JSONObject:
     skills = await _served(ctx, "skills/list")
