@@ -91,9 +91,9 @@ def __getattr__(name: str) -> Any:
 
     if wiremcp.__dict__ is not globals():  # the door: the one deployment of the process
         return wiremcp.asgi
-    from wiremcp.serving import serving
+    from wiremcp import composition
 
-    value = globals()["asgi"] = serving("asgi")()  # the composition root's default deployment
+    value = globals()["asgi"] = composition.part("asgi")()  # the composition root's default deployment
     return value
 
 

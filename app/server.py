@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from wiremcp import apps
+from wiremcp import apps, composition
 from wiremcp.completions import Completer
 from wiremcp.component import definition_site
 from wiremcp.definitions import Definitions
@@ -17,7 +17,6 @@ from wiremcp.prompts import Prompt
 from wiremcp.protocol import SKILLS_EXTENSION
 from wiremcp.resources import Resources
 from wiremcp.runtime import Runtime
-from wiremcp.serving import serving
 from wiremcp.skill_set import SkillSet, Source
 from wiremcp.skills import from_memory
 from wiremcp.tools import Tool
@@ -274,7 +273,7 @@ class MCPServer(Definitions):
         spelt ``"streamable-http"``) Streamable HTTP at ``http://{host}:{port}/mcp``. A bad setting ends the
         process with one line and exit status 2. Logs go to stderr; on stdio, anything printed before
         ``run()`` went to stdout."""
-        serving("run")(self, transport, host=host, port=port)  # the composition root's, through the seam
+        composition.part("run")(self, transport, host=host, port=port)
 
     def list_changed(self, kind: str) -> None:
         """Tools, prompts, resources or completions (``kind``) were added or removed: clients that want to hear
