@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from wiremcp.audit import AuditLog
+from wiremcp.backend import Backend
 from wiremcp.completions import Completion
 from wiremcp.content import Audio, EmbeddedResource, Image, ResourceLink, text
 from wiremcp.context import Context, ElicitResult
@@ -46,6 +47,7 @@ from wiremcp.tools import ToolResult
 __all__ = [
     "Audio",
     "AuditLog",
+    "Backend",
     "Call",
     "CallNext",
     "ClientError",

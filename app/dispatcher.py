@@ -169,7 +169,7 @@ class Dispatcher:
                         readable=lambda uri: access.readable(uri, ctx))
         tag = {META_SUBSCRIPTION: ctx.request_id}
         self.runtime.watch_skills()
-        subscription = self.runtime.bus.subscribe()
+        subscription = self.runtime.backend.bus.subscribe()
         try:
             await ctx.send_notification("notifications/subscriptions/acknowledged",
                                         {"_meta": tag, "notifications": wanted.honoured})

@@ -115,6 +115,8 @@ class InMemoryEventStore(EventStore):
         if entry is None:
             entry = self._streams[key] = _Stream()
             self._by_session.setdefault(session_id, set()).add(stream)
+        elif seq <= entry.last:
+            return  # taken: the first event under a number stays
         size = 64 + (len(orjson.dumps(message)) if message is not None else 0)
         entry.events.append((StoredEvent(stream, seq, message), size))
         entry.last = seq

@@ -8,8 +8,8 @@ is refused with ``RateLimited`` (-32023, ``data.retryAfterMs``: the draft SEP-33
 429 and ``Retry-After``; nothing else is slowed (each caller has its own bucket, and a refusal is answered at
 once).
 
-The buckets live in a ``RateLimitStore``: the runtime's (``Runtime.rate_limits``: in memory, or shared by the
-replicas through Redis when the deployment has ``WIREMCP_REDIS_URL``), or one given to the rule.
+The buckets live in a ``RateLimitStore``: the backend's (``Runtime.backend.rate_limits``: in memory, or shared
+by the replicas through Redis when the deployment has ``WIREMCP_REDIS_URL``), or one given to the rule.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 from wiremcp.errors import RateLimited
 from wiremcp.middleware import Call, CallNext
@@ -37,25 +38,25 @@ class Taken:
     retry_after: float = 0.0
 
 
-class RateLimitStore(Protocol):
+class RateLimitStore(ABC):
     """Where the buckets and the counts of calls running are kept; every operation is atomic (replicas that
     share a store cannot both take the last token)."""
 
+    @abstractmethod
     async def take(self, key: str, rate: float, burst: int) -> Taken:
         """Take one token from the bucket ``key`` (``rate`` tokens a second, at most ``burst``; a new bucket
         is full)."""
-        ...
 
+    @abstractmethod
     async def enter(self, key: str, limit: int) -> bool:
         """Count one more call running under ``key``, if fewer than ``limit`` are; whether it was counted."""
-        ...
 
+    @abstractmethod
     async def leave(self, key: str) -> None:
         """One call counted by ``enter`` ended."""
-        ...
 
 
-class InMemoryRateLimits:
+class InMemoryRateLimits(RateLimitStore):
     """Buckets in this process (one replica). At most ``max_keys`` buckets are kept; past that the one used
     least recently is forgotten (it comes back full)."""
 
@@ -145,7 +146,7 @@ class RateLimit:
     async def __call__(self, call: Call, call_next: CallNext) -> JSONObject | None:
         if not self.applies(call):
             return await call_next()
-        store = self.store or call.runtime.rate_limits
+        store = self.store or call.runtime.backend.rate_limits
         who = self.caller(call)
         key = f"{self.name}|{who}"
         if self.each_tool and call.method == "tools/call":

@@ -1,5 +1,5 @@
 """The link between replicas sharing a store, as the transports use it: ``ReplicaLink``, what they ask of
-it (routing, leases, the one GET stream of a session), and ``ClusterEvents``, what it tells its listeners.
+it (routing, leases, following a session's streams), and ``ClusterEvents``, what it tells its listeners.
 
 What a store cannot carry crosses replicas over the link: a client's response to a server-to-client
 request reaches the replica whose handler waits for it, cancellations, deleted and changed sessions,
@@ -16,9 +16,9 @@ changed sessions, reconnections, change events for the GET streams it holds), th
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Protocol
 
 from wiremcp.types import JSONObject, RequestId
 
@@ -56,69 +56,71 @@ class ClusterEvents:
         """A change event published on any replica's subscription bus (this one's included)."""
 
 
-class ReplicaLink(Protocol):
+class ReplicaLink(ABC):
     """This replica's link to the others, as the transports use it."""
 
-    @property
-    def replica(self) -> str:
-        """This process life's name among the replicas (``wiremcp.replicas.life_name``)."""
+    replica: str
+    """This process life's name among the replicas (``wiremcp.replicas.life_name``)."""
+    lease: float
+    """Seconds a replica's lease lasts unrenewed (a replica gone longer is taken for stopped)."""
 
     @property
-    def lease(self) -> float:
-        """Seconds a replica's lease lasts unrenewed (a replica gone longer is taken for stopped)."""
-
-    @property
+    @abstractmethod
     def connected(self) -> bool:
         """Receiving the other replicas' messages right now."""
 
+    @abstractmethod
     def listen(self, listener: ClusterEvents) -> None:
         """Deliver the events from other replicas to ``listener`` too, from now on (once per listener)."""
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @abstractmethod
     async def start(self) -> None:
         """Before serving: take this replica's lease and subscribe to the others' messages."""
 
+    @abstractmethod
     def ensure_started(self) -> None:
         """Start lazily (an app mounted without its lifespan)."""
 
+    @abstractmethod
     async def close(self) -> None:
         """After serving: give up the lease and the connections."""
 
     # -- replicas and the requests they sent --------------------------------------------------------
+    @abstractmethod
     async def alive(self, replica: str) -> bool:
         """Whether the replica (a life's name) holds its lease."""
 
+    @abstractmethod
     def request_ids(self) -> Callable[[], RequestId]:
         """Ids for server-to-client requests that tell which replica waits for the answer."""
 
+    @abstractmethod
     def owner_of(self, request_id: RequestId) -> str | None:
         """The replica that sent a server-to-client request with this id (None: not one of ours)."""
 
+    @abstractmethod
     async def forward_response(self, replica: str, sid: str, raw: bytes) -> None:
         """Hand a client's response to the replica that sent the request (``response_arrived`` there)."""
 
+    @abstractmethod
     async def broadcast_cancel(self, sid: str, params: JSONObject) -> None:
         """``request_cancelled`` on every replica."""
 
+    @abstractmethod
     async def broadcast_delete(self, sid: str) -> None:
         """``session_deleted`` on every other replica."""
 
+    @abstractmethod
     async def broadcast_task_cancel(self, task_id: str) -> None:
         """``task_cancelled`` on every replica (the one running the task stops it)."""
 
+    @abstractmethod
     async def broadcast_task_input(self, task_id: str) -> None:
         """``task_input_arrived`` on every replica (the one running the task wakes its handler)."""
 
     # -- shared streams ------------------------------------------------------------------------------
+    @abstractmethod
     def watch(self, sid: str, event: asyncio.Event | None = None) -> AbstractContextManager[asyncio.Event]:
         """An event (``event``, or a new one) set whenever something is appended to one of the session's
         streams, on any replica, while the context lasts."""
-
-    async def hold_get(self, sid: str, token: str, *, take_over: bool) -> bool:
-        """Become the holder of the session's GET stream; ``take_over`` ends any other holder."""
-
-    async def renew_get(self, sid: str, token: str) -> bool:
-        """False once another GET took the stream over (or the hold lapsed)."""
-
-    async def release_get(self, sid: str, token: str) -> None:
-        """Give the hold up, unless another GET took it over."""

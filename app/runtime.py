@@ -6,9 +6,10 @@ sequence, ``wiremcp.shutdown``), and the handshake-era sessions being served (fo
 
 The definition (``MCPServer``: tools, resources, prompts, completions, identity) knows nothing of these; it
 tells its runtime when a list changes or a resource is updated. Everything a runtime is served with comes in
-through its constructor: the bus, the task store, the link between replicas, the sealer and the task
-settings (the composition root passes the Redis backend's when ``WIREMCP_REDIS_URL`` is set). Until one is
-made for it, a server has a runtime with the in-memory defaults (``server.runtime``).
+through its constructor: the ``Backend`` (``wiremcp.backend``: the stores, the bus, the link between
+replicas; the composition root passes the Redis one when ``WIREMCP_REDIS_URL`` is set), the sealer and the
+task settings. Until one is made for it, a server has a runtime with the in-memory defaults
+(``server.runtime``).
 """
 
 from __future__ import annotations
@@ -17,16 +18,14 @@ import asyncio
 import weakref
 from typing import TYPE_CHECKING
 
+from wiremcp.backend import Backend
 from wiremcp.dispatcher import Dispatcher
 from wiremcp.observer import RequestObserver, joined, listed
-from wiremcp.rate_limits import InMemoryRateLimits, RateLimitStore
-from wiremcp.replica_link import ClusterEvents, ReplicaLink
+from wiremcp.replica_link import ClusterEvents
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.shutdown import RequestsInFlight
-from wiremcp.subscriptions import InMemorySubscriptionBus, SubscriptionBus
 from wiremcp.task_methods import TaskMethods
 from wiremcp.task_runner import TaskRunner, TaskSettings
-from wiremcp.tasks import TaskStore
 from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
@@ -37,24 +36,20 @@ if TYPE_CHECKING:
 class Runtime:
     """Serves ``server``; made before it serves, it becomes ``server.runtime``."""
 
-    def __init__(self, server: MCPServer, *, bus: SubscriptionBus | None = None, task_store: TaskStore | None = None,
-                 replicas: ReplicaLink | None = None, request_states: RequestStateSealer | None = None,
-                 tasks: TaskSettings | None = None, rate_limits: RateLimitStore | None = None) -> None:
+    def __init__(self, server: MCPServer, *, backend: Backend | None = None,
+                 request_states: RequestStateSealer | None = None, tasks: TaskSettings | None = None) -> None:
         self.server = server
-        self.bus: SubscriptionBus = bus or InMemorySubscriptionBus()
-        """Where change events go to ``subscriptions/listen`` streams (every replica's, with Redis)."""
+        self.backend = backend or Backend.in_memory()
+        """Where the state shared between replicas lives: sessions, events, tasks, the bus (change events for
+        ``subscriptions/listen``), rate limits' buckets, the link between replicas (``wiremcp.backend``)."""
         self.request_states = request_states or RequestStateSealer()
         """Seals ``requestState``; replicas that share the keys can finish each other's exchanges."""
-        self.replicas = replicas
-        self.rate_limits: RateLimitStore = rate_limits or InMemoryRateLimits()
-        """Where ``RateLimit`` middleware keeps its buckets unless given a store (shared, with Redis)."""
         self.observer: RequestObserver | None = None
         """Sees every request (metrics, tracing); see ``observe``."""
         self.requests = RequestsInFlight()
         """The requests being answered now, whatever their transport: the shutdown waits for them, then cuts
         off those still running."""
         self.dispatcher = Dispatcher(self)
-        self._task_store = task_store
         self._task_settings = tasks
         self._task_runner: TaskRunner | None = None
         self._task_methods: TaskMethods | None = None
@@ -71,10 +66,11 @@ class Runtime:
     def task_runner(self) -> TaskRunner:
         """Runs task-augmented tool calls (both eras), made when first needed."""
         if self._task_runner is None:
-            runner = self._task_runner = TaskRunner(self.bus, self._task_store, settings=self._task_settings,
-                                                    replicas=self.replicas)
-            if self.replicas is not None:
-                self.replicas.listen(TaskEvents(runner))
+            backend = self.backend
+            runner = self._task_runner = TaskRunner(backend.bus, backend.tasks, settings=self._task_settings,
+                                                    link=backend.link)
+            if backend.link is not None:
+                backend.link.listen(TaskEvents(runner))
         return self._task_runner
 
     @property
@@ -133,7 +129,7 @@ class Runtime:
         for session in list(self._sessions):
             if session.state.wants(message):
                 session.post(message)
-        self.bus.publish(message)
+        self.backend.bus.publish(message)
 
 
 class TaskEvents(ClusterEvents):

@@ -85,7 +85,7 @@ class MCPServer(Definitions):
         self._capabilities: JSONObject | None = None
         self.runtime: Runtime = Runtime(self)
         """What serves this server: one with the in-memory defaults until a ``Runtime`` is made for it (with
-        its stores, bus and replicas: ``Runtime(server, ...)`` replaces it)."""
+        its backend: ``Runtime(server, backend=...)`` replaces it)."""
         self._default_runtime = self.runtime
 
     # -- identity ---------------------------------------------------------------------------

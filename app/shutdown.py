@@ -114,8 +114,8 @@ class RequestsInFlight:
 def cut_off_outcome(server: MCPServer, request_id: RequestId) -> Outcome:
     """The answer of a request the shutdown cut off: -32603 saying so, retryable, as a failed task's
     (over HTTP, where the answer has not started: 503 with ``Retry-After``)."""
-    replicas = server.runtime.replicas
-    data = {"replica": replica_of(replicas.replica) if replicas is not None else None, "retryable": True}
+    link = server.runtime.backend.link
+    data = {"replica": replica_of(link.replica) if link is not None else None, "retryable": True}
     return Outcome(jsonrpc.error(request_id, INTERNAL_ERROR, CUT_OFF, data), unavailable=True)
 
 
@@ -127,7 +127,7 @@ async def shut_down(server: MCPServer, *, grace: float, quiesce: Callable[[], No
     tasks left (their handlers' clean-up included) may take (``bounded``)."""
     runtime = server.runtime
     requests = runtime.requests
-    runtime.bus.end_all()
+    runtime.backend.bus.end_all()
     if quiesce is not None:
         quiesce()
     deadline = time.monotonic() + grace

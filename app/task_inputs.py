@@ -35,7 +35,7 @@ class TaskInputs:
         self._waiting: dict[str, dict[str, asyncio.Future[JSONObject]]] = {}
         self._wakes: set[asyncio.Task[None]] = set()
         self.wake_elsewhere: Callable[[str], Awaitable[None]] | None = (
-            runner.replicas.broadcast_task_input if runner.replicas is not None else None)
+            runner.link.broadcast_task_input if runner.link is not None else None)
         """Tells the replica running a task that the client answered its input requests (shared store)."""
 
     async def wait_for_input(self, binding: TaskBinding, method: str, params: JSONObject | None,

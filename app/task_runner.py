@@ -163,11 +163,11 @@ class TaskSettings:
 
 class TaskRunner:
     """Runs tool calls as tasks and answers the ``tasks/*`` methods of both eras. ``bus``: where task changes
-    go to ``subscriptions/listen``; ``store``: where tasks live; ``replicas``: the other replicas sharing the
-    store (cancels and input answers reach the replica running a task; a task whose replica died is failed)."""
+    go to ``subscriptions/listen``; ``store``: where tasks live; ``link``: the link to the other replicas
+    sharing the store (cancels and input answers reach the replica running a task; a task whose replica died is failed)."""
 
     def __init__(self, bus: SubscriptionBus, store: TaskStore | None = None, *, settings: TaskSettings | None = None,
-                 replicas: ReplicaLink | None = None) -> None:
+                 link: ReplicaLink | None = None) -> None:
         self.bus = bus
         self.store: TaskStore = store or InMemoryTaskStore()
         settings = settings or TaskSettings()
@@ -175,8 +175,8 @@ class TaskRunner:
         self.max_ttl_ms = max(settings.max_ttl_ms, settings.default_ttl_ms)
         self.poll_interval_ms = settings.poll_interval_ms
         self.max_running_per_owner = settings.max_running_per_owner
-        self.replicas = replicas
-        self.replica: str | None = replicas.replica if replicas is not None else None
+        self.link = link
+        self.replica: str | None = link.replica if link is not None else None
         """This process life's name among replicas sharing the store (``wiremcp.replicas``)."""
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._bindings: dict[str, TaskBinding] = {}
@@ -352,8 +352,8 @@ class TaskRunner:
     async def settle_orphan(self, record: TaskRecord) -> TaskRecord:
         """A task still active whose replica has stopped will never end: fail it, saying why."""
         runner = record.owner_replica
-        if (record.status in ACTIVE and runner is not None and runner != self.replica and self.replicas is not None
-                and not await self.replicas.alive(runner)):
+        if (record.status in ACTIVE and runner is not None and runner != self.replica and self.link is not None
+                and not await self.link.alive(runner)):
             failed = await self.store.transition(
                 record.task_id, "failed", expect=ACTIVE, status_message=ORPHANED,
                 error={"code": INTERNAL_ERROR, "message": ORPHANED,
@@ -373,8 +373,8 @@ class TaskRunner:
         running = self._running.get(record.task_id)
         if running is not None:
             running.cancel()  # cooperative: the handler sees CancelledError
-        elif self.replicas is not None:
-            await self.replicas.broadcast_task_cancel(record.task_id)
+        elif self.link is not None:
+            await self.link.broadcast_task_cancel(record.task_id)
         return cancelled or await self.store.get(record.task_id, record.principal) or record
 
     def binding(self, task_id: str) -> TaskBinding | None:

@@ -7,6 +7,14 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support import hang_report, parts
+from tests.support.redis_fixtures import (  # noqa: F401 - the fixtures of every test that uses a real Redis
+    redis_binary,
+    redis_cluster,
+    redis_keys,
+    redis_sentinel,
+    redis_server,
+    redis_url,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

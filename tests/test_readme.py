@@ -29,12 +29,14 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support import http as raw
 from tests.support import markdown, walks
 from tests.support.http import (
     ACCEPT_BOTH,
     CLIENT_INFO,
     START_BOUND,
     _wait_until_accepting,
+    asgi_client,
     free_port,
     stop_process,
 )
@@ -67,7 +69,7 @@ def block(name: str) -> Block:
 CHECKED = {"server", "serve", "wire-in", "wire-out", "handler", "testing", "testing-config", "request-state-keys", "auth-env",
            "auth-mount", "dev-auth", "layout", "commands", "list-call", "host-entry", "claude-desktop-config",
            "vscode-config", "walk-http-handshake", "walk-http-stateless", "walk-stdio", "walk-elicitation-asked",
-           "walk-elicitation-answered", "skills", "apps", "middleware", "rate-limits", "mount", "curl-handshake",
+           "walk-elicitation-answered", "skills", "apps", "middleware", "rate-limits", "mount", "backend", "curl-handshake",
            "curl-handshake-out", "curl-stateless", "curl-stateless-out"}
 
 
@@ -306,6 +308,19 @@ async def test_the_mount_example_serves_the_child_under_its_prefix(tmp_path: Pat
         read = await client.read_resource("weather://weather/cities/Oslo")
     assert called["content"][0]["text"] == "Sunny in Oslo"
     assert read["contents"][0]["text"] == "Oslo: temperate"
+
+
+async def test_the_backend_example_keeps_the_sessions_it_serves_in_its_rows(tmp_path: Path) -> None:
+    namespace = _exec_as_file("backend", tmp_path / "server.py")
+    sessions, app = namespace["sessions"], namespace["app"]
+    async with asgi_client(app) as client:
+        session = await raw.initialize(client, "/mcp")
+        assert await session.call("ping") == {}
+        assert list(sessions.rows) == [session.sid]
+        assert sessions.rows[session.sid]["ready"] is True  # saved after notifications/initialized
+        assert (await client.delete("/mcp", headers={"mcp-session-id": session.sid})).status_code == 200
+        assert sessions.rows == {}
+    await app.manager.close()
 
 
 def test_the_testing_example_passes_in_a_project_of_ones_own(tmp_path: Path) -> None:

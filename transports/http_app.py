@@ -7,10 +7,7 @@ import gc
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
-from wiremcp.event_store import EventStore, InMemoryEventStore
-from wiremcp.replica_link import ReplicaLink
 from wiremcp.server import MCPServer
-from wiremcp.session_store import SessionStore
 from wiremcp.shutdown import bounded
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
 from wiremcp.transports.drain import Drain
@@ -24,24 +21,23 @@ log = logging.getLogger("wiremcp.http")
 
 
 class MCPHttpApp:
-    """Routes ``path`` to the Streamable HTTP endpoint and, optionally, the 2024-11-05 SSE endpoints."""
+    """Routes ``path`` to the Streamable HTTP endpoint and, optionally, the 2024-11-05 SSE endpoints. Sessions,
+    their streams' events and the link to other replicas are the backend's of the server's runtime
+    (``Runtime(server, backend=...)``; in memory unless one is given)."""
 
     def __init__(self, server: MCPServer, *, path: str = "/mcp", options: HttpOptions | None = None,
-                 store: SessionStore | None = None, events: EventStore | None = None,
                  idle_timeout: float = 1800.0, max_sessions: int = 10_000,
                  legacy_sse_path: str | None = "/sse", legacy_messages_path: str = "/messages",
                  allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
                  allowed_origins: Iterable[str] = LOOPBACK_ORIGINS,
-                 authenticate: Callable[[ASGIApp], ASGIApp] | None = None, cluster: ReplicaLink | None = None,
-                 drain_seconds: float = 10.0) -> None:
+                 authenticate: Callable[[ASGIApp], ASGIApp] | None = None, drain_seconds: float = 10.0) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
-        self.cluster = cluster
-        self.manager = SessionManager(server, store, events if events is not None else InMemoryEventStore(),
-                                      idle_timeout=idle_timeout, max_sessions=max_sessions, cluster=cluster)
+        self.backend = server.runtime.backend
+        self.manager = SessionManager(server, self.backend, idle_timeout=idle_timeout, max_sessions=max_sessions)
         self.endpoint = StreamableHTTPEndpoint(self.manager, options)
         self.on_startup: list[Callable[[], Awaitable[None]]] = []
-        """Run after the cluster has started (e.g. agreeing on shared keys)."""
+        """Run after the backend has started (e.g. agreeing on shared keys)."""
         self.legacy = LegacySSEEndpoints(self.manager, messages_path=legacy_messages_path, options=options) \
             if legacy_sse_path else None
         self.drain = Drain(self.manager, self.legacy, seconds=drain_seconds)
@@ -61,8 +57,7 @@ class MCPHttpApp:
         if kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "http":
-            if self.cluster is not None:
-                self.cluster.ensure_started()  # mounted without its lifespan
+            self.backend.ensure_started()  # mounted without its lifespan
             await self._guarded(scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: SendASGI) -> None:
@@ -72,8 +67,7 @@ class MCPHttpApp:
                 # What exists now (modules, the server definition) lives as long as the process:
                 # keep it out of the collector's full passes, which otherwise cost p99 latency.
                 try:
-                    if self.cluster is not None:
-                        await self.cluster.start()
+                    await self.backend.start()
                     for hook in self.on_startup:
                         await hook()
                 except Exception as exc:
@@ -88,8 +82,7 @@ class MCPHttpApp:
                 # bounded, so that nothing one of them waits for keeps the process from exiting.
                 await bounded("the drain", self.drain.run(), self.drain.bound)
                 await bounded("closing the stateless requests", self.endpoint.stateless.close())
-                await bounded("closing the sessions and the event store", self.manager.close())
-                if self.cluster is not None:
-                    await bounded("leaving the replicas", self.cluster.close())
+                await bounded("closing the sessions", self.manager.close())
+                await bounded("closing the backend", self.backend.close())
                 await send({"type": "lifespan.shutdown.complete"})
                 return

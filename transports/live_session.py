@@ -34,13 +34,13 @@ class LiveSession:
                  "streams_open", "tasks")
 
     def __init__(self, server: MCPServer, state: SessionState, events: EventStore | None,
-                 cluster: ReplicaLink | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 link: ReplicaLink | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         assert state.id is not None
-        if cluster is not None and events is not None and events.shared:
+        if link is not None and events is not None and events.shared:
             # Any replica may write the GET stream; server-wide notifications reach it through the
             # bus on the replica holding it (``SessionManager.bus_event``), not through this copy.
             self.standalone: EventChannel = SharedChannel(state.id, STANDALONE_STREAM, events)
-            self.session = ServerSession(server, state, request_ids=cluster.request_ids(), clock=clock)
+            self.session = ServerSession(server, state, request_ids=link.request_ids(), clock=clock)
         else:
             self.standalone = EventChannel(state.id, STANDALONE_STREAM, events)
             self.session = ServerSession(server, state, post=self.standalone.emit_later, clock=clock)

@@ -14,10 +14,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from wiremcp import jsonrpc
-from wiremcp.event_store import EventStore
-from wiremcp.replica_link import ClusterEvents, ReplicaLink
+from wiremcp.backend import Backend
+from wiremcp.replica_link import ClusterEvents
 from wiremcp.server import MCPServer
-from wiremcp.session_store import SERVER, Asker, InMemorySessionStore, SessionStore, serves
+from wiremcp.session_store import SERVER, Asker, serves
 from wiremcp.state import SessionState
 from wiremcp.transports.allocator import FallFromPeak, release_freed_memory
 from wiremcp.transports.live_session import LiveSession
@@ -42,20 +42,21 @@ class SessionLimitReached(Exception):
 
 
 class SessionManager(ClusterEvents):
-    """Creates, finds, expires and deletes sessions; with a cluster, hears about them from the other replicas."""
+    """Creates, finds, expires and deletes sessions in ``backend`` (the server's runtime's unless given); with
+    a link to other replicas, hears about them from the other replicas."""
 
-    def __init__(self, server: MCPServer, store: SessionStore | None = None, events: EventStore | None = None, *,
-                 idle_timeout: float = 1800.0, max_sessions: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic, cluster: ReplicaLink | None = None) -> None:
+    def __init__(self, server: MCPServer, backend: Backend | None = None, *, idle_timeout: float = 1800.0,
+                 max_sessions: int = 10_000, clock: Callable[[], float] = time.monotonic) -> None:
         self.server = server
-        self.store = store or InMemorySessionStore()
-        self.events = events
+        self.backend = backend = backend or server.runtime.backend
+        self.store = backend.sessions
+        self.events = backend.events
+        self.link = backend.link
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
         self._clock = clock
         self.live: dict[str, LiveSession] = {}
         self._reaper: asyncio.Task[None] | None = None
-        self.cluster = cluster
         self.draining = False
         """Set on shutdown: no new sessions (503), streams are closed so that clients reconnect elsewhere."""
         self.get_streams: dict[str, int] = {}
@@ -64,13 +65,13 @@ class SessionManager(ClusterEvents):
         self.release_rule = FallFromPeak()
         """When the memory of ended sessions goes back to the system (``_give_back``): the live count is
         followed as sessions are added and checked at each sweep."""
-        if cluster is not None:
-            cluster.listen(self)
+        if self.link is not None:
+            self.link.listen(self)
 
     @property
     def shared(self) -> bool:
-        """Other replicas serve the same sessions (a cluster and a shared event store)."""
-        return self.cluster is not None and self.events is not None and self.events.shared
+        """Other replicas serve the same sessions (a link to them and a shared event store)."""
+        return self.backend.shared
 
     async def create(self, owner: str | None = None) -> LiveSession:
         """A new session, bound to ``owner`` (the authenticated identity's key) if there is one."""
@@ -85,7 +86,7 @@ class SessionManager(ClusterEvents):
     def _serve_here(self, state: SessionState) -> LiveSession:
         """Serve ``state``'s session from this process: counted for the release rule, forgotten when idle (a
         copy of a session made on another replica, like one made here)."""
-        live = LiveSession(self.server, state, self.events, self.cluster, self._clock)
+        live = LiveSession(self.server, state, self.events, self.link, self._clock)
         self.live[live.id] = live
         self.release_rule.rose(len(self.live))
         self._start_reaper()
@@ -126,10 +127,9 @@ class SessionManager(ClusterEvents):
             live.close()
         await self._end_tasks(session_id)
         found = await self.store.delete(session_id)
-        if self.events is not None:
-            await self.events.drop_session(session_id)
-        if self.cluster is not None:
-            await self.cluster.broadcast_delete(session_id)  # other replicas stop its work and streams
+        await self.events.drop_session(session_id)
+        if self.link is not None:
+            await self.link.broadcast_delete(session_id)  # other replicas stop its work and streams
         return found or live is not None
 
     def session_deleted(self, session_id: str) -> None:
@@ -226,7 +226,6 @@ class SessionManager(ClusterEvents):
             self._spawn(self._write_change(event, list(self.get_streams)))
 
     async def _write_change(self, event: JSONObject, session_ids: list[str]) -> None:
-        assert self.events is not None
         for sid in session_ids:
             try:
                 state = await self.store.get(sid)
@@ -263,5 +262,3 @@ class SessionManager(ClusterEvents):
                 self._forget(sid)  # the session lives on for the other replicas
             else:
                 await self.delete(sid)
-        if self.events is not None:
-            await self.events.close()

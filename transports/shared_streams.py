@@ -24,6 +24,7 @@ from wiremcp.event_store import EventStore, StoredEvent
 from wiremcp.protocol import at_least
 from wiremcp.replica_link import ReplicaLink
 from wiremcp.replicas import replica_of
+from wiremcp.stream_holds import StreamHolds
 from wiremcp.transports import sse
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond_error
 from wiremcp.types import JSONObject, RequestId
@@ -62,16 +63,17 @@ def orphaned_answer(request_id: RequestId, owner: str) -> JSONObject:
     return jsonrpc.error(request_id, INTERNAL_ERROR, ORPHANED, {"replica": replica_of(owner), "retryable": True})
 
 
-async def follow(events: EventStore, cluster: ReplicaLink, session_id: str, stream: str, first: list[StoredEvent],
-                 after: int, follower: Follower, *, request_stream: bool, hold: str | None = None,
-                 poll: float = 1.0) -> AsyncIterator[tuple[int, JSONObject | None]]:
+async def follow(events: EventStore, link: ReplicaLink, session_id: str, stream: str, first: list[StoredEvent],
+                 after: int, follower: Follower, *, request_stream: bool, holds: StreamHolds | None = None,
+                 hold: str | None = None, poll: float = 1.0) -> AsyncIterator[tuple[int, JSONObject | None]]:
     """Events of ``stream`` after ``after`` (``first``: those already read), live, until the stream's
-    answer (a request stream), the stop switch, a lost hold (a GET stream), or a store failure."""
+    answer (a request stream), the stop switch, a lost hold (a GET stream: ``hold``, its token in
+    ``holds``), or a store failure."""
     last = after
     owner: str | None = None
     request_id: RequestId | None = None
     batch = first
-    with cluster.watch(session_id, follower.wake):
+    with link.watch(session_id, follower.wake):
         try:
             while True:
                 for event in batch:
@@ -87,9 +89,9 @@ async def follow(events: EventStore, cluster: ReplicaLink, session_id: str, stre
                         return
                 if follower.stopped:
                     return
-                if hold is not None and not await cluster.renew_get(session_id, hold):
+                if holds is not None and hold is not None and not await holds.renew(session_id, hold):
                     return  # another GET took the stream over
-                if request_stream and owner is not None and not await cluster.alive(owner):
+                if request_stream and owner is not None and not await link.alive(owner):
                     if request_id is None:
                         return
                     await events.append(session_id, stream, last + 1, orphaned_answer(request_id, owner))
@@ -106,26 +108,26 @@ async def follow(events: EventStore, cluster: ReplicaLink, session_id: str, stre
         except StoreUnavailable:
             return  # the client reconnects with Last-Event-ID once Redis is back
         finally:
-            if hold is not None:
-                await cluster.release_get(session_id, hold)
+            if holds is not None and hold is not None:
+                await holds.release(session_id, hold)
 
 
 class SharedStreams:
     """The handshake-era GET stream and resumed streams when sessions live in a shared store."""
 
     def __init__(self, manager: SessionManager, *, retry_ms: int, keepalive: float) -> None:
-        assert manager.cluster is not None
-        assert manager.events is not None
+        assert manager.link is not None
         self.manager = manager
-        self.cluster = manager.cluster
+        self.link = manager.link
         self.events = manager.events
+        self.holds = manager.backend.stream_holds
         self.retry_ms = retry_ms
         self.keepalive = keepalive
 
     async def get(self, live: LiveSession, scope: Scope, receive: Receive, send: SendASGI) -> None:
         """A new GET stream: one per session across all replicas (409 for a second one)."""
         hold = secrets.token_hex(8)
-        if not await self.cluster.hold_get(live.id, hold, take_over=False):
+        if not await self.holds.hold(live.id, hold, take_over=False):
             await respond_error(send, 409, INVALID_REQUEST, "Conflict: this session already has a GET stream open")
             return
         if at_least(live.version, PRIMING_SINCE):
@@ -145,7 +147,7 @@ class SharedStreams:
         hold = None
         if stream == STANDALONE_STREAM:
             hold = secrets.token_hex(8)
-            await self.cluster.hold_get(live.id, hold, take_over=True)  # the resuming client replaces its old one
+            await self.holds.hold(live.id, hold, take_over=True)  # the resuming client replaces its old one
         await self._serve(live, stream, stored, seq, hold, scope, receive, send)
 
     async def _serve(self, live: LiveSession, stream: str, first: list[StoredEvent], after: int, hold: str | None,
@@ -155,7 +157,7 @@ class SharedStreams:
         follower = Follower()
         standalone = stream == STANDALONE_STREAM
         holders = self.manager.get_streams
-        cluster, events = self.cluster, self.events
+        link, events = self.link, self.events
 
         async def stream_events() -> AsyncIterator[sse.Event]:
             live.followers.add(follower)
@@ -163,9 +165,9 @@ class SharedStreams:
                 holders[live.id] = holders.get(live.id, 0) + 1
             answered = False
             try:
-                async for seq, message in follow(events, cluster, live.id, stream, first, after, follower,
-                                                 request_stream=not standalone, hold=hold,
-                                                 poll=min(1.0, cluster.lease / 3)):
+                async for seq, message in follow(events, link, live.id, stream, first, after, follower,
+                                                 request_stream=not standalone, holds=self.holds, hold=hold,
+                                                 poll=min(1.0, link.lease / 3)):
                     answered = not standalone and is_response(message)
                     yield sse.event(message, stream, seq, retry)
                 if polling and not answered:

@@ -95,7 +95,7 @@ class StreamableHTTPEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         if scope["type"] != "http":
             return
-        if self.manager.cluster is not None:
+        if self.manager.link is not None:
             await self._guarded(scope, receive, send)
             return
         try:
@@ -195,16 +195,16 @@ class StreamableHTTPEndpoint:
                          peer=peer(scope))
             if decoded.method == "notifications/initialized":
                 await self.manager.save(live)
-            elif decoded.method == "notifications/cancelled" and self.manager.cluster is not None:
+            elif decoded.method == "notifications/cancelled" and self.manager.link is not None:
                 rid = decoded.params.get("requestId")
                 if not (isinstance(rid, str | int) and live.session.running(rid)):
-                    await self.manager.cluster.broadcast_cancel(live.id, decoded.params)  # running elsewhere
+                    await self.manager.link.broadcast_cancel(live.id, decoded.params)  # running elsewhere
             await respond(send, 202)
         elif isinstance(decoded, jsonrpc.Response):
-            cluster = self.manager.cluster
-            owner = cluster.owner_of(decoded.id) if cluster is not None else None
-            if cluster is not None and owner is not None and owner != cluster.replica:
-                await cluster.forward_response(owner, live.id, body)  # its handler waits on that replica
+            link = self.manager.link
+            owner = link.owner_of(decoded.id) if link is not None else None
+            if link is not None and owner is not None and owner != link.replica:
+                await link.forward_response(owner, live.id, body)  # its handler waits on that replica
             else:
                 live.session.handle_response(decoded)
             await respond(send, 202)
@@ -326,7 +326,7 @@ class StreamableHTTPEndpoint:
             return
         last_event_id = header(scope, b"last-event-id")
         resume_from = parse_event_id(last_event_id) if last_event_id else None
-        if last_event_id and (resume_from is None or self.manager.events is None):
+        if last_event_id and resume_from is None:
             # checked before any store sees it: the same 400 with every backend
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Last-Event-ID is not one of this server's")
             return
@@ -351,7 +351,6 @@ class StreamableHTTPEndpoint:
     async def _resume(self, live: LiveSession, resume_from: tuple[str, int], scope: Scope, receive: Receive,
                       send: SendASGI) -> None:
         events = self.manager.events
-        assert events is not None
         stream, seq = resume_from
         if self.shared is not None and (stream == STANDALONE_STREAM or stream not in live.channels):
             await self.shared.resume(live, stream, seq, scope, receive, send)

@@ -1670,7 +1670,7 @@ async def test_listen_acknowledges_filters_and_ends_tagged() -> None:
         assert not listen.done()
 
         # the server ends every stream (shutting down): the listen request is answered, tagged
-        server.runtime.bus.end_all()
+        server.runtime.backend.bus.end_all()
         response = await asyncio.wait_for(listen, BOUND)
     assert response == {"jsonrpc": "2.0", "id": "sub", "result": {
         "resultType": "complete", "_meta": {META_SUBSCRIPTION: "sub", META_SERVER_INFO: SERVER_INFO}}}
@@ -1693,7 +1693,7 @@ async def test_concurrent_listens_are_told_apart_by_their_ids() -> None:
         (prompt_note,) = await _notification(client, "notifications/prompts/list_changed")
         assert tool_note["params"]["_meta"] == {META_SUBSCRIPTION: 1}
         assert prompt_note["params"]["_meta"] == {META_SUBSCRIPTION: "p"}
-        server.runtime.bus.end_all()
+        server.runtime.backend.bus.end_all()
         ended = await asyncio.wait_for(asyncio.gather(tools, prompts), BOUND)
     assert [r["result"]["_meta"][META_SUBSCRIPTION] for r in ended] == [1, "p"]
     assert len(client.notifications) == 4
@@ -1747,7 +1747,7 @@ async def test_listen_follows_the_callers_own_tasks_and_pushes_every_change() ->
         await update(alice, mine, {key: YES})
         done = await pushed(alice, "completed")
         assert done["result"] == {"content": [{"type": "text", "text": "accept: True"}]}
-        server.runtime.bus.end_all()
+        server.runtime.backend.bus.end_all()
         ended = await asyncio.wait_for(listen, BOUND)
     notes = [n for n in alice.notifications if n["method"] == "notifications/tasks"]
     assert {n["params"]["taskId"] for n in notes} == {mine}

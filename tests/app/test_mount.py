@@ -3,11 +3,13 @@ refused, changes that reach the parent, the scopes and the middleware it keeps, 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from wiremcp import MCPServer, RateLimit, Runtime
+from wiremcp.backend import Backend
 from wiremcp.errors import RATE_LIMITED, DefinitionError, MCPError
 from wiremcp.middleware import Call, CallNext
 from wiremcp.principal import Principal
@@ -274,11 +276,11 @@ async def test_a_childs_rate_limit_keeps_its_buckets_in_the_runtime_that_serves_
     child = weather()
     child.add_middleware(RateLimit(1, per=60, methods=["tools/call"]))
     parent = hub(child)
-    Runtime(parent, rate_limits=(buckets := InMemoryRateLimits()))  # as the composition root makes one (Redis)
+    Runtime(parent, backend=replace(Backend.in_memory(), rate_limits=(buckets := InMemoryRateLimits())))  # as Redis's
     async with Client(parent) as client:
         await client.call_tool("wx_forecast", {"city": "Oslo"})
         with pytest.raises(MCPError) as refused:
             await client.call_tool("wx_forecast", {"city": "Oslo"})
     assert refused.value.code == RATE_LIMITED
     assert buckets._buckets  # the parent's store, not the child's own runtime's
-    assert not child.runtime.rate_limits._buckets  # type: ignore[attr-defined]
+    assert not child.runtime.backend.rate_limits._buckets  # type: ignore[attr-defined]

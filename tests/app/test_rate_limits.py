@@ -222,7 +222,7 @@ async def test_the_runtimes_store_is_the_default() -> None:
             return await super().take(key, rate, burst)
 
     server = _server()
-    spy = server.runtime.rate_limits = Spy()
+    spy = server.runtime.backend.rate_limits = Spy()
     rule = server.add_middleware(RateLimit(100, methods=["tools/call"]))
     async with Client(server, principal=ALICE) as client:
         await client.call_tool("echo", {"text": "x"})

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from wiremcp import MCPServer, Runtime, TaskSettings
+from wiremcp.backend import Backend
 from wiremcp.jsonrpc import Request
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.runtime import TaskEvents
@@ -20,7 +22,7 @@ def test_a_server_has_a_runtime_with_the_in_memory_defaults_until_one_is_made_fo
     server = MCPServer("s")
     runtime = server.runtime
     assert server.runtime is runtime
-    assert isinstance(runtime.bus, InMemorySubscriptionBus)
+    assert isinstance(runtime.backend.bus, InMemorySubscriptionBus)
     assert runtime.dispatcher.server is server
     assert not runtime.has_task_runner  # made when a task first runs
 
@@ -28,10 +30,11 @@ def test_a_server_has_a_runtime_with_the_in_memory_defaults_until_one_is_made_fo
 def test_what_a_runtime_serves_with_comes_through_its_constructor() -> None:
     server = MCPServer("s")
     bus, store, sealer = InMemorySubscriptionBus(), InMemoryTaskStore(), RequestStateSealer(ttl=5.0)
-    runtime = Runtime(server, bus=bus, task_store=store, request_states=sealer,
+    backend = replace(Backend.in_memory(), bus=bus, tasks=store)
+    runtime = Runtime(server, backend=backend, request_states=sealer,
                       tasks=TaskSettings(default_ttl_ms=2_000, poll_interval_ms=50, max_running_per_owner=2))
     assert server.runtime is runtime
-    assert (runtime.bus, runtime.request_states) == (bus, sealer)
+    assert (runtime.backend, runtime.request_states) == (backend, sealer)
     runner = runtime.task_runner
     assert runner.store is store
     assert runner.bus is bus
@@ -47,7 +50,7 @@ async def test_a_list_change_reaches_the_sessions_that_want_it_and_the_bus() -> 
                           post=posted.append)
     not_ready = ServerSession(server, SessionState(initialized=True, server_capabilities=["tools"]),
                               post=posted.append)
-    with server.runtime.bus.subscribe() as changes:
+    with server.runtime.backend.bus.subscribe() as changes:
 
         @server.tool()
         def echo(text: str) -> str:

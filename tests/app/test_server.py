@@ -119,7 +119,7 @@ def test_the_capabilities_follow_every_change() -> None:
 @pytest.mark.spec("2025-11-25/server/tools#list-changed-notification")
 async def test_every_definition_change_is_published_on_the_bus() -> None:
     server = MCPServer("s")
-    with server.runtime.bus.subscribe() as changes:
+    with server.runtime.backend.bus.subscribe() as changes:
         events = aiter(changes)
         server.add_tool(Tool(_noop, name="t"))
         server.remove_tool("t")

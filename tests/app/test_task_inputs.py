@@ -96,7 +96,7 @@ async def test_keys_are_never_reused_within_a_task() -> None:
 async def test_an_unanswered_elicitation_times_out_and_is_withdrawn() -> None:
     server = task_server(Gate())
     async with connect(server) as client:
-        with server.runtime.bus.subscribe() as changes:
+        with server.runtime.backend.bus.subscribe() as changes:
             task_id = (await start(client, "impatient"))["taskId"]
             seen: list[JSONObject] = []
             async with asyncio.timeout(BOUND):

@@ -31,9 +31,14 @@ pytestmark = pytest.mark.timeout(30)
 
 @contextlib.asynccontextmanager
 async def one_session_app() -> AsyncIterator[tuple[MCPHttpApp, str, httpx.AsyncClient]]:
+    """The notes server behind an app that takes one session at a time; the sessions it made end with it (they
+    are kept in the server's backend, which outlives the app)."""
     app = MCPHttpApp(notes, max_sessions=1)
-    async with serve_in_process(app) as base, httpx.AsyncClient(timeout=READ_BOUND) as http:
-        yield app, base, http
+    try:
+        async with serve_in_process(app) as base, httpx.AsyncClient(timeout=READ_BOUND) as http:
+            yield app, base, http
+    finally:
+        await app.manager.close()
 
 
 async def new_session(http: httpx.AsyncClient, base: str, transport: str) -> httpx.Response:

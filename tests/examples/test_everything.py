@@ -760,7 +760,7 @@ async def test_trigger_tool_change_reaches_a_tools_listener_only() -> None:
         assert text_of(await client.call_tool("test_trigger_prompt_change")) == "prompt list changed"
         assert text_of(await client.call_tool("test_trigger_tool_change")) == "tool list changed"
         changes = await asyncio.wait_for(client.wait_for_notification("notifications/tools/list_changed"), WAIT)
-        server.runtime.bus.end_all()  # the server ends the subscription: it answers the listen request
+        server.runtime.backend.bus.end_all()  # the server ends the subscription: it answers the listen request
         closed = await asyncio.wait_for(listening, WAIT)
         tools = {tool["name"] for tool in await client.list_tools()}
     # add + remove is two changes; the listener gets them in order, and nothing it did not ask for
@@ -786,8 +786,8 @@ async def test_trigger_prompt_change_reaches_a_prompts_listener() -> None:
     assert changes[0]["params"]["_meta"] == {META_SUBSCRIPTION: "listen-prompts"}
     assert not [n for n in client.notifications if n["method"] == "notifications/tools/list_changed"]
     assert prompts == PROMPTS
-    assert isinstance(server.runtime.bus, InMemorySubscriptionBus)
-    assert server.runtime.bus.listeners == 0  # the cancelled listen request let go of its subscription
+    assert isinstance(server.runtime.backend.bus, InMemorySubscriptionBus)
+    assert server.runtime.backend.bus.listeners == 0  # the cancelled listen request let go of its subscription
 
 
 # -- multi round-trip requests: InputRequiredResult ----------------------------------------------------------------

@@ -24,7 +24,7 @@ async def confirm(params: JSONObject) -> JSONObject:
 
 async def finished(client: Client, task_id: str) -> JSONObject:
     """``tasks/get`` again each time the server changes the task, until it has ended."""
-    with server.runtime.bus.subscribe() as changes:
+    with server.runtime.backend.bus.subscribe() as changes:
         state = await client.request("tasks/get", {"taskId": task_id})
         while state["status"] in ("working", "input_required"):
             async with asyncio.timeout(WAIT):

@@ -173,7 +173,7 @@ async def error(client: Client, method: str, params: JSONObject) -> JSONObject:
 
 async def until(client: Client, task_id: str, done: Callable[[JSONObject], bool]) -> JSONObject:
     """The task as ``tasks/get`` shows it once ``done`` holds, re-read at each change the server publishes."""
-    with client.server.runtime.bus.subscribe() as changes:
+    with client.server.runtime.backend.bus.subscribe() as changes:
         events = aiter(changes)
         async with asyncio.timeout(BOUND):
             while not done(state := await get(client, task_id)):

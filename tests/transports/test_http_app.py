@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import httpx
 import pytest
@@ -22,7 +22,9 @@ from starlette.routing import Mount, Route
 from examples.word_count import server
 from tests.support.http import READ_BOUND, RawSession, error_of, initialize, serve_in_process
 from wiremcp import MCPServer
+from wiremcp.backend import Backend
 from wiremcp.event_store import InMemoryEventStore
+from wiremcp.runtime import Runtime
 from wiremcp.task_runner import SHUT_DOWN
 from wiremcp.transports.http_app import MCPHttpApp
 
@@ -162,10 +164,12 @@ async def test_a_closing_step_that_never_ends_does_not_keep_the_lifespan_from_co
     """The process exits all the same: the step is left behind after ``STEP_BOUND`` (shortened here), and the
     log says which step and where it waited."""
     monkeypatch.setattr("wiremcp.shutdown.STEP_BOUND", 0.1)
-    app = MCPHttpApp(server, events=StuckEventStore(), drain_seconds=0.0)
+    stuck = MCPServer("stuck")
+    Runtime(stuck, backend=replace(Backend.in_memory(), events=StuckEventStore()))
+    app = MCPHttpApp(stuck, drain_seconds=0.0)
     with caplog.at_level(logging.WARNING, "wiremcp.shutdown"):
         sent = await shut_down(app)
     assert sent == [{"type": "lifespan.shutdown.complete"}]
     [warning] = [record.getMessage() for record in caplog.records]
-    assert warning.startswith("closing the sessions and the event store did not end within 0.1s"), warning
+    assert warning.startswith("closing the backend did not end within 0.1s"), warning
     assert "in close" in warning, warning

@@ -15,6 +15,7 @@ import sys
 import tracemalloc
 import weakref
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -33,6 +34,7 @@ from tests.support.http import (
     serve_in_process,
 )
 from wiremcp import MCPServer
+from wiremcp.backend import Backend
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from wiremcp.event_store import InMemoryEventStore
 from wiremcp.session import ServerSession
@@ -59,8 +61,9 @@ class Served:
                  events: InMemoryEventStore | None = None, clock: FakeClock | None = None) -> None:
         self.clock = clock or FakeClock()
         self.events = events if events is not None else InMemoryEventStore()
-        self.manager = SessionManager(fixture.server, store, self.events, idle_timeout=IDLE,
-                                      max_sessions=max_sessions, clock=self.clock)
+        backend = replace(Backend.in_memory(), events=self.events, sessions=store or InMemorySessionStore())
+        self.manager = SessionManager(fixture.server, backend, idle_timeout=IDLE, max_sessions=max_sessions,
+                                      clock=self.clock)
         self.endpoint = StreamableHTTPEndpoint(self.manager)
 
 
@@ -306,8 +309,8 @@ class Swept:
         self.server = MCPServer("session-memory")
         self.clock = FakeClock()
         self.store = InMemorySessionStore()
-        self.manager = SessionManager(self.server, self.store, InMemoryEventStore(), idle_timeout=IDLE,
-                                      clock=self.clock)
+        self.manager = SessionManager(self.server, replace(Backend.in_memory(), sessions=self.store),
+                                      idle_timeout=IDLE, clock=self.clock)
         self.manager.release_rule = FallFromPeak(fraction, floor)
         self.endpoint = StreamableHTTPEndpoint(self.manager)
         self.released: list[int] = []

@@ -1,8 +1,8 @@
 """``wiremcp.transports.shared_streams``: following a stream in a shared event store: the events after the
 last one sent, to the request's answer; a request whose replica is gone answered with a retryable error
 (never run again); the stop switch; a GET stream given up when another GET takes it over. The store is the
-in-memory one, the link between replicas a stand-in saying which replicas are alive and who holds the GET
-stream (the real one is ``tests/transports/redis/``'s)."""
+in-memory one, the holds of GET streams too, and the link between replicas a stand-in saying which replicas
+are alive (the real one is ``tests/transports/redis/``'s)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from wiremcp.errors import INTERNAL_ERROR
 from wiremcp.event_store import InMemoryEventStore, StoredEvent
 from wiremcp.replica_link import ReplicaLink
+from wiremcp.stream_holds import InMemoryStreamHolds
 from wiremcp.transports.shared_streams import (
     ORPHANED,
     STANDALONE_STREAM,
@@ -38,12 +39,10 @@ ANSWER: JSONObject = {"jsonrpc": "2.0", "id": 5, "result": {"content": []}}
 
 
 class Link:
-    """The replicas as a follower sees them: which are alive, and who holds the session's GET stream."""
+    """The replicas as a follower sees them: which are alive."""
 
-    def __init__(self, *, alive: bool = True, holder: str | None = None) -> None:
+    def __init__(self, *, alive: bool = True) -> None:
         self.is_alive = alive
-        self.holder = holder
-        self.released: list[str] = []
 
     @contextlib.contextmanager
     def watch(self, sid: str, event: object = None) -> Iterator[object]:
@@ -52,11 +51,6 @@ class Link:
     async def alive(self, replica: str) -> bool:
         return self.is_alive
 
-    async def renew_get(self, sid: str, token: str) -> bool:
-        return self.holder == token
-
-    async def release_get(self, sid: str, token: str) -> None:
-        self.released.append(token)
 
 
 async def stored(store: InMemoryEventStore, stream: str, *messages: JSONObject | None) -> list[StoredEvent]:
@@ -124,7 +118,12 @@ async def test_the_stop_switch_ends_the_following() -> None:
 async def test_a_get_stream_taken_over_by_another_get_ends_and_gives_its_hold_up() -> None:
     store = InMemoryEventStore()
     first = await stored(store, STANDALONE_STREAM, None, note(1))
-    link = Link(holder="newer")
-    got = await followed(store, link, STANDALONE_STREAM, first, -1, request_stream=False, hold="mine")
+    holds = InMemoryStreamHolds()
+    assert await holds.hold(SID, "mine", take_over=False)
+    assert await holds.hold(SID, "newer", take_over=True)  # a resumed GET, elsewhere
+    got = await followed(store, Link(), STANDALONE_STREAM, first, -1, request_stream=False, holds=holds,
+                         hold="mine")
     assert got == [(0, None), (1, note(1))]
-    assert link.released == ["mine"]
+    assert await holds.renew(SID, "newer")  # giving its hold up left the newer holder's alone
+    await holds.release(SID, "newer")
+    assert await holds.hold(SID, "next", take_over=False)

@@ -741,7 +741,7 @@ async def test_each_listen_stream_gets_only_what_it_opted_in_to_each_tagged() ->
         server.resource_updated("mem://unwatched")
         server.resource_updated("mem://watched")
         server.resources.add(Resource("mem://new", _noop, name="new"))
-        server.runtime.bus.end_all()  # the server ends every subscription: what was published comes first, then the end
+        server.runtime.backend.bus.end_all()  # the server ends every subscription: what was published comes first, then the end
         for rid, reader in readers.items():
             events = await reader.rest()
             assert [tagged(e, rid)["method"] for e in events[:-1]] == expected[rid]
@@ -784,7 +784,7 @@ async def test_progress_and_log_messages_never_reach_a_listen_stream() -> None:
         async with client.stream("POST", url, content=json.dumps(busy.body()), headers=busy.all_headers()) as own:
             on_own = [e.message for e in await SSEReader(own).rest()]
         assert [m.get("method") for m in on_own] == ["notifications/message", "notifications/progress", None]
-        server.runtime.bus.end_all()
+        server.runtime.backend.bus.end_all()
         events = await stream.rest()
     assert [tagged(e, 11)["method"] for e in events[:-1]] == ["notifications/tools/list_changed"]
     final(events[-1], 11)
@@ -795,7 +795,7 @@ async def test_ending_all_subscriptions_answers_each_listen_request_cleanly() ->
     server = _listen_server()
     async with served(server) as (_, url, client), listening(client, url, listen_call({}, 21)) as stream:
         assert tagged(await stream.next(), 21)["method"] == ACK
-        server.runtime.bus.end_all()
+        server.runtime.backend.bus.end_all()
         events = await stream.rest()
         assert stream.ended
     assert len(events) == 1

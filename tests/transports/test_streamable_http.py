@@ -35,9 +35,11 @@ from tests.support.http import (
 )
 from tests.support.http_fixture_server import MAX_MESSAGE_BYTES
 from tests.support.tokens import SIGNED_IN_ISSUER, SUBJECT_HEADER, Recorder, recording_server, signed_in
+from wiremcp import MCPServer
+from wiremcp.backend import Backend
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, PARSE_ERROR
-from wiremcp.event_store import InMemoryEventStore
 from wiremcp.principal import Principal, key_of
+from wiremcp.runtime import Runtime
 from wiremcp.transports.channels import READER_QUEUE
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.streamable_http import HttpOptions
@@ -565,7 +567,10 @@ async def test_an_unknown_last_event_id_is_a_400_json_rpc_error(session: RawSess
 @spec("resumability-and-redelivery")
 async def test_an_evicted_last_event_id_is_a_400_json_rpc_error() -> None:
     # In process, with an event store that keeps only the last four events.
-    app = MCPHttpApp(fixture.server, events=InMemoryEventStore(max_events=4))
+    server = MCPServer("evicting")
+    server.tool()(fixture.chatty)
+    Runtime(server, backend=Backend.in_memory(max_events=4))
+    app = MCPHttpApp(server)
     async with asgi_client(app) as client:
         s = await initialize(client, "/mcp")
         response = await s.post(tool_call(3, "chatty", {"count": 8}))

@@ -1,6 +1,7 @@
-"""Everything a replica keeps in Redis, built from one URL: the session store, the event store, the task
-store, the cluster link (routing between replicas), the subscription bus and the rate limits' buckets; the
-composition root hands them to the transports and to the server's ``Runtime``."""
+"""Everything a replica keeps in Redis, built from one URL: the core's ``Backend`` (``wiremcp.backend``) over
+Redis, one server, Sentinel or Redis Cluster. The session store, the event store, the task store, the
+subscription bus, the rate limits' buckets, the GET streams' holds and the link between replicas; the
+composition root hands it to the server's ``Runtime``, whose HTTP app serves from it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 
+from wiremcp.backend import Backend
 from wiremcp.replicas import life_name
 from wiremcp.request_state import RequestStateSealer, decode_key
 from wiremcp.transports.redis.bus import RedisSubscriptionBus
@@ -19,19 +21,17 @@ from wiremcp.transports.redis.keys import CLUSTER_SHARDS, Keys
 from wiremcp.transports.redis.rate_limits import RedisRateLimits
 from wiremcp.transports.redis.replica_link import RedisReplicaLink
 from wiremcp.transports.redis.sessions import DEFAULT_FRESH_FOR, RedisSessionStore
+from wiremcp.transports.redis.stream_holds import RedisStreamHolds
 from wiremcp.transports.redis.target import RedisTarget, parse_target
 from wiremcp.transports.redis.tasks import RedisTaskStore
 from wiremcp.unavailable import StoreUnavailable
 
 
-@dataclass(slots=True)
-class RedisBackend:
-    cluster: RedisReplicaLink
-    sessions: RedisSessionStore
-    events: RedisEventStore
-    bus: RedisSubscriptionBus
-    tasks: RedisTaskStore
-    rate_limits: RedisRateLimits
+@dataclass(slots=True, kw_only=True)
+class RedisBackend(Backend):
+    """The ``Backend`` every replica shares through one Redis (``connect``)."""
+
+    link: RedisReplicaLink
     _shared: bool = False
     _sharing: asyncio.Task[None] | None = None
 
@@ -50,15 +50,16 @@ class RedisBackend:
         shards = CLUSTER_SHARDS if target.topology == "cluster" else 1
         keys = Keys(prefix, session_shards=shards, broadcast_shards=shards)
         name = life_name(replica)
-        cluster = RedisReplicaLink.connect(target, keys, replica=name, lease=lease, timeout=timeout, client=client)
-        sessions = RedisSessionStore(client, keys, idle_timeout=idle_timeout, link=cluster, fresh_for=session_cache)
+        link = RedisReplicaLink.connect(target, keys, replica=name, lease=lease, timeout=timeout, client=client)
+        sessions = RedisSessionStore(client, keys, idle_timeout=idle_timeout, link=link, fresh_for=session_cache)
         session_life = idle_timeout + sessions.fresh_for  # the longest a session lives after its last request
-        return cls(cluster=cluster, sessions=sessions,
+        return cls(link=link, sessions=sessions,
                    events=RedisEventStore(client, keys, replica=name, max_events_per_stream=max_events_per_stream,
                                           max_age=max_event_age, counter_ttl=max(session_life, max_event_age),
                                           wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms),
-                   bus=RedisSubscriptionBus(cluster), tasks=RedisTaskStore(client, keys),
-                   rate_limits=RedisRateLimits(client, keys))
+                   bus=RedisSubscriptionBus(link), tasks=RedisTaskStore(client, keys),
+                   rate_limits=RedisRateLimits(client, keys),
+                   stream_holds=RedisStreamHolds(client, keys, lease=lease))
 
     async def share_request_state_key(self, sealer: RequestStateSealer) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one
@@ -76,17 +77,17 @@ class RedisBackend:
 
     async def _keep_sharing(self, sealer: RequestStateSealer) -> None:
         while True:
-            await asyncio.sleep(self.cluster.lease / 3)  # the retry period, not a wait for something
+            await asyncio.sleep(self.link.lease / 3)  # the retry period, not a wait for something
             with contextlib.suppress(StoreUnavailable):
                 await self._share_request_state_key(sealer)
                 return
 
     async def _share_request_state_key(self, sealer: RequestStateSealer) -> None:
-        key = self.cluster.keys.request_state_key
+        key = self.link.keys.request_state_key
         fresh = base64.urlsafe_b64encode(os.urandom(32))
         with reachable("request-state key"):
-            await self.cluster.client.set(key, fresh, nx=True)
-            shared = await self.cluster.client.get(key)
+            await self.link.client.set(key, fresh, nx=True)
+            shared = await self.link.client.get(key)
         if shared:
             sealer.use_keys([decode_key(shared.decode() if isinstance(shared, bytes) else shared)])
         self._shared = True

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from wiremcp.rate_limits import Taken
+from wiremcp.rate_limits import RateLimitStore, Taken
 from wiremcp.transports.redis.connection import Redis, reachable
 from wiremcp.transports.redis.keys import Keys
 
@@ -82,7 +82,7 @@ return running
 ARGV[1] ms to live."""
 
 
-class RedisRateLimits:
+class RedisRateLimits(RateLimitStore):
     """The buckets and counts of ``RateLimit`` in Redis, under ``keys``' prefix; every replica's instance on
     the same Redis and prefix shares them."""
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 import orjson
 from redis.exceptions import RedisClusterException, RedisError
 
-from wiremcp.replica_link import ClusterEvents
+from wiremcp.replica_link import ClusterEvents, ReplicaLink
 from wiremcp.shutdown import bounded
 from wiremcp.transports.redis.connection import Redis, connect, prepare, publish, reachable
 from wiremcp.transports.redis.keys import Keys
@@ -45,17 +45,8 @@ log = logging.getLogger("wiremcp.cluster")
 SUBSCRIBE_BOUND = 5.0
 """How long ``start`` waits for the pub/sub subscription before going on (it keeps retrying)."""
 
-_RENEW_IF_HELD = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-"""
-_RELEASE_IF_HELD = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
-
-class RedisReplicaLink:
+class RedisReplicaLink(ReplicaLink):
     """One per process (a ``ReplicaLink``). ``start`` before serving, ``close`` after."""
 
     def __init__(self, client: Redis, listener: Redis, keys: Keys, *, target: RedisTarget, replica: str,
@@ -82,8 +73,6 @@ class RedisReplicaLink:
         self._where = target.redacted
         self._unreachable = False
         """The last attempt to renew the lease failed: said once, and once again when Redis answers."""
-        self._renew = client.register_script(_RENEW_IF_HELD)
-        self._release = client.register_script(_RELEASE_IF_HELD)
 
     @classmethod
     def connect(cls, target: RedisTarget | str, keys: Keys, *, replica: str, lease: float = 5.0,
@@ -319,23 +308,3 @@ class RedisReplicaLink:
             await publish(self.client, channel, payload)
         except (RedisError, RedisClusterException, OSError) as exc:
             log.warning("could not publish a change event to the other replicas: %s", exc)
-
-    # -- the one GET stream of a session ----------------------------------------------------------
-    async def hold_get(self, sid: str, token: str, *, take_over: bool) -> bool:
-        """Become the holder of the session's GET stream; ``take_over`` ends any other holder."""
-        with reachable("GET stream"):
-            key, ttl = self.keys.get_stream(sid), int(self.lease * 1000)
-            if take_over:
-                await self.client.set(key, token, px=ttl)
-                return True
-            return bool(await self.client.set(key, token, px=ttl, nx=True))
-
-    async def renew_get(self, sid: str, token: str) -> bool:
-        """False once another GET took the stream over (or the hold lapsed)."""
-        with reachable("GET stream"):
-            return bool(await self._renew(keys=[self.keys.get_stream(sid)],
-                                          args=[token, int(self.lease * 1000)]))
-
-    async def release_get(self, sid: str, token: str) -> None:
-        with contextlib.suppress(Exception):
-            await self._release(keys=[self.keys.get_stream(sid)], args=[token])

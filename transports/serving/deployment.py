@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from wiremcp.backend import Backend
 from wiremcp.logs import setup_logging
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.runtime import Runtime
@@ -23,7 +24,6 @@ from wiremcp.transports.serving.loader import checked, load_server
 from wiremcp.transports.serving.settings import ConfigError, Settings, warn_unknown_variables
 
 if TYPE_CHECKING:  # the HTTP stack is imported by build_http_app: ``wiremcp stdio`` starts without it
-    from wiremcp.event_store import EventStore
     from wiremcp.transports.asgi import ASGIApp
     from wiremcp.transports.http_app import MCPHttpApp
     from wiremcp.transports.observability.metrics import Metrics
@@ -44,10 +44,10 @@ def setting(name: str) -> Iterator[None]:
 
 
 def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | None = None) -> Runtime:
-    """What serves ``server`` under ``settings``: ``requestState`` keys, the task settings and, with Redis,
-    its bus, task store, rate limits' buckets and the link between replicas, all given to the runtime as it
-    is made. A runtime the server's own code made is kept (its settings are its code's), unless Redis is
-    configured: its stores can only be given to a runtime made here. ``WIREMCP_ERROR_DETAILS=true`` turns the
+    """What serves ``server`` under ``settings``: ``requestState`` keys, the task settings and the backend
+    (``redis``, or in memory with the event store's settings), all given to the runtime as it is made. A
+    runtime the server's own code made is kept (its settings are its code's), unless Redis is configured:
+    its stores can only be given to a runtime made here. ``WIREMCP_ERROR_DETAILS=true`` turns the
     server's ``error_details`` on (it never turns off what the code turned on)."""
     if settings.error_details:
         server.error_details = True
@@ -55,17 +55,18 @@ def build_runtime(server: MCPServer, settings: Settings, redis: RedisBackend | N
         if redis is not None:
             raise ConfigError("WIREMCP_REDIS_URL is set but the server's module makes its own Runtime: leave the "
                               "runtime to wiremcp, or give it the Redis stores yourself and unset WIREMCP_REDIS_URL")
-        log.debug("serving with the server's own Runtime; WIREMCP_TASK_* and WIREMCP_REQUEST_STATE_* do not apply")
+        log.debug("serving with the server's own Runtime; WIREMCP_TASK_*, WIREMCP_REQUEST_STATE_* and "
+                  "WIREMCP_EVENT_STORE_* do not apply")
         return server.runtime
     with setting("WIREMCP_REQUEST_STATE_KEYS"):
         sealer = RequestStateSealer.from_strings(settings.request_state_keys, ttl=settings.request_state_ttl_seconds)
     tasks = TaskSettings(default_ttl_ms=max(1, round(settings.task_ttl_seconds * 1000)),
                          poll_interval_ms=max(1, settings.task_poll_interval_ms),
                          max_running_per_owner=max(1, settings.max_tasks_per_owner))
-    if redis is None:
-        return Runtime(server, request_states=sealer, tasks=tasks)
-    return Runtime(server, bus=redis.bus, task_store=redis.tasks, replicas=redis.cluster, request_states=sealer,
-                   tasks=tasks, rate_limits=redis.rate_limits)
+    backend = redis or Backend.in_memory(max_events=settings.event_store_max_events,
+                                         max_event_bytes=settings.event_store_max_bytes,
+                                         max_event_age=settings.event_store_max_age_seconds)
+    return Runtime(server, backend=backend, request_states=sealer, tasks=tasks)
 
 
 def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = None,
@@ -113,7 +114,6 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
 
 
 def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
-    from wiremcp.event_store import InMemoryEventStore
     from wiremcp.transports.forwarded import ForwardedHeaders, TrustedProxies
     from wiremcp.transports.http_app import MCPHttpApp
     from wiremcp.transports.streamable_http import HttpOptions
@@ -123,25 +123,16 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
                           sse_retry_ms=settings.sse_retry_ms)
     redis = build_redis(settings)
     runtime = build_runtime(server, settings, redis)
-    events: EventStore
-    if redis is not None:
-        events = redis.events
-    else:
-        events = InMemoryEventStore(max_events=settings.event_store_max_events,
-                                    max_bytes=settings.event_store_max_bytes,
-                                    max_age=settings.event_store_max_age_seconds)
     metrics = build_metrics(settings)
-    mcp = MCPHttpApp(server, path=settings.path, options=options, events=events,
-                     store=redis.sessions if redis is not None else None,
-                     cluster=redis.cluster if redis is not None else None,
-                     idle_timeout=settings.session_idle_seconds, max_sessions=settings.max_sessions,
+    mcp = MCPHttpApp(server, path=settings.path, options=options, idle_timeout=settings.session_idle_seconds,
+                     max_sessions=settings.max_sessions,
                      legacy_sse_path="/sse" if settings.legacy_sse and redis is None else None,
                      allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins,
                      authenticate=build_auth(settings, metrics.auth_failure if metrics is not None else None),
                      drain_seconds=settings.drain_seconds)
     checks: dict[str, ReadinessCheck] = {}
     if redis is not None:
-        checks["redis"] = redis.cluster.ping
+        checks["redis"] = redis.link.ping
         if not settings.request_state_keys:  # agreed on in Redis: ready once it is (Redis may answer later)
             backend = redis
             mcp.on_startup.append(lambda: backend.share_request_state_key(runtime.request_states))
@@ -176,7 +167,7 @@ def build_redis(settings: Settings) -> RedisBackend | None:
                                    wait_replicas=settings.redis_wait_replicas,
                                    wait_timeout_ms=settings.redis_wait_timeout_ms)
     log.info("sessions in Redis (%s) at %s as replica %s", target.topology, target.redacted,
-             backend.cluster.replica)
+             backend.link.replica)
     if settings.redis_wait_replicas:
         log.info("events count as stored once %d replicas have them (WAIT, %d ms at most)",
                  settings.redis_wait_replicas, settings.redis_wait_timeout_ms)

@@ -99,7 +99,7 @@ async def test_streams_and_the_event_store_are_read_at_scrape_time(
     await live.standalone.emit({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
     mcp.endpoint.stateless.streams_open = 3  # the stateless handler counts its streams too
     assert value(metrics, "wiremcp_sse_streams_open") == 5
-    events, size = mcp.manager.events.size  # type: ignore[union-attr]
+    events, size = mcp.manager.events.size  # type: ignore[attr-defined]
     assert events >= 1
     assert value(metrics, "wiremcp_event_store_events") == events
     assert value(metrics, "wiremcp_event_store_bytes") == size

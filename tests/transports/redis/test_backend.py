@@ -34,19 +34,19 @@ async def backend(redis_url: str, redis_keys: Keys) -> AsyncIterator[RedisBacken
     """Replica "A"'s backend as ``build_redis`` makes it (each test starts its cluster link)."""
     backend = RedisBackend.connect(redis_url, prefix=redis_keys.prefix, replica="A", lease=1.0)
     yield backend
-    await backend.cluster.close()
+    await backend.link.close()
 
 
 async def test_the_task_runner_hears_of_its_tasks_cancelled_or_answered_on_another_replica(
         backend: RedisBackend, redis_url: str, redis_keys: Keys, monkeypatch: pytest.MonkeyPatch) -> None:
     server = MCPServer("backend-tasks")
-    runner = Runtime(server, bus=backend.bus, task_store=backend.tasks, replicas=backend.cluster).task_runner
+    runner = Runtime(server, backend=backend).task_runner
     cancelled: asyncio.Queue[str] = asyncio.Queue()
     answered: asyncio.Queue[str] = asyncio.Queue()
     monkeypatch.setattr(runner, "cancel_local", cancelled.put_nowait)
     monkeypatch.setattr(runner.inputs, "wake_soon", answered.put_nowait)
     other = make_cluster(redis_url, redis_keys, "B")
-    async with started(backend.cluster, other):
+    async with started(backend.link, other):
         await other.broadcast_task_cancel("task-1")
         assert await next_item(cancelled) == "task-1"
         await other.broadcast_task_input("task-2")
@@ -55,10 +55,10 @@ async def test_the_task_runner_hears_of_its_tasks_cancelled_or_answered_on_anoth
 
 async def test_the_session_manager_hears_of_its_sessions_deleted_on_another_replica(
         backend: RedisBackend, redis_url: str, redis_keys: Keys) -> None:
-    manager = SessionManager(fixture.server, backend.sessions, backend.events, cluster=backend.cluster)
+    manager = SessionManager(fixture.server, backend)
     other = make_cluster(redis_url, redis_keys, "B")
     try:
-        async with started(backend.cluster, other):
+        async with started(backend.link, other):
             live = await manager.create()
             await other.broadcast_delete(live.id)
             await until(lambda: live.id not in manager.live, what="the copy to be dropped")
@@ -98,16 +98,16 @@ async def test_two_replicas_answer_from_their_copies_and_see_each_others_changes
     on B's next request."""
     backends = {name: RedisBackend.connect(redis_server.url, prefix=redis_keys.prefix, replica=name, lease=1.0,
                                            session_cache=30.0) for name in ("A", "B")}
-    managers = {name: SessionManager(fixture.server, backend.sessions, backend.events, cluster=backend.cluster)
+    managers = {name: SessionManager(fixture.server, backend)
                 for name, backend in backends.items()}
     stats = connect(redis_server.url, timeout=TIMEOUT)
     options = HttpOptions(sse_after=60)
     try:
-        async with started(*(b.cluster for b in backends.values())), \
+        async with started(*(b.link for b in backends.values())), \
                 serve_in_process(StreamableHTTPEndpoint(managers["A"], options)) as url_a, \
                 serve_in_process(StreamableHTTPEndpoint(managers["B"], options)) as url_b, \
                 httpx.AsyncClient(timeout=10) as http:
-            heard_b = Heard(backends["B"].cluster)
+            heard_b = Heard(backends["B"].link)
             at_a = await initialize(http, url_a + "/mcp")
             at_b = RawSession(http, url_b + "/mcp", at_a.sid, at_a.version)
 
@@ -133,5 +133,5 @@ async def test_two_replicas_answer_from_their_copies_and_see_each_others_changes
         for manager in managers.values():
             await manager.close()
         for backend in backends.values():
-            await backend.cluster.close()
+            await backend.link.close()
         await stats.aclose()

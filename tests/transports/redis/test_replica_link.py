@@ -1,6 +1,5 @@
 """``RedisReplicaLink``: two replicas ("A" and "B") linked through a real redis-server: leases, routed responses,
-broadcast cancellations and deletions, the bus, wake-ups, the one GET stream of a session, and the
-listener's recovery after Redis restarts.
+broadcast cancellations and deletions, the bus, wake-ups, and the listener's recovery after Redis restarts.
 
 A message that must NOT arrive is checked with a barrier: one replica publishes it, then a message that
 must arrive; pub/sub delivers in publish order, so once the second is in, the first would have been.
@@ -189,22 +188,6 @@ async def test_an_append_on_one_replica_wakes_the_watchers_on_the_other(replicas
         async with asyncio.timeout(10):
             await mine.wait()
             await second.wait()
-
-
-async def test_one_get_stream_per_session_across_replicas(replicas: tuple[RedisReplicaLink, RedisReplicaLink]) -> None:
-    a, b = replicas
-    assert await a.hold_get("sid-g", "token-a", take_over=False)
-    assert await a.renew_get("sid-g", "token-a")
-    assert not await b.hold_get("sid-g", "token-b", take_over=False)  # a second GET: 409
-    assert await b.hold_get("sid-g", "token-b", take_over=True)  # a resuming GET replaces the holder
-    assert not await a.renew_get("sid-g", "token-a")  # A's stream learns it was taken over
-    assert await b.renew_get("sid-g", "token-b")
-    await a.release_get("sid-g", "token-a")  # releasing a lost hold leaves the new holder alone
-    assert await b.renew_get("sid-g", "token-b")
-    await b.release_get("sid-g", "token-b")
-    assert not await b.renew_get("sid-g", "token-b")
-    assert await a.hold_get("sid-g", "token-a2", take_over=False)  # free again
-    assert await a.hold_get("sid-other", "token-a3", take_over=False)  # per session
 
 
 @standalone_only

@@ -14,6 +14,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -24,6 +25,7 @@ from tests.support.cluster import TIMEOUT, fail_while_away, make_cluster, next_i
 from tests.support.http import FakeClock, initialize, serve_in_process
 from tests.support.redis import RedisServer
 from tests.support.redis_topologies import standalone_only
+from wiremcp.backend import Backend
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.state import SessionState
 from wiremcp.transports.allocator import FallFromPeak
@@ -270,8 +272,8 @@ async def test_the_store_renews_a_session_when_a_call_longer_than_its_ttl_ends(
     next sweep after the call ended, so that its expiry too counts from the end of the work."""
     idle = 60.0
     clock = FakeClock()
-    manager = SessionManager(fixture.server, RedisSessionStore(client, redis_keys, idle_timeout=idle),
-                             idle_timeout=idle, clock=clock)
+    manager = SessionManager(
+        fixture.server, with_sessions(RedisSessionStore(client, redis_keys, idle_timeout=idle)), idle_timeout=idle, clock=clock)
     endpoint = StreamableHTTPEndpoint(manager, HttpOptions(sse_after=60))  # the answer comes as JSON
     gate = f"redis-long-call-{redis_keys.prefix}"  # a gate of its own: each run has an event loop of its own
     try:
@@ -494,7 +496,7 @@ async def test_copies_forgotten_a_few_per_sweep_are_given_back_with_the_stores_c
     clock = FakeClock()
     link = make_cluster(redis_server.url, redis_keys, "A")
     store = RedisSessionStore(client, redis_keys, idle_timeout=60, link=link, fresh_for=1.0, clock=clock)
-    manager = SessionManager(fixture.server, store, idle_timeout=60, clock=clock)
+    manager = SessionManager(fixture.server, with_sessions(store), idle_timeout=60, clock=clock)
     manager.release_rule = FallFromPeak(0.25, 40)
     released: list[tuple[int, int]] = []
     monkeypatch.setattr("wiremcp.transports.sessions.release_freed_memory",
@@ -523,10 +525,10 @@ async def test_a_replica_that_only_looks_sessions_up_forgets_its_idle_copies(cli
     """Its reaper starts with the first copy it makes, as it does with the first session it creates: a replica
     serving sessions made on others forgets its copies once idle (and gives back their memory) all the same."""
     idle = 0.2
-    made_here = SessionManager(fixture.server, RedisSessionStore(client, redis_keys, idle_timeout=idle),
-                               idle_timeout=idle)
-    looking = SessionManager(fixture.server, RedisSessionStore(client, redis_keys, idle_timeout=idle),
-                             idle_timeout=idle)
+    made_here = SessionManager(
+        fixture.server, with_sessions(RedisSessionStore(client, redis_keys, idle_timeout=idle)), idle_timeout=idle)
+    looking = SessionManager(
+        fixture.server, with_sessions(RedisSessionStore(client, redis_keys, idle_timeout=idle)), idle_timeout=idle)
     try:
         sid = (await made_here.create()).id
         assert await looking.get(sid) is not None
@@ -633,3 +635,8 @@ async def test_while_the_link_is_down_no_copy_is_used_and_all_are_dropped_when_i
     finally:
         await other.aclose()
         await command(client, "ACL", "DELUSER", user)
+
+
+def with_sessions(store: RedisSessionStore) -> Backend:
+    """The in-memory backend with its sessions in ``store`` (what these tests look at)."""
+    return replace(Backend.in_memory(), sessions=store)

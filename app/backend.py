@@ -1,0 +1,90 @@
+"""Where the replicas serving one server keep what they share: ``Backend``, one bundle of the shared-state
+interfaces, and its in-memory implementation (``Backend.in_memory``, the default).
+
+A backend is six stores and, when more than one process serves, the link between them:
+
+=================  ==================================  ==============================================
+field              interface                           what it keeps
+=================  ==================================  ==============================================
+``sessions``       ``wiremcp.session_store``           handshake-era session state
+``events``         ``wiremcp.event_store``             the events of each session's streams (resumption)
+``tasks``          ``wiremcp.tasks``                   tasks and their results
+``bus``            ``wiremcp.subscriptions``           change events for ``subscriptions/listen``
+``rate_limits``    ``wiremcp.rate_limits``             the buckets of ``RateLimit`` middleware
+``stream_holds``   ``wiremcp.stream_holds``            which stream holds each session's GET
+``link``           ``wiremcp.replica_link``            what crosses replicas (None: one process)
+=================  ==================================  ==============================================
+
+A server is served with one through ``Runtime(server, backend=...)``; the HTTP app reads it from there.
+The in-memory backend is one process's; ``wiremcp.transports.redis.backend.RedisBackend`` shares every
+store between replicas over Redis (one server, Sentinel or Redis Cluster). Another backend (Postgres, a
+Valkey-specific one) implements the six interfaces and the link, and passes the same contract tests
+(``tests/contract``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wiremcp.event_store import EventStore, InMemoryEventStore, StoredEvent
+from wiremcp.rate_limits import InMemoryRateLimits, RateLimitStore, Taken
+from wiremcp.replica_link import ClusterEvents, ReplicaLink
+from wiremcp.session_store import SERVER, Asker, InMemorySessionStore, SessionStore, serves
+from wiremcp.state import SessionState
+from wiremcp.stream_holds import InMemoryStreamHolds, StreamHolds
+from wiremcp.subscriptions import InMemorySubscriptionBus, Subscription, SubscriptionBus
+from wiremcp.tasks import DuplicateTask, InMemoryTaskStore, TaskRecord, TaskStore
+
+__all__ = [
+    "SERVER", "Asker", "Backend", "ClusterEvents", "DuplicateTask", "EventStore", "RateLimitStore", "ReplicaLink",
+    "SessionState", "SessionStore", "StoredEvent", "StreamHolds", "Subscription", "SubscriptionBus", "Taken", "TaskRecord",
+    "TaskStore", "serves",
+]
+"""What a backend implements and what it handles: the interfaces, and the values that cross them."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Backend:
+    """The shared state of the processes serving one server (see the module's table)."""
+
+    sessions: SessionStore
+    events: EventStore
+    tasks: TaskStore
+    bus: SubscriptionBus
+    rate_limits: RateLimitStore
+    stream_holds: StreamHolds
+    link: ReplicaLink | None = None
+    """The link to the other replicas; None: this process is the only one."""
+
+    @classmethod
+    def in_memory(cls, *, max_events: int = 100_000, max_event_bytes: int = 64 << 20,
+                  max_event_age: float = 600.0) -> Backend:
+        """One process's stores, with no link. ``max_events``, ``max_event_bytes``, ``max_event_age``: how
+        many events, how many bytes of them and for how many seconds the event store keeps them (the oldest
+        go first)."""
+        return cls(sessions=InMemorySessionStore(),
+                   events=InMemoryEventStore(max_events=max_events, max_bytes=max_event_bytes,
+                                             max_age=max_event_age),
+                   tasks=InMemoryTaskStore(), bus=InMemorySubscriptionBus(), rate_limits=InMemoryRateLimits(),
+                   stream_holds=InMemoryStreamHolds())
+
+    @property
+    def shared(self) -> bool:
+        """Other processes serve the same sessions: a link, and an event store they all read."""
+        return self.link is not None and self.events.shared
+
+    async def start(self) -> None:
+        """Before serving: join the other replicas (take this one's lease, hear their messages)."""
+        if self.link is not None:
+            await self.link.start()
+
+    def ensure_started(self) -> None:
+        """Start lazily (an app mounted without its lifespan)."""
+        if self.link is not None:
+            self.link.ensure_started()
+
+    async def close(self) -> None:
+        """After serving: stop the event store's background work, then leave the other replicas."""
+        await self.events.close()
+        if self.link is not None:
+            await self.link.close()
