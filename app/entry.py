@@ -69,7 +69,7 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
             assert session is not None, "a handshake-era request is served on its session"
             state = session.state
         ctx = Context(server, state, request.id, request.method, request.params, send, stateless=inbound.stateless,
-                      session=session, control=control, principal=principal)
+                      session=session, control=control, principal=principal, found_tool=inbound.tool)
         if server.pipeline:
             value = await _through_middleware(server, ctx, peer, batch)
         else:
