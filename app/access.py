@@ -54,12 +54,24 @@ def permits(component: Scoped, ctx: Context) -> bool:
 
 
 def tool(name: Any, ctx: Context) -> Tool:
-    """The tool a ``tools/call`` names, if the caller may call it."""
-    found = ctx.server.tools.get(_name(name, "tools/call"))
+    """The tool a ``tools/call`` names, if the caller may call it: the one ``called_tool`` found as the call
+    came in (``Context.found_tool``), unless the call now names another (middleware may change it)."""
+    found = ctx.found_tool
+    if found is None or found.name != name:
+        found = ctx.server.tools.get(_name(name, "tools/call"))
     if found is None:
         raise InvalidParams(f"Unknown tool: {name}")
     check(found, ctx)
     return found
+
+
+def called_tool(params: JSONObject, server: MCPServer) -> Tool | None:
+    """The tool a ``tools/call`` (``params``) names, found but not judged: as a stateless call comes in over
+    HTTP, its mirrored headers are checked against the tool's parameter headers (``wiremcp.inbound``), and
+    ``tool`` then judges the caller's right to it, on this same lookup, when the call runs. None: the server
+    has no such tool."""
+    name = params.get("name")
+    return server.tools.get(name) if isinstance(name, str) else None
 
 
 def prompt(name: Any, ctx: Context, method: str = "prompts/get") -> Prompt:

@@ -1,9 +1,11 @@
 """The per-connection runner for message streams (stdio, in-memory): frames in, messages out.
 
-It decodes and classifies each frame (``wiremcp.inbound``), answers what is malformed, runs every request
-(through ``wiremcp.entry``) in its own
-task (so a slow tool never blocks ``ping``), routes the client's responses to the
-handlers waiting on them, and writes every outgoing message through one callback.
+Each frame goes through the inlet (``wiremcp.inlet``: decoded, classified and sorted by kind there); a
+``Connection`` is the inlet's handlers for one message stream: it answers what is malformed or rejected,
+runs every request (through ``wiremcp.entry``) in its own task (so a slow tool never blocks ``ping``),
+routes the client's responses to the handlers waiting on them, and writes every outgoing message through
+one callback. A transport with one client per connection (stdio, in memory, HTTP+SSE, a WebSocket) feeds
+it frames.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 
 from wiremcp import jsonrpc
 from wiremcp.entry import Batch, notify, serve, serve_batch
-from wiremcp.inbound import Inbound, classify
+from wiremcp.inbound import Inbound
+from wiremcp.inlet import NOBODY, Caller, take
 from wiremcp.outcome import Outcome
 from wiremcp.principal import Principal
 from wiremcp.session import ServerSession
@@ -61,45 +64,58 @@ class Connection:
         await self._write(message)
 
     async def feed(self, frame: bytes | str, principal: Principal | None = None) -> None:
-        """Handle one frame (a line on stdio). Requests are started, not awaited. ``principal``: who sent
-        it, where the transport authenticates each message (HTTP+SSE)."""
-        decoded = jsonrpc.decode(frame)
-        if isinstance(decoded, list):
-            batch = serve_batch(self.session.server, decoded, self._send, session=self.session, principal=principal)
-            if isinstance(batch, dict):  # batches are not allowed here
-                await self._write(batch)
-            elif batch.running:
-                self._spawn(self._answer_batch(batch))
-            elif batch.replies:
-                await self._write(batch.replies)
-            return
-        inbound = classify(decoded, self.session.server)
-        if isinstance(inbound, Outcome):
-            await self._write(inbound.message)
-            return
-        if isinstance(decoded, jsonrpc.Request):
-            if self._pace is not None and self._max - self._free >= self._pace and not self._stalled:
-                await self._catch_up()
-            # At most ``max_concurrent`` requests run at once; past that, reading waits (backpressure).
-            if self._free > 0 and not self._waiting:
-                self._free -= 1
-            else:
-                await self._slot()
-            if decoded.method == "initialize" or not (self.session.state.initialized or inbound.stateless):
-                # the handshake is serialized with what comes before and after it: a request that
-                # arrives before initialize is judged (refused) on arrival, not when a task gets to it;
-                # stateless requests (served whatever the session) run concurrently from the start
-                await self._run_in_slot(inbound, principal)
-            else:
-                self._tasks.add(asyncio.get_running_loop().create_task(self._run_in_slot(inbound, principal, True)))
-        elif isinstance(decoded, jsonrpc.Notification):
-            noted = classify(decoded, self.session.server)
-            await notify(self.session.server, decoded, session=self.session, principal=principal,
-                         stateless=isinstance(noted, Inbound) and noted.stateless)
-        elif isinstance(decoded, jsonrpc.Response):
-            self.session.handle_response(decoded)
-        elif decoded.reply is not None:
-            await self._write(decoded.reply)
+        """Handle one frame (a line on stdio) through the inlet. Requests are started, not awaited.
+        ``principal``: who sent it, where the transport authenticates each message (HTTP+SSE)."""
+        await take(frame, self.session.server, self, NOBODY if principal is None else Caller(principal))
+
+    # -- the inlet's handlers (``wiremcp.inlet.Handlers``) -------------------------------------------
+    async def request(self, inbound: Inbound, caller: Caller) -> None:
+        """Start a request in a slot of its own (waiting for one past ``max_concurrent``)."""
+        if self._pace is not None and self._max - self._free >= self._pace and not self._stalled:
+            await self._catch_up()
+        # At most ``max_concurrent`` requests run at once; past that, reading waits (backpressure).
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+        else:
+            await self._slot()
+        principal = caller.principal
+        if inbound.request.method == "initialize" or not (self.session.state.initialized or inbound.stateless):
+            # the handshake is serialized with what comes before and after it: a request that
+            # arrives before initialize is judged (refused) on arrival, not when a task gets to it;
+            # stateless requests (served whatever the session) run concurrently from the start
+            await self._run_in_slot(inbound, principal)
+        else:
+            self._tasks.add(asyncio.get_running_loop().create_task(self._run_in_slot(inbound, principal, True)))
+
+    async def notification(self, inbound: Inbound, caller: Caller) -> None:
+        """Handle a notification on this session, in the era the inlet classified it in."""
+        note = inbound.message
+        assert isinstance(note, jsonrpc.Notification)
+        await notify(self.session.server, note, session=self.session, principal=caller.principal,
+                     stateless=inbound.stateless)
+
+    async def response(self, response: jsonrpc.Response, caller: Caller) -> None:
+        """Hand the client's response to the handler waiting on it."""
+        self.session.handle_response(response)
+
+    async def batch(self, items: list[Inbound | Outcome], caller: Caller) -> None:
+        """Start a batch's requests; its answers go out together once they are all answered."""
+        batch = serve_batch(self.session.server, items, self._send, session=self.session, principal=caller.principal)
+        if isinstance(batch, dict):  # batches are not allowed here
+            await self._write(batch)
+        elif batch.running:
+            self._spawn(self._answer_batch(batch))
+        elif batch.replies:
+            await self._write(batch.replies)
+
+    async def malformed(self, invalid: jsonrpc.Invalid, caller: Caller) -> None:
+        """Answer a frame that is not JSON-RPC, when it has an answer."""
+        if invalid.reply is not None:
+            await self._write(invalid.reply)
+
+    async def rejected(self, outcome: Outcome, caller: Caller) -> None:
+        """Answer a message refused before it runs."""
+        await self._write(outcome.message)
 
     async def _slot(self) -> None:
         """Wait until a slot is handed over (by ``_release``)."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from wiremcp.session import ServerSession
     from wiremcp.state import SessionState
     from wiremcp.task_runner import TaskBinding
+    from wiremcp.tools import Tool
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -53,6 +54,7 @@ class Context:
         "_send",
         "_starter",
         "exchange",
+        "found_tool",
         "meta",
         "method",
         "params",
@@ -66,7 +68,8 @@ class Context:
 
     def __init__(self, server: MCPServer, state: SessionState, request_id: RequestId, method: str,
                  params: JSONObject, send: Send, *, stateless: bool = False, session: ServerSession | None = None,
-                 control: StreamControl | None = None, principal: Principal | None = None) -> None:
+                 control: StreamControl | None = None, principal: Principal | None = None,
+                 found_tool: Tool | None = None) -> None:
         self.server = server
         self._principal = principal
         self.state = state
@@ -80,6 +83,9 @@ class Context:
         self.meta: JSONObject = meta if isinstance(meta, dict) else {}
         self.stateless = stateless
         """The era this request speaks, as ``wiremcp.inbound.classify`` found it."""
+        self.found_tool = found_tool
+        """The tool a ``tools/call`` names, if it was looked up as the call came in (``Inbound.tool``):
+        ``wiremcp.access.tool`` judges the call on that lookup."""
         self.exchange: InputExchange | None = None
         self._send = send
         self._control = control

@@ -1,8 +1,8 @@
 """The one way into the core: a classified request (``wiremcp.inbound``) served in its era, and its
 ``Outcome``.
 
-Every transport (Streamable HTTP in both eras, HTTP+SSE, stdio, in memory) classifies what it reads and
-hands each request to ``serve``: the request runs in the state of its era (the handshake session's, or the
+Every transport (Streamable HTTP in both eras, HTTP+SSE, stdio, in memory) hands what it reads to the
+inlet (``wiremcp.inlet``), which decodes, classifies and sorts it, and hands each request to ``serve``: the request runs in the state of its era (the handshake session's, or the
 envelope its ``_meta`` declares), in a ``Context`` (whose way of asking the client for input follows from
 that: ``wiremcp.asking``), through the dispatcher. A request on a session is tracked by it, so that the
 client can cancel it (``notifications/cancelled``); every request, whatever its transport and era, is among
@@ -27,7 +27,7 @@ from wiremcp import jsonrpc, stateless
 from wiremcp.context import Context
 from wiremcp.errors import INVALID_REQUEST, MCPError
 from wiremcp.failures import internal_error
-from wiremcp.inbound import Inbound, classify
+from wiremcp.inbound import Inbound
 from wiremcp.logs import REQUEST_ID
 from wiremcp.middleware import Call, chain
 from wiremcp.outcome import Outcome
@@ -69,7 +69,7 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
             assert session is not None, "a handshake-era request is served on its session"
             state = session.state
         ctx = Context(server, state, request.id, request.method, request.params, send, stateless=inbound.stateless,
-                      session=session, control=control, principal=principal)
+                      session=session, control=control, principal=principal, found_tool=inbound.tool)
         if server.pipeline:
             value = await _through_middleware(server, ctx, peer, batch)
         else:
@@ -170,33 +170,32 @@ async def _noted(notified: Awaitable[None]) -> Outcome | None:
     return None
 
 
-def serve_batch(server: MCPServer, items: list[jsonrpc.Message], send: Send, *, session: ServerSession,
+def serve_batch(server: MCPServer, items: list[Inbound | Outcome], send: Send, *, session: ServerSession,
                 principal: Principal | None = None, peer: str | None = None) -> Batch | JSONObject:
-    """A JSON-RPC batch on a handshake-era session. Before this returns, its notifications and responses
-    are handled and its requests started, each classified and served as a single request would be and run
-    concurrently; ``Batch.answers`` gives the replies. Or the one error reply when this session may not
-    send batches (only 2025-03-26 clients may)."""
+    """A JSON-RPC batch on a handshake-era session, its items classified (or refused) by the inlet
+    (``wiremcp.inlet``). Before this returns, its notifications and responses are handled and its requests
+    started, each served as a single request would be and run concurrently; ``Batch.answers`` gives the
+    replies: those due at once (a refused item's), then the requests' answers. Or the one error reply when
+    this session may not send batches (only 2025-03-26 clients may)."""
     if session.state.protocol_version not in BATCH_VERSIONS:
         return jsonrpc.error(None, INVALID_REQUEST,
                              "Invalid Request: JSON-RPC batches are only accepted from 2025-03-26 clients")
     batch = Batch()
     for item in items:
-        if isinstance(item, jsonrpc.Request):
-            if item.method == "initialize":
-                batch.replies.append(jsonrpc.error(item.id, INVALID_REQUEST, "initialize must not be batched"))
-            elif isinstance(inbound := classify(item, server), Outcome):
-                batch.replies.append(inbound.message)
-            else:
-                batch.running.append(asyncio.ensure_future(
-                    serve(server, inbound, send, session=session, principal=principal, peer=peer, batch=True)))
-        elif isinstance(item, jsonrpc.Notification):
+        if isinstance(item, Outcome):
+            batch.replies.append(item.message)
+            continue
+        message = item.message
+        if isinstance(message, jsonrpc.Request):
+            batch.running.append(asyncio.ensure_future(
+                serve(server, item, send, session=session, principal=principal, peer=peer, batch=True)))
+        elif isinstance(message, jsonrpc.Notification):
             if server.pipeline:
                 batch.running.append(asyncio.ensure_future(_noted(
-                    notify(server, item, session=session, principal=principal, peer=peer, batch=True))))
+                    notify(server, message, session=session, stateless=item.stateless, principal=principal,
+                           peer=peer, batch=True))))
             else:
-                session.handle_notification(item)
-        elif isinstance(item, jsonrpc.Response):
-            session.handle_response(item)
-        elif item.reply is not None:
-            batch.replies.append(item.reply)
+                session.handle_notification(message)
+        elif isinstance(message, jsonrpc.Response):
+            session.handle_response(message)
     return batch

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wiremcp import jsonrpc
+from wiremcp.access import called_tool
 from wiremcp.envelope import envelope
 from wiremcp.errors import INVALID_REQUEST, BadRequest, MCPError
 from wiremcp.mirrored_headers import Headers, check
@@ -29,6 +30,7 @@ from wiremcp.state import SessionState
 
 if TYPE_CHECKING:
     from wiremcp.server import MCPServer
+    from wiremcp.tools import Tool
 
 Message = jsonrpc.Message | list[jsonrpc.Message]
 
@@ -49,6 +51,9 @@ class Inbound:
     stateless: bool = False
     envelope: SessionState | None = None
     """A stateless-era request's declared state (its ``_meta``); None otherwise."""
+    tool: Tool | None = None
+    """The tool a stateless ``tools/call`` names, where it was looked up as the call came in (over HTTP, to
+    check its mirrored headers): the access gate judges the call on this lookup, not on another."""
 
     @property
     def request(self) -> jsonrpc.Request:
@@ -75,8 +80,9 @@ def classify(message: Message, server: MCPServer, headers: Headers | None = None
         return Inbound(message, stateless=True)
     if not isinstance(message, jsonrpc.Request):
         return Outcome.failed(None, NotOnePerPost())
+    tool = called_tool(message.params, server) if headers is not None and message.method == "tools/call" else None
     try:
-        state = check(headers, message, server) if headers is not None else envelope(message.params)
+        state = check(headers, message, tool) if headers is not None else envelope(message.params)
     except MCPError as exc:
         return Outcome.failed(message.id, exc)
-    return Inbound(message, stateless=True, envelope=state)
+    return Inbound(message, stateless=True, envelope=state, tool=tool)

@@ -23,7 +23,7 @@ from wiremcp.protocol import META_VERSION
 from wiremcp.state import SessionState
 
 if TYPE_CHECKING:
-    from wiremcp.server import MCPServer
+    from wiremcp.tools import Tool
 
 Headers = Callable[[str], "str | None"]
 """A request's headers as the transport read them: a lower-case name to its value (None: absent)."""
@@ -73,8 +73,10 @@ def _required(headers: Headers, name: str) -> str:
     return value.strip(" \t")
 
 
-def check(headers: Headers, request: jsonrpc.Request, server: MCPServer) -> SessionState:
-    """Validate a stateless request's headers against its body; returns the state its ``_meta`` declares."""
+def check(headers: Headers, request: jsonrpc.Request, tool: Tool | None = None) -> SessionState:
+    """Validate a stateless request's headers against its body; returns the state its ``_meta`` declares.
+    ``tool``: the tool a ``tools/call`` names, as the access gate found it (``wiremcp.access.called_tool``),
+    whose parameter headers are checked too; None for another method, or a tool the server does not have."""
     params = request.params
     version_header = _required(headers, "MCP-Protocol-Version")
     meta = require_fields(params)
@@ -91,19 +93,17 @@ def check(headers: Headers, request: jsonrpc.Request, server: MCPServer) -> Sess
         sent = decode(_required(headers, "Mcp-Name"), "Mcp-Name")
         if sent != params.get(key):
             raise HeaderMismatch(f"Mcp-Name header value {sent!r} does not match body value {params.get(key)!r}")
-    if request.method == "tools/call":
-        tool = server.tools.get(params.get("name"))  # type: ignore[arg-type]
-        if tool is not None and tool.header_params:
-            arguments = params.get("arguments")
-            for param in tool.header_params:
-                body = param.value(arguments)
-                if body is None:
-                    continue  # absent or null: no header is expected
-                name = f"Mcp-Param-{param.header}"
-                raw = headers(name.lower())
-                if raw is None:
-                    raise HeaderMismatch(f"{name} header is missing but the body's argument is present")
-                sent = decode(raw.strip(" \t"), name)
-                if not _matches(sent, body, param.type):
-                    raise HeaderMismatch(f"{name} header value {sent!r} does not match body value {body!r}")
+    if request.method == "tools/call" and tool is not None and tool.header_params:
+        arguments = params.get("arguments")
+        for param in tool.header_params:
+            body = param.value(arguments)
+            if body is None:
+                continue  # absent or null: no header is expected
+            name = f"Mcp-Param-{param.header}"
+            raw = headers(name.lower())
+            if raw is None:
+                raise HeaderMismatch(f"{name} header is missing but the body's argument is present")
+            sent = decode(raw.strip(" \t"), name)
+            if not _matches(sent, body, param.type):
+                raise HeaderMismatch(f"{name} header value {sent!r} does not match body value {body!r}")
     return state

@@ -31,7 +31,7 @@ from wiremcp.transports.asgi import (
     respond,
     respond_error,
 )
-from wiremcp.transports.identity import caller, owner_key
+from wiremcp.transports.identity import caller
 from wiremcp.transports.sessions import SessionLimitReached, SessionManager
 from wiremcp.transports.streamable_http import HttpOptions
 from wiremcp.types import JSONObject
@@ -58,7 +58,7 @@ class LegacySSEEndpoints:
             await refuse(send, SHUTTING_DOWN)
             return
         try:
-            live = await self.manager.create(owner_key(scope))
+            live = await self.manager.create(caller(scope).owner)
         except SessionLimitReached:
             await refuse(send, TOO_MANY_SESSIONS)
             return
@@ -98,8 +98,9 @@ class LegacySSEEndpoints:
         if not sid:
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: session_id is required")
             return
+        who = caller(scope)  # read once, for the whole request
         entry = self._connections.get(sid)
-        if entry is None or entry[0].session.state.owner != owner_key(scope):
+        if entry is None or entry[0].session.state.owner != who.owner:
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
             return
         try:
@@ -109,11 +110,11 @@ class LegacySSEEndpoints:
         if body is None:
             return
         connection, _ = entry
-        live = await self.manager.get(sid, owner_key(scope))
+        live = await self.manager.get(sid, who.owner)
         if live is None:
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown session")
             return
-        await connection.feed(body, principal=caller(scope))
+        await connection.feed(body, principal=who.principal)
         await respond(send, 202, b"Accepted", content_type=b"text/plain")
 
     def close_streams(self) -> None:

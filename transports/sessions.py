@@ -15,6 +15,7 @@ from typing import Any
 
 from wiremcp import jsonrpc
 from wiremcp.backend import Backend
+from wiremcp.inlet import forwarded_response
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.server import MCPServer
 from wiremcp.session_store import SERVER, Asker, serves
@@ -211,9 +212,9 @@ class SessionManager(ClusterEvents):
     # -- messages from other replicas ------------------------------------------------------------
     def response_arrived(self, session_id: str, raw: bytes) -> None:
         live = self.live.get(session_id)
-        decoded = jsonrpc.decode(raw)
-        if live is not None and isinstance(decoded, jsonrpc.Response):
-            live.session.handle_response(decoded)
+        response = forwarded_response(raw)
+        if live is not None and response is not None:
+            live.session.handle_response(response)
 
     def request_cancelled(self, session_id: str, params: JSONObject) -> None:
         live = self.live.get(session_id)

@@ -1,7 +1,7 @@
 """Streamable HTTP for the stateless era (2026-07-28): one POST, one request, no session.
 
-Each request, classified and checked (headers against body, ``_meta``: ``wiremcp.inbound``), is run and
-answered with
+Each request, classified and checked by the inlet (headers against body, ``_meta``: ``wiremcp.inlet``,
+``wiremcp.inbound``), is run for the caller the endpoint read once from the request, and answered with
 ``application/json`` when its handler sends nothing but the result, or with an SSE
 stream (no event ids, no resumption) when it sends notifications first, as
 ``subscriptions/listen`` does. Closing the stream, or the connection before the answer,
@@ -19,12 +19,12 @@ from collections.abc import AsyncIterator
 from wiremcp import jsonrpc
 from wiremcp.entry import notify, serve
 from wiremcp.inbound import Inbound
+from wiremcp.inlet import Caller
 from wiremcp.outcome import Outcome
 from wiremcp.server import MCPServer
 from wiremcp.shutdown import cut_off_outcome
 from wiremcp.transports import sse
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond, respond_json
-from wiremcp.transports.identity import caller, peer
 from wiremcp.transports.outcomes import http_status, outcome_headers
 from wiremcp.types import JSONObject
 
@@ -57,11 +57,12 @@ class StatelessHandler:
         self.streams_open = 0
         """SSE answers being streamed now (for the metrics)."""
 
-    async def handle(self, inbound: Inbound, scope: Scope, receive: Receive, send: SendASGI) -> None:
+    async def handle(self, inbound: Inbound, caller: Caller, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        """Serve a stateless request or notification (as the inlet sorted it) from ``caller``."""
         if isinstance(inbound.message, jsonrpc.Notification):
             # a notification: nothing to do but what middleware does; on HTTP, cancelling is closing the stream
-            await notify(self.server, inbound.message, session=None, stateless=True, principal=caller(scope),
-                         peer=peer(scope))
+            await notify(self.server, inbound.message, session=None, stateless=True, principal=caller.principal,
+                         peer=caller.peer)
             await respond(send, 202)
             return
         request = inbound.request
@@ -86,7 +87,7 @@ class StatelessHandler:
 
         async def run() -> Outcome | None:
             try:
-                return await serve(self.server, inbound, related, principal=caller(scope), peer=peer(scope))
+                return await serve(self.server, inbound, related, principal=caller.principal, peer=caller.peer)
             finally:  # said from inside the task, not by done callbacks: the answer goes out a loop turn sooner
                 self.tasks.discard(task)
                 woken()

@@ -5,6 +5,10 @@ sending anything else first; as soon as it sends a notification or a request (or
 runs longer than ``sse_after`` seconds) the answer becomes an SSE stream, whose
 events are numbered and stored so that a client that lost the connection can
 resume with ``GET`` and ``Last-Event-ID``.
+
+A POST's body goes through the inlet (``wiremcp.inlet``), which decodes, classifies and sorts it; what the
+endpoint does with each kind is ``wiremcp.transports.http_post``'s. The caller (``wiremcp.transports.identity``) is read from the
+ASGI scope once per request and handed down.
 """
 
 from __future__ import annotations
@@ -20,11 +24,12 @@ from wiremcp import jsonrpc, methods
 from wiremcp.entry import notify, serve, serve_batch
 from wiremcp.errors import INTERNAL_ERROR, INVALID_REQUEST
 from wiremcp.event_store import parse_event_id
-from wiremcp.inbound import Inbound, classify
+from wiremcp.inbound import Inbound
+from wiremcp.inlet import Caller, take
 from wiremcp.outcome import Outcome
 from wiremcp.protocol import HANDSHAKE_VERSIONS, at_least
 from wiremcp.refusals import SHUTTING_DOWN, STORE_UNAVAILABLE, TOO_MANY_SESSIONS
-from wiremcp.transports import sse
+from wiremcp.transports import identity, sse
 from wiremcp.transports.asgi import (
     ClientDisconnected,
     Receive,
@@ -38,7 +43,7 @@ from wiremcp.transports.asgi import (
     respond_json,
 )
 from wiremcp.transports.channels import EventChannel, Item
-from wiremcp.transports.identity import caller, owner_key, peer
+from wiremcp.transports.http_post import PostHandlers
 from wiremcp.transports.live_session import LiveSession, new_stream_id
 from wiremcp.transports.outcomes import http_status, outcome_headers
 from wiremcp.transports.request_run import RequestRun
@@ -134,13 +139,14 @@ class StreamableHTTPEndpoint:
                 await refuse(send, STORE_UNAVAILABLE)
 
     # -- shared checks ------------------------------------------------------------------------------
-    async def _session(self, scope: Scope, send: SendASGI) -> LiveSession | None:
-        """The session named by the request's header, or None after answering 400/404."""
+    async def _session(self, scope: Scope, send: SendASGI, caller: Caller) -> LiveSession | None:
+        """The session named by the request's header, if ``caller`` may use it; or None after answering
+        400/404."""
         sid = header(scope, SESSION_HEADER)
         if not sid:
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
             return None
-        live = await self.manager.get(sid, owner_key(scope))  # another principal's session is as good as unknown
+        live = await self.manager.get(sid, caller.owner)  # another principal's session is as good as unknown
         if live is None:
             await respond_error(send, 404, INVALID_REQUEST, "Not Found: unknown or expired session")
             return None
@@ -170,59 +176,40 @@ class StreamableHTTPEndpoint:
         body = await read_json_body(scope, receive, send, self.options.max_body_bytes)
         if body is None:
             return
-        decoded = jsonrpc.decode(body)
-        if isinstance(decoded, jsonrpc.Invalid):
-            reply = decoded.reply or jsonrpc.error(None, INVALID_REQUEST, "Invalid Request")
-            await respond_json(send, 400, reply)
-            return
-        inbound = classify(decoded, self.manager.server, lambda name: header(scope, name.encode()))
-        if isinstance(inbound, Outcome):  # a stateless request rejected before it runs
-            await respond_json(send, http_status(inbound, stateless=True), inbound.message)
-            return
-        if inbound.stateless:
-            await self.stateless.handle(inbound, scope, receive, send)
-            return
-        if isinstance(decoded, jsonrpc.Request) and decoded.method == "initialize":
-            await self._initialize(inbound, scope, send)
-            return
-        live = await self._session(scope, send)
-        if live is None:
-            return
-        if isinstance(decoded, list):
-            await self._batch(live, decoded, scope, send)
-        elif isinstance(decoded, jsonrpc.Notification):
-            await notify(self.manager.server, decoded, session=live.session, principal=caller(scope),
-                         peer=peer(scope))
-            if decoded.method == "notifications/initialized":
-                await self.manager.save(live)
-            elif decoded.method == "notifications/cancelled" and self.manager.link is not None:
-                rid = decoded.params.get("requestId")
-                if not (isinstance(rid, str | int) and live.session.running(rid)):
-                    await self.manager.link.broadcast_cancel(live.id, decoded.params)  # running elsewhere
-            await respond(send, 202)
-        elif isinstance(decoded, jsonrpc.Response):
-            link = self.manager.link
-            owner = link.owner_of(decoded.id) if link is not None else None
-            if link is not None and owner is not None and owner != link.replica:
-                await link.forward_response(owner, live.id, body)  # its handler waits on that replica
-            else:
-                live.session.handle_response(decoded)
-            await respond(send, 202)
-        else:
-            await self._request(live, inbound, scope, receive, send)
+        await take(body, self.manager.server, PostHandlers(self, body, scope, receive, send), identity.caller(scope),
+                   lambda name: header(scope, name.encode()))
 
-    async def _initialize(self, inbound: Inbound, scope: Scope, send: SendASGI) -> None:
+    async def _notified(self, live: LiveSession, note: jsonrpc.Notification, caller: Caller, send: SendASGI) -> None:
+        await notify(self.manager.server, note, session=live.session, principal=caller.principal, peer=caller.peer)
+        if note.method == "notifications/initialized":
+            await self.manager.save(live)
+        elif note.method == "notifications/cancelled" and self.manager.link is not None:
+            rid = note.params.get("requestId")
+            if not (isinstance(rid, str | int) and live.session.running(rid)):
+                await self.manager.link.broadcast_cancel(live.id, note.params)  # running elsewhere
+        await respond(send, 202)
+
+    async def _responded(self, live: LiveSession, response: jsonrpc.Response, body: bytes, send: SendASGI) -> None:
+        link = self.manager.link
+        owner = link.owner_of(response.id) if link is not None else None
+        if link is not None and owner is not None and owner != link.replica:
+            await link.forward_response(owner, live.id, body)  # its handler waits on that replica
+        else:
+            live.session.handle_response(response)
+        await respond(send, 202)
+
+    async def _initialize(self, inbound: Inbound, caller: Caller, scope: Scope, send: SendASGI) -> None:
         request = inbound.request
         if self.manager.draining:
             await refuse(send, SHUTTING_DOWN, id=request.id)
             return
         try:
-            live = await self.manager.create(owner_key(scope))
+            live = await self.manager.create(caller.owner)
         except SessionLimitReached:
             await refuse(send, TOO_MANY_SESSIONS, id=request.id)
             return
         done = await serve(self.manager.server, inbound, live.standalone.send, session=live.session,
-                           principal=caller(scope), peer=peer(scope))
+                           principal=caller.principal, peer=caller.peer)
         if done is None or "error" in done.message:
             await self.manager.delete(live.id)
             if done is None:
@@ -234,26 +221,27 @@ class StreamableHTTPEndpoint:
         await self.manager.save(live)
         await respond_json(send, 200, done.message, [(SESSION_HEADER, live.id.encode())])
 
-    async def _batch(self, live: LiveSession, items: list[jsonrpc.Message], scope: Scope, send: SendASGI) -> None:
+    async def _batch(self, live: LiveSession, items: list[Inbound | Outcome], caller: Caller, send: SendASGI) -> None:
         # Related messages of batched requests go to the GET stream; the answers come back together.
         batch = serve_batch(self.manager.server, items, live.standalone.send, session=live.session,
-                            principal=caller(scope), peer=peer(scope))
+                            principal=caller.principal, peer=caller.peer)
         if isinstance(batch, dict):  # batches are not allowed here
             await respond_json(send, 400, batch)
             return
         replies = await batch.answers()
-        if any(isinstance(r, jsonrpc.Request) and r.method in methods.CHANGES_SESSION for r in items):
+        if any(isinstance(item, Inbound) and isinstance(item.message, jsonrpc.Request)
+               and item.message.method in methods.CHANGES_SESSION for item in items):
             await self.manager.save(live)
         if replies:
             await respond_json(send, 200, replies)
         else:
             await respond(send, 202)
 
-    async def _request(self, live: LiveSession, inbound: Inbound, scope: Scope, receive: Receive,
+    async def _request(self, live: LiveSession, inbound: Inbound, caller: Caller, scope: Scope, receive: Receive,
                        send: SendASGI) -> None:
         request = inbound.request
-        run = RequestRun(live, inbound, to_standalone=self.options.json_response, principal=caller(scope),
-                         peer=peer(scope))
+        run = RequestRun(live, inbound, to_standalone=self.options.json_response, principal=caller.principal,
+                         peer=caller.peer)
         task = asyncio.get_running_loop().create_task(run.execute())
         live.spawn(task)
         if self.options.json_response:
@@ -330,7 +318,7 @@ class StreamableHTTPEndpoint:
             # checked before any store sees it: the same 400 with every backend
             await respond_error(send, 400, INVALID_REQUEST, "Bad Request: Last-Event-ID is not one of this server's")
             return
-        live = await self._session(scope, send)
+        live = await self._session(scope, send, identity.caller(scope))
         if live is None:
             return
         if resume_from is not None:
@@ -372,7 +360,7 @@ class StreamableHTTPEndpoint:
         if header(scope, SESSION_HEADER) is None:
             await _no_session_stream(send)
             return
-        live = await self._session(scope, send)
+        live = await self._session(scope, send, identity.caller(scope))
         if live is None:
             return
         await self.manager.delete(live.id)
@@ -385,3 +373,4 @@ async def _no_session_stream(send: SendASGI) -> None:
     await respond_error(send, 405, INVALID_REQUEST,
                         "Method Not Allowed: GET and DELETE need an Mcp-Session-Id (handshake era only)",
                         headers=[(b"allow", b"POST")])
+

@@ -6,6 +6,8 @@ that no other module decides access ``tests/test_architecture.py``'s.)"""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -204,3 +206,25 @@ async def test_completing_a_scoped_prompt_or_template_needs_its_scopes(ref: JSON
     allowed = await _ask(server, "completion/complete", params, ADMIN)
     assert status(allowed) == 200, allowed.message
     assert allowed.message["result"]["completion"]["values"] in (["secrets"], ["monday"])
+
+
+def _tool_lookups(path: Path) -> list[int]:
+    """The lines of ``path`` that look a tool up by name among a server's tools (``….tools.get(name)``,
+    ``….tools[name]`` read)."""
+    lines: list[int] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and getattr(node.func.value, "attr", None) == "tools") or (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                and getattr(node.value, "attr", None) == "tools"):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_a_tool_is_looked_up_in_the_access_gate_only() -> None:
+    """A stateless ``tools/call``'s mirrored headers are checked against the tool the gate found
+    (``called_tool``), and the gate judges the call on that lookup: no other module looks a tool up."""
+    root = Path(__file__).resolve().parents[2]
+    offenders = {rel: lines for folder in ("app", "transports", "auth") for path in sorted((root / folder).rglob("*.py"))
+                 if (rel := path.relative_to(root).as_posix()) != "app/access.py" and (lines := _tool_lookups(path))}
+    assert not offenders, offenders
+    assert _tool_lookups(root / "app" / "access.py")

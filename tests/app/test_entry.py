@@ -23,6 +23,7 @@ from wiremcp.errors import (
     MethodNotFound,
 )
 from wiremcp.inbound import Inbound, classify
+from wiremcp.inlet import batch_items
 from wiremcp.logs import REQUEST_ID
 from wiremcp.outcome import Outcome
 from wiremcp.protocol import META_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION
@@ -313,7 +314,8 @@ async def test_a_batch_is_refused_unless_the_session_speaks_2025_03_26(
         sessions: list[ServerSession], version: str) -> None:
     server = make_server()
     session = open_session(sessions, server, handshake_state(version))
-    refused = serve_batch(server, [jsonrpc.Request(1, "ping", {})], Sent(), session=session)
+    refused = serve_batch(server, batch_items([jsonrpc.Request(1, "ping", {})], server), Sent(),
+                          session=session)
     assert refused == {"jsonrpc": "2.0", "id": None, "error": {
         "code": INVALID_REQUEST,
         "message": "Invalid Request: JSON-RPC batches are only accepted from 2025-03-26 clients"}}
@@ -324,7 +326,8 @@ async def test_a_batch_is_refused_unless_the_session_speaks_2025_03_26(
 async def test_a_batchs_notifications_are_handled_before_serve_batch_returns(sessions: list[ServerSession]) -> None:
     server = make_server()
     session = open_session(sessions, server, handshake_state(ready=False))
-    batch = serve_batch(server, [jsonrpc.Notification("notifications/initialized", {})], Sent(), session=session)
+    batch = serve_batch(server, batch_items([jsonrpc.Notification("notifications/initialized", {})], server), Sent(),
+                        session=session)
     assert isinstance(batch, Batch)
     assert session.state.ready is True
     assert batch.running == []
@@ -337,7 +340,7 @@ async def test_a_batchs_requests_are_answered_in_order(sessions: list[ServerSess
     server = make_server(gate)
     session = open_session(sessions, server, handshake_state())
     items: list[jsonrpc.Message] = [call(1, "wait"), jsonrpc.Request("two", "ping", {}), call(3, "open_gate")]
-    batch = serve_batch(server, items, Sent(), session=session)
+    batch = serve_batch(server, batch_items(items, server), Sent(), session=session)
     assert isinstance(batch, Batch)
     assert len(batch.running) == 3
     answers = await batch.answers()  # the first finishes last: the third opens its gate
@@ -351,11 +354,11 @@ async def test_a_cancellation_in_a_batch_reaches_a_request_already_running(sessi
     gate = Gate()
     server = make_server(gate)
     session = open_session(sessions, server, handshake_state())
-    first = serve_batch(server, [call(1, "wait")], Sent(), session=session)
+    first = serve_batch(server, batch_items([call(1, "wait")], server), Sent(), session=session)
     assert isinstance(first, Batch)
     await gate.entered.wait()
-    second = serve_batch(server, [jsonrpc.Notification("notifications/cancelled", {"requestId": 1}),
-                                  jsonrpc.Request(2, "ping", {})], Sent(), session=session)
+    second = serve_batch(server, batch_items([jsonrpc.Notification("notifications/cancelled", {"requestId": 1}),
+                                              jsonrpc.Request(2, "ping", {})], server), Sent(), session=session)
     assert isinstance(second, Batch)
     assert await first.answers() == []  # cancelled: no answer
     assert await second.answers() == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
@@ -374,7 +377,8 @@ async def test_a_batchs_responses_reach_the_requests_waiting_for_them(sessions: 
 
     waiting = asyncio.create_task(session.request_client("roots/list", None, send, None))
     await arrived.wait()
-    batch = serve_batch(server, [jsonrpc.Response(asked[0]["id"], {"roots": []}, None)], Sent(), session=session)
+    batch = serve_batch(server, batch_items([jsonrpc.Response(asked[0]["id"], {"roots": []}, None)], server), Sent(),
+                        session=session)
     assert isinstance(batch, Batch)
     assert await waiting == {"roots": []}
     assert await batch.answers() == []
@@ -386,7 +390,8 @@ async def test_initialize_inside_a_batch_is_refused(sessions: list[ServerSession
     session = open_session(sessions, server, handshake_state())
     init = jsonrpc.Request("init", "initialize", {"protocolVersion": "2025-03-26", "capabilities": {},
                                                   "clientInfo": {"name": "c", "version": "1"}})
-    batch = serve_batch(server, [init, jsonrpc.Request(2, "ping", {})], Sent(), session=session)
+    batch = serve_batch(server, batch_items([init, jsonrpc.Request(2, "ping", {})], server), Sent(),
+                        session=session)
     assert isinstance(batch, Batch)
     assert len(batch.running) == 1  # only the ping runs
     answers = await batch.answers()
@@ -403,7 +408,7 @@ async def test_an_invalid_items_reply_is_included_and_an_unanswerable_one_is_not
     session = open_session(sessions, server, handshake_state())
     reply = jsonrpc.error(None, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
     items: list[jsonrpc.Message] = [jsonrpc.Invalid(reply), jsonrpc.Invalid(None), jsonrpc.Request(2, "ping", {})]
-    batch = serve_batch(server, items, Sent(), session=session)
+    batch = serve_batch(server, batch_items(items, server), Sent(), session=session)
     assert isinstance(batch, Batch)
     answers = await batch.answers()
     assert reply in answers
@@ -417,7 +422,7 @@ async def test_a_batched_request_with_a_malformed_meta_is_answered_with_its_reje
     server = make_server()
     session = open_session(sessions, server, handshake_state())
     malformed = jsonrpc.Request(5, "tools/list", {"_meta": {META_VERSION: VERSION}})  # no capabilities
-    batch = serve_batch(server, [malformed], Sent(), session=session)
+    batch = serve_batch(server, batch_items([malformed], server), Sent(), session=session)
     assert isinstance(batch, Batch)
     assert batch.running == []
     [answer] = await batch.answers()
@@ -428,8 +433,9 @@ async def test_a_batched_request_with_a_malformed_meta_is_answered_with_its_reje
 async def test_a_batch_with_only_notifications_has_nothing_to_answer(sessions: list[ServerSession]) -> None:
     server = make_server()
     session = open_session(sessions, server, handshake_state())
-    batch = serve_batch(server, [jsonrpc.Notification("notifications/initialized", {}),
-                                 jsonrpc.Notification("notifications/roots/list_changed", {})], Sent(), session=session)
+    batch = serve_batch(server, batch_items([jsonrpc.Notification("notifications/initialized", {}),
+                                             jsonrpc.Notification("notifications/roots/list_changed", {})], server),
+                        Sent(), session=session)
     assert isinstance(batch, Batch)
     assert await batch.answers() == []
 
@@ -437,7 +443,8 @@ async def test_a_batch_with_only_notifications_has_nothing_to_answer(sessions: l
 async def test_an_mcp_error_in_a_batched_request_is_its_reply(sessions: list[ServerSession]) -> None:
     server = make_server()
     session = open_session(sessions, server, handshake_state())
-    batch = serve_batch(server, [call(1, "refuse"), jsonrpc.Request(2, "nope/nope", {})], Sent(), session=session)
+    batch = serve_batch(server, batch_items([call(1, "refuse"), jsonrpc.Request(2, "nope/nope", {})], server),
+                        Sent(), session=session)
     assert isinstance(batch, Batch)
     answers = await batch.answers()
     assert [(a["id"], a["error"]["code"]) for a in answers] == [(1, INVALID_PARAMS), (2, METHOD_NOT_FOUND)]

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import pytest
 
 from wiremcp import MCPServer, jsonrpc, param_header
+from wiremcp.access import called_tool
 from wiremcp.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -177,14 +178,14 @@ def standard(method: str, params: dict[str, Any] | None = None, /, **extra: str 
 
 def rejected(headers: dict[str, str | bytes], req: jsonrpc.Request) -> MCPError:
     with pytest.raises(MCPError) as raised:
-        check(scope(headers), req, server)
+        check(scope(headers), req, called_tool(req.params, server))
     return raised.value
 
 
 @spec("server-validation")
 def test_check_returns_the_state_the_request_declares() -> None:
     req = request("tools/list", capabilities=None, **{META_CAPABILITIES: {"sampling": {}}, META_LOG_LEVEL: "info"})
-    state = check(scope(standard("tools/list")), req, server)
+    state = check(scope(standard("tools/list")), req)
     assert state.protocol_version == VERSION
     assert state.client_capabilities == {"sampling": {}}
     assert state.client_info == {"name": "c", "version": "1"}
@@ -243,13 +244,13 @@ def test_surrounding_whitespace_is_trimmed_from_every_checked_header() -> None:
     params = {"name": "routed", "arguments": {"query": "q", "region": "eu", "count": 3}}
     headers: dict[str, str | bytes] = {"MCP-Protocol-Version": f" \t{VERSION} ", "Mcp-Method": "\ttools/call  ",
                                        "Mcp-Name": "  routed", "Mcp-Param-Region": "eu\t", "Mcp-Param-Count": " 3 "}
-    assert check(scope(headers), request("tools/call", params), server).protocol_version == VERSION
+    assert check(scope(headers), request("tools/call", params), called_tool(params, server)).protocol_version == VERSION
 
 
 @spec("server-validation")
 def test_a_tool_the_server_does_not_have_gets_only_the_standard_checks() -> None:
     params = {"name": "missing", "arguments": {"region": "eu"}}
-    assert check(scope(standard("tools/call", params)), request("tools/call", params), server)
+    assert check(scope(standard("tools/call", params)), request("tools/call", params), called_tool(params, server))
 
 
 @spec("server-behavior-for-custom-headers")
@@ -259,7 +260,7 @@ def test_no_param_header_is_expected_without_a_value_at_its_path(arguments: Any)
     params: dict[str, Any] = {"name": "routed"}
     if arguments is not None:
         params["arguments"] = arguments
-    assert check(scope(standard("tools/call", params)), request("tools/call", params), server)
+    assert check(scope(standard("tools/call", params)), request("tools/call", params), called_tool(params, server))
 
 
 @spec("server-behavior-for-custom-headers")
@@ -270,4 +271,4 @@ def test_a_param_header_with_invalid_characters_is_refused_even_when_it_would_ma
     assert error.code == HEADER_MISMATCH
     assert "Mcp-Param-Region header value has invalid characters" in error.message
     headers["Mcp-Param-Region"] = b64("grüße".encode())
-    assert check(scope(headers), request("tools/call", params), server)
+    assert check(scope(headers), request("tools/call", params), called_tool(params, server))
