@@ -3,6 +3,7 @@ seen by its folder's name from the repository root, is only a door to it; the pu
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tomllib
@@ -93,3 +94,57 @@ def test_no_code_imports_the_folders_by_their_own_names() -> None:
                               if name.split(".")[0] in ("app", "transports", "auth")
                               or (name == "(relative)" and folder in ("app", "transports", "auth"))]
     assert not offenders, offenders
+
+
+LINKS = {"wiremcp": "app", "app/transports": "../transports", "app/auth": "../auth"}
+"""The folders as the import root names them: ``wiremcp/`` is ``app/``, and in it ``transports/`` and ``auth/``
+are the edges' folders, so that a tool that finds ``wiremcp.x`` by folder name from the repository root (an
+editor, a type checker or an import graph without the package installed) finds its file; the code stays where
+it is, and the wheel is built from ``package-dir`` alone."""
+SOURCES = ("app", "transports", "auth", "examples", "tests", "bench", "deploy")
+
+_ORIGINS = """
+import importlib.util, json, sys
+print(json.dumps({name: importlib.util.find_spec(name).origin for name in sys.argv[1:]}))
+"""
+
+
+def _wiremcp_modules() -> set[str]:
+    """Every ``wiremcp`` module that the repository's code imports by name."""
+    import ast
+
+    names: set[str] = set()
+    for folder in SOURCES:
+        for path in (ROOT / folder).rglob("*.py"):
+            if any(part.startswith(".") for part in path.relative_to(ROOT).parts):
+                continue  # local tool environments (bench/.peers), not the project's code
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.Import):
+                    names.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names.add(node.module)
+    return {name for name in names if name.split(".")[0] == "wiremcp"}
+
+
+def test_the_folders_are_linked_as_the_import_root_names_them() -> None:
+    assert {link: str((ROOT / link).readlink()) for link in LINKS if (ROOT / link).is_symlink()} == LINKS
+    assert {(ROOT / link).resolve() for link in LINKS} == {ROOT / "app", ROOT / "transports", ROOT / "auth"}
+
+
+def test_every_wiremcp_import_finds_its_file_by_folder_name() -> None:
+    """``wiremcp.a.b`` is ``wiremcp/a/b.py`` (or ``wiremcp/a/b/__init__.py``) from the repository root, with the
+    text of the file that the installed package runs (imported from outside the repository)."""
+    modules = sorted(_wiremcp_modules())
+    assert "wiremcp.transports.serving.cli" in modules
+    origins = json.loads(subprocess.run([sys.executable, "-c", _ORIGINS, *modules], capture_output=True, text=True,
+                                        check=True, cwd="/", env={"PATH": "/usr/bin:/bin"}).stdout)
+    unresolved, different = [], []
+    for name in modules:
+        place = ROOT.joinpath(*name.split("."))
+        by_folder = next((p for p in (place.with_suffix(".py"), place / "__init__.py") if p.is_file()), None)
+        if by_folder is None:
+            unresolved.append(name)
+        elif by_folder.read_bytes() != Path(origins[name]).read_bytes():
+            different.append(f"{name}: {by_folder.relative_to(ROOT)} is not {origins[name]}")
+    assert unresolved == [], "no file by folder name:\n" + "\n".join(unresolved)
+    assert different == [], "\n".join(different)

@@ -156,7 +156,8 @@ def build_wheel(into: Path) -> Path:
         shutil.copy2(ROOT / name, source / name)
     generated = shutil.ignore_patterns("__pycache__", "*.py[cod]", "*.egg-info")
     for folder in dict.fromkeys([*PACKAGE_DIRS.values(), "examples"]):  # examples: there, but never shipped
-        shutil.copytree(ROOT / folder, source / folder, ignore=generated)
+        # links as links (app/transports, app/auth), as Docker's COPY keeps them: what they name is copied too
+        shutil.copytree(ROOT / folder, source / folder, ignore=generated, symlinks=True)
     # Offline with the build backend installed here; without it (no ``wheel``, an older setuptools), pip
     # provides it in an isolated build environment, from its configured index.
     isolation = ["--no-build-isolation"] if _backend_installed() else []
@@ -258,6 +259,7 @@ def test_the_wheel_holds_one_package_wiremcp(installed: Installed) -> None:
         (top_level,) = [name for name in names if name.endswith(".dist-info/top_level.txt")]
         top_level_text = wheel.read(top_level).decode()
     assert top_level_text.split() == ["wiremcp"]
+    assert len(names) == len(set(names))  # each file once: the links in app/ add none of the edges' files to it
     assert [name for name in names if name.startswith(tuple(f"{folder}/" for folder in REPO_FOLDERS))] == []
     assert {name.split("/")[0] for name in names} == {"wiremcp", f"wiremcp-{VERSION}.dist-info"}
     # every source file of the folders the package is built from, subfolders included (a subpackage
