@@ -29,8 +29,13 @@ if TYPE_CHECKING:
     from wiremcp.jsonrpc import Request
     from wiremcp.outcome import Outcome
 
-_TARGETS = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name"}
-"""Methods whose span name has a target, and the attribute that names it."""
+_NAMED = {"tools": "gen_ai.tool.name", "prompts": "gen_ai.prompt.name"}
+"""The semantic conventions' attribute for the name of a component of each kind (by the capability that
+serves it)."""
+_TARGETS = {m.name: _NAMED[m.capability] for m in methods.METHODS
+            if m.names_component == "name" and m.capability in _NAMED}
+"""Methods whose span name has a target (those naming their component by ``name``: ``wiremcp.methods``),
+and the attribute that names it."""
 
 
 class Tracing:
