@@ -22,8 +22,8 @@ implementing ``Handlers`` (or by feeding a ``Connection``); every request it ser
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from wiremcp import jsonrpc
 from wiremcp.errors import INVALID_REQUEST
@@ -36,18 +36,18 @@ if TYPE_CHECKING:
     from wiremcp.server import MCPServer
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who sent a frame: the verified principal (None without authentication), the client's address (None
-    where the transport has none), and the identity a session made by it is bound to (``Principal.key``)."""
+class Caller(NamedTuple):
+    """Who sent a frame: the verified principal (None without authentication) and the client's address (None
+    where the transport has none). (A tuple: made for every HTTP request, and cheaper to make than a frozen
+    dataclass.)"""
 
     principal: Principal | None = None
     peer: str | None = None
-    owner: str | None = field(init=False)
-    """The principal's key, derived once (``wiremcp.principal.key_of``)."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "owner", key_of(self.principal))
+    @property
+    def owner(self) -> str | None:
+        """The identity a session made by this caller is bound to (``Principal.key``; None: anonymous)."""
+        return key_of(self.principal)
 
 
 NOBODY = Caller()
@@ -56,48 +56,46 @@ NOBODY = Caller()
 
 class Handlers(Protocol):
     """What a transport does with each kind of inbound message; the inlet (``take``) calls exactly one of
-    these per frame."""
+    these per frame. Each returns what to await (an ``async def`` method's coroutine, or one it hands on)."""
 
-    async def request(self, inbound: Inbound, caller: Caller) -> None:
+    def request(self, inbound: Inbound, caller: Caller) -> Awaitable[None]:
         """A request, classified: serve it (``Inbound.stateless`` tells its era)."""
 
-    async def notification(self, inbound: Inbound, caller: Caller) -> None:
+    def notification(self, inbound: Inbound, caller: Caller) -> Awaitable[None]:
         """A notification (``inbound.message``), classified."""
 
-    async def response(self, response: jsonrpc.Response, caller: Caller) -> None:
+    def response(self, response: jsonrpc.Response, caller: Caller) -> Awaitable[None]:
         """The client's response to a request of the server's."""
 
-    async def batch(self, items: list[Inbound | Outcome], caller: Caller) -> None:
+    def batch(self, items: list[Inbound | Outcome], caller: Caller) -> Awaitable[None]:
         """A JSON-RPC batch: each item classified (an ``Inbound``), or refused with its answer (an
         ``Outcome``: a malformed item's reply, a rejected item, a batched ``initialize``), in order."""
 
-    async def malformed(self, invalid: jsonrpc.Invalid, caller: Caller) -> None:
+    def malformed(self, invalid: jsonrpc.Invalid, caller: Caller) -> Awaitable[None]:
         """A frame that is not a JSON-RPC message (its ``reply`` is the error to send, when there is one)."""
 
-    async def rejected(self, outcome: Outcome, caller: Caller) -> None:
+    def rejected(self, outcome: Outcome, caller: Caller) -> Awaitable[None]:
         """A message refused before anything runs; ``outcome.message`` is the answer."""
 
 
-async def take(frame: bytes | str, server: MCPServer, handlers: Handlers, caller: Caller = NOBODY,
-               headers: Headers | None = None) -> None:
-    """Decode ``frame``, classify it (with ``headers``, over HTTP) and hand it to the one handler of its
-    kind."""
+def take(frame: bytes | str, server: MCPServer, handlers: Handlers, caller: Caller = NOBODY,
+         headers: Headers | None = None) -> Awaitable[None]:
+    """Decode ``frame``, classify it (with ``headers``, over HTTP) and hand it to the one handler of its kind;
+    what that handler returns is awaited by the transport (``await take(...)``), with no frame of the inlet's
+    own between them: a request's chain of coroutines is resumed at every turn it waits."""
     decoded = jsonrpc.decode(frame)
     if isinstance(decoded, list):
-        await handlers.batch(batch_items(decoded, server), caller)
-        return
+        return handlers.batch(batch_items(decoded, server), caller)
     if isinstance(decoded, jsonrpc.Invalid):
-        await handlers.malformed(decoded, caller)
-        return
+        return handlers.malformed(decoded, caller)
     inbound = classify(decoded, server, headers)
     if isinstance(inbound, Outcome):
-        await handlers.rejected(inbound, caller)
-    elif isinstance(decoded, jsonrpc.Request):
-        await handlers.request(inbound, caller)
-    elif isinstance(decoded, jsonrpc.Notification):
-        await handlers.notification(inbound, caller)
-    else:
-        await handlers.response(decoded, caller)
+        return handlers.rejected(inbound, caller)
+    if isinstance(decoded, jsonrpc.Request):
+        return handlers.request(inbound, caller)
+    if isinstance(decoded, jsonrpc.Notification):
+        return handlers.notification(inbound, caller)
+    return handlers.response(decoded, caller)
 
 
 def batch_items(items: list[jsonrpc.Message], server: MCPServer) -> list[Inbound | Outcome]:

@@ -57,7 +57,8 @@ class MCPHttpApp:
         if kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "http":
-            self.backend.ensure_started()  # mounted without its lifespan
+            if self.backend.link is not None:
+                self.backend.ensure_started()  # mounted without its lifespan
             await self._guarded(scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: SendASGI) -> None:

@@ -6,6 +6,7 @@ classifies and sorts it; this says which part of the endpoint serves each kind, 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from wiremcp import jsonrpc
@@ -36,14 +37,14 @@ class PostHandlers:
         self.receive = receive
         self.send = send
 
-    async def request(self, inbound: Inbound, caller: Caller) -> None:
+    def request(self, inbound: Inbound, caller: Caller) -> Awaitable[None]:
+        # Handed on, not awaited here: no frame of this one's between the endpoint and what serves it.
         endpoint = self.endpoint
         if inbound.stateless:
-            await endpoint.stateless.handle(inbound, caller, self.scope, self.receive, self.send)
-        elif inbound.request.method == "initialize":
-            await endpoint._initialize(inbound, caller, self.scope, self.send)
-        elif (live := await endpoint._session(self.scope, self.send, caller)) is not None:
-            await endpoint._request(live, inbound, caller, self.scope, self.receive, self.send)
+            return endpoint.stateless.handle(inbound, caller, self.scope, self.receive, self.send)
+        if inbound.request.method == "initialize":
+            return endpoint._initialize(inbound, caller, self.scope, self.send)
+        return endpoint._request(inbound, caller, self.scope, self.receive, self.send)
 
     async def notification(self, inbound: Inbound, caller: Caller) -> None:
         note = inbound.message

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import AsyncIterator, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,17 +108,18 @@ class StreamableHTTPEndpoint:
         except ClientDisconnected:
             return
 
-    async def _route(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+    def _route(self, scope: Scope, receive: Receive, send: SendASGI) -> Awaitable[None]:
+        """What serves the request, by its HTTP method; handed back to be awaited, so that no frame of this
+        one's is resumed with the request's at each turn it waits."""
         method = scope["method"]
         if method == "POST":
-            await self._post(scope, receive, send)
-        elif method == "GET":
-            await self._get(scope, receive, send)
-        elif method == "DELETE":
-            await self._delete(scope, send)
-        else:
-            await respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed: use POST, GET or DELETE",
-                                headers=[(b"allow", b"GET, POST, DELETE")])
+            return self._post(scope, receive, send)
+        if method == "GET":
+            return self._get(scope, receive, send)
+        if method == "DELETE":
+            return self._delete(scope, send)
+        return respond_error(send, 405, INVALID_REQUEST, "Method Not Allowed: use POST, GET or DELETE",
+                             headers=[(b"allow", b"GET, POST, DELETE")])
 
     async def _guarded(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         """With a shared store: a store that cannot be reached answers 503, and the next request tries again."""
@@ -237,8 +238,12 @@ class StreamableHTTPEndpoint:
         else:
             await respond(send, 202)
 
-    async def _request(self, live: LiveSession, inbound: Inbound, caller: Caller, scope: Scope, receive: Receive,
+    async def _request(self, inbound: Inbound, caller: Caller, scope: Scope, receive: Receive,
                        send: SendASGI) -> None:
+        """A handshake-era request (but ``initialize``), on the session it names."""
+        live = await self._session(scope, send, caller)
+        if live is None:
+            return
         request = inbound.request
         run = RequestRun(live, inbound, to_standalone=self.options.json_response, principal=caller.principal,
                          peer=caller.peer)
