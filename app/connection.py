@@ -63,10 +63,11 @@ class Connection:
     async def _send(self, message: JSONObject) -> None:
         await self._write(message)
 
-    async def feed(self, frame: bytes | str, principal: Principal | None = None) -> None:
-        """Handle one frame (a line on stdio) through the inlet. Requests are started, not awaited.
+    def feed(self, frame: bytes | str, principal: Principal | None = None) -> Awaitable[None]:
+        """Handle one frame (a line on stdio) through the inlet: await what this returns (the handler of the
+        frame's kind, with no frame of this method's in between). Requests are started, not awaited.
         ``principal``: who sent it, where the transport authenticates each message (HTTP+SSE)."""
-        await take(frame, self.session.server, self, NOBODY if principal is None else Caller(principal))
+        return take(frame, self.session.server, self, NOBODY if principal is None else Caller(principal))
 
     # -- the inlet's handlers (``wiremcp.inlet.Handlers``) -------------------------------------------
     async def request(self, inbound: Inbound, caller: Caller) -> None:

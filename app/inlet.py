@@ -84,17 +84,20 @@ def take(frame: bytes | str, server: MCPServer, handlers: Handlers, caller: Call
     what that handler returns is awaited by the transport (``await take(...)``), with no frame of the inlet's
     own between them: a request's chain of coroutines is resumed at every turn it waits."""
     decoded = jsonrpc.decode(frame)
+    kind = type(decoded)
+    if kind is jsonrpc.Request or kind is jsonrpc.Notification:  # the most frames, sorted first
+        inbound = classify(decoded, server, headers)
+        if isinstance(inbound, Outcome):
+            return handlers.rejected(inbound, caller)
+        return (handlers.request if kind is jsonrpc.Request else handlers.notification)(inbound, caller)
     if isinstance(decoded, list):
         return handlers.batch(batch_items(decoded, server), caller)
     if isinstance(decoded, jsonrpc.Invalid):
         return handlers.malformed(decoded, caller)
-    inbound = classify(decoded, server, headers)
-    if isinstance(inbound, Outcome):
-        return handlers.rejected(inbound, caller)
-    if isinstance(decoded, jsonrpc.Request):
-        return handlers.request(inbound, caller)
-    if isinstance(decoded, jsonrpc.Notification):
-        return handlers.notification(inbound, caller)
+    assert isinstance(decoded, jsonrpc.Response)
+    refused = classify(decoded, server, headers)  # a response outside any session, in the stateless era
+    if isinstance(refused, Outcome):
+        return handlers.rejected(refused, caller)
     return handlers.response(decoded, caller)
 
 

@@ -49,7 +49,8 @@ class ServerSpec:
     env: dict[str, str] = field(default_factory=dict)
     note: str = ""
     peer: str = ""
-    """``ts``: ``argv`` is a script of ``bench/ts/`` and its arguments, run with the node of ``bench/peers.py``."""
+    """``ts``: ``argv`` is a script of ``bench/ts/`` and its arguments, run with the node of ``bench/peers.py``;
+    ``baseline``: ``argv`` is run with the Python of ``--baseline-python``, in the checkout of ``--baseline``."""
 
 
 SERVERS: dict[str, ServerSpec] = {
@@ -60,6 +61,9 @@ SERVERS: dict[str, ServerSpec] = {
                    note="blocking line loop, no JSON: id spliced into a fixed answer, flush"),
         ServerSpec("wiremcp", [sys.executable, "-m", "wiremcp", "stdio", "bench.servers:wiremcp_server"],
                    env={"WIREMCP_LOG_LEVEL": "WARNING"}, note="python -m wiremcp stdio"),
+        ServerSpec("wiremcp-baseline", ["-m", "wiremcp", "stdio", "bench.servers:wiremcp_server"],
+                   env={"WIREMCP_LOG_LEVEL": "WARNING"}, peer="baseline",
+                   note="python -m wiremcp stdio at the commit given with --baseline (the change's 'before')"),
         ServerSpec("official", [sys.executable, "-m", "bench.servers", "official-stdio"],
                    note="mcp 2.3.0 MCPServer.run('stdio')"),
         ServerSpec("ts-v1", ["v1_server.mjs", "stdio"], peer="ts",
@@ -245,14 +249,18 @@ def pinned(cpus: set[int] | None) -> Iterator[None]:
 @contextlib.contextmanager
 def stdio_server(spec: ServerSpec, args: argparse.Namespace, log: IO[bytes]) -> Iterator[Client]:
     """Start ``spec`` pinned to the server CPU, handshake, warm up; always stops the process."""
-    argv = spec.argv
+    argv, root = spec.argv, ROOT
     if spec.peer == "ts":
         ts = ts_peer(verbose=False)
         argv = [str(ts.node), str(ts.script(argv[0])), *argv[1:]]
+    elif spec.peer == "baseline":
+        if args.baseline is None or args.baseline_python is None:
+            raise SystemExit("wiremcp-baseline needs --baseline DIR and --baseline-python PYTHON")
+        argv, root = [str(args.baseline_python), *argv], args.baseline
     if args.server_cpu is not None:
         argv = ["taskset", "-c", args.server_cpu, *argv]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **spec.env}
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+    env = {**os.environ, "PYTHONPATH": str(root), **spec.env}
+    proc = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
     try:
         client = Client(proc)
         client.handshake(args.timeout)
@@ -295,7 +303,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--servers", default=",".join(SERVERS),
+    parser.add_argument("--servers", default=",".join(n for n, s in SERVERS.items() if s.peer != "baseline"),
                         help="comma-separated, from %(default)s (default: all)")
     parser.add_argument("--calls", type=int, default=20_000, help="measured calls per server (default: 20000)")
     parser.add_argument("--warmup", type=int, default=2_000, help="warm-up calls first (default: 2000)")
@@ -310,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pin", action="store_true", help="do not pin the processes")
     parser.add_argument("--log", type=Path, help="append the servers' stderr here (default: discarded)")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument("--baseline", type=Path,
+                        help="for wiremcp-baseline: a checkout of the earlier commit (git worktree add DIR REV)")
+    parser.add_argument("--baseline-python", type=Path,
+                        help="for wiremcp-baseline: a Python whose wiremcp is that checkout installed")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.servers.split(",") if n.strip()]
     unknown = [n for n in names if n not in SERVERS]
