@@ -3,6 +3,8 @@ enabled, else 404. It runs after the Host/Origin guard and authentication (``MCP
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond_error
 from wiremcp.transports.legacy_sse import LegacySSEEndpoints
 from wiremcp.transports.streamable_http import StreamableHTTPEndpoint
@@ -17,16 +19,18 @@ class Routes:
         self.legacy_sse_path = legacy_sse_path
         self.legacy_messages_path = legacy_messages_path
 
-    async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> Awaitable[None]:
+        """The endpoint's answer to the request, handed back to be awaited by the layer in front (an ASGI app
+        all the same: what it returns is awaited), so that no frame of this one's is resumed with the
+        request's at each turn it waits."""
         path = scope["path"]
         root = scope.get("root_path", "")
         if root and path.startswith(root):
             path = path[len(root):] or "/"
         if path == self.path or path == self.path + "/":
-            await self.endpoint(scope, receive, send)
-        elif self.legacy is not None and path == self.legacy_sse_path:
-            await self.legacy.stream(scope, receive, send)
-        elif self.legacy is not None and path == self.legacy_messages_path:
-            await self.legacy.message(scope, receive, send)
-        else:
-            await respond_error(send, 404, -32600, "Not Found")
+            return self.endpoint(scope, receive, send)
+        if self.legacy is not None and path == self.legacy_sse_path:
+            return self.legacy.stream(scope, receive, send)
+        if self.legacy is not None and path == self.legacy_messages_path:
+            return self.legacy.message(scope, receive, send)
+        return respond_error(send, 404, -32600, "Not Found")
