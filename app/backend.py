@@ -56,6 +56,15 @@ class Backend:
     link: ReplicaLink | None = None
     """The link to the other replicas; None: this process is the only one."""
 
+    def __post_init__(self) -> None:
+        # A part of the wrong kind fails here, where it was given, not at the first request that uses it.
+        parts = (("sessions", SessionStore), ("events", EventStore), ("tasks", TaskStore), ("bus", SubscriptionBus),
+                 ("rate_limits", RateLimitStore), ("stream_holds", StreamHolds))
+        for name, interface in parts:
+            _check_part(name, getattr(self, name), interface)
+        if self.link is not None:
+            _check_part("link", self.link, ReplicaLink)
+
     @classmethod
     def in_memory(cls, *, max_events: int = 100_000, max_event_bytes: int = 64 << 20,
                   max_event_age: float = 600.0) -> Backend:
@@ -88,3 +97,9 @@ class Backend:
         await self.events.close()
         if self.link is not None:
             await self.link.close()
+
+
+def _check_part(name: str, part: object, interface: type) -> None:
+    if not isinstance(part, interface):
+        given = f"the class {part.__name__} itself" if isinstance(part, type) else type(part).__name__
+        raise TypeError(f"Backend {name} must be a {interface.__name__} instance, got {given}")

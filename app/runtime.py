@@ -39,6 +39,9 @@ class Runtime:
     def __init__(self, server: MCPServer, *, backend: Backend | None = None,
                  request_states: RequestStateSealer | None = None, tasks: TaskSettings | None = None) -> None:
         self.server = server
+        if backend is not None and not isinstance(backend, Backend):
+            raise TypeError(f"Runtime backend must be a wiremcp.Backend (Backend.in_memory(), or it with the parts "
+                            f"you replace: dataclasses.replace), got {type(backend).__name__}")
         self.backend = backend or Backend.in_memory()
         """Where the state shared between replicas lives: sessions, events, tasks, the bus (change events for
         ``subscriptions/listen``), rate limits' buckets, the link between replicas (``wiremcp.backend``)."""

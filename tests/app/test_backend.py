@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 import wiremcp
 import wiremcp.backend
 from tests.support.http import asgi_client, initialize
@@ -55,3 +57,13 @@ async def test_a_backend_alone_starts_and_closes_with_nothing_to_join() -> None:
     backend.ensure_started()
     await backend.start()
     await backend.close()
+
+
+def test_a_part_of_the_wrong_kind_is_refused_where_it_is_given() -> None:
+    with pytest.raises(TypeError, match=r"^Backend sessions must be a SessionStore instance, got the class "
+                                        r"InMemorySessionStore itself$"):
+        dataclasses.replace(Backend.in_memory(), sessions=InMemorySessionStore)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^Backend link must be a ReplicaLink instance, got str$"):
+        dataclasses.replace(Backend.in_memory(), link="redis://localhost")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^Runtime backend must be a wiremcp\.Backend .* got InMemorySessionStore$"):
+        Runtime(MCPServer("s"), backend=InMemorySessionStore())  # type: ignore[arg-type]
