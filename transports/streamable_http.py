@@ -98,15 +98,16 @@ class StreamableHTTPEndpoint:
                                     keepalive=self.options.sse_keepalive) if manager.shared else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
-        if scope["type"] != "http":
-            return
+        if scope["type"] == "http":
+            await self.answer(scope, receive, send)
+
+    def answer(self, scope: Scope, receive: Receive, send: SendASGI) -> Awaitable[None]:
+        """What answers an HTTP request (``scope["type"]`` is ``"http"``), handed back to be awaited: the
+        routes in front (``wiremcp.transports.routes``) hand it on in turn, so that no frame of the endpoint's
+        own is resumed with the request's at each turn it waits."""
         if self.manager.link is not None:
-            await self._guarded(scope, receive, send)
-            return
-        try:
-            await self._route(scope, receive, send)
-        except ClientDisconnected:
-            return
+            return self._guarded(scope, receive, send)
+        return self._route(scope, receive, send)
 
     def _route(self, scope: Scope, receive: Receive, send: SendASGI) -> Awaitable[None]:
         """What serves the request, by its HTTP method; handed back to be awaited, so that no frame of this
@@ -132,8 +133,6 @@ class StreamableHTTPEndpoint:
 
         try:
             await self._route(scope, receive, tracked)
-        except ClientDisconnected:
-            return
         except StoreUnavailable as exc:
             log.warning("%s", exc)
             if not started:
@@ -174,7 +173,10 @@ class StreamableHTTPEndpoint:
             await respond_error(send, 406, INVALID_REQUEST,
                                 "Not Acceptable: Accept must list application/json and text/event-stream")
             return
-        body = await read_json_body(scope, receive, send, self.options.max_body_bytes)
+        try:
+            body = await read_json_body(scope, receive, send, self.options.max_body_bytes)
+        except ClientDisconnected:  # gone before its body came: nothing to answer
+            return
         if body is None:
             return
         await take(body, self.manager.server, PostHandlers(self, body, scope, receive, send), identity.caller(scope),
