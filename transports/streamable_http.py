@@ -257,8 +257,8 @@ class StreamableHTTPEndpoint:
             # One loop turn first: most requests are answered in their task's first step, and then no
             # timer or waiter is made for them.
             await asyncio.sleep(0)
-            if not run.changed.is_set:
-                await run.changed.wait(self.options.sse_after)
+            if not run.changed:
+                await run.wait(self.options.sse_after)
         if run.done and not run.buffer:
             if request.method in methods.CHANGES_SESSION:
                 await self.manager.save(live)
