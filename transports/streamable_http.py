@@ -36,6 +36,7 @@ from wiremcp.transports.asgi import (
     Scope,
     SendASGI,
     header,
+    headers,
     read_json_body,
     refuse,
     respond,
@@ -180,7 +181,7 @@ class StreamableHTTPEndpoint:
         if body is None:
             return
         await take(body, self.manager.server, PostHandlers(self, body, scope, receive, send), identity.caller(scope),
-                   lambda name: header(scope, name.encode()))
+                   headers(scope))
 
     async def _notified(self, live: LiveSession, note: jsonrpc.Notification, caller: Caller, send: SendASGI) -> None:
         await notify(self.manager.server, note, session=live.session, principal=caller.principal, peer=caller.peer)
