@@ -78,6 +78,10 @@ class HttpOptions:
     """The ``retry`` a 2025-11-25 client gets in the priming event."""
 
 
+_POST_ACCEPTS = ("application/json", "text/event-stream")
+"""What a POST's ``Accept`` must list."""
+
+
 def _accepts(scope: Scope, *types: str) -> bool:
     return _offers(header(scope, b"accept") or "", types)
 
@@ -170,7 +174,7 @@ class StreamableHTTPEndpoint:
 
     # -- POST ----------------------------------------------------------------------------------------
     async def _post(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
-        if not _accepts(scope, "application/json", "text/event-stream"):
+        if not _offers(header(scope, b"accept") or "", _POST_ACCEPTS):
             await respond_error(send, 406, INVALID_REQUEST,
                                 "Not Acceptable: Accept must list application/json and text/event-stream")
             return
@@ -263,11 +267,11 @@ class StreamableHTTPEndpoint:
         if run.done and not run.buffer:
             if request.method in methods.CHANGES_SESSION:
                 await self.manager.save(live)
-            if run.response is None:
+            done = run.outcome
+            if done is None:
                 await respond(send, 202)  # cancelled by the client: there is no answer
             else:
-                status = http_status(run.outcome, stateless=False) if run.outcome is not None else 200
-                await respond_json(send, status, run.response, outcome_headers(scope, run.outcome))
+                await respond_json(send, http_status(done, stateless=False), done.message, outcome_headers(scope, done))
             return
         version = live.version
         channel = EventChannel(live.id, new_stream_id(), self.manager.events, request.id)
