@@ -26,15 +26,33 @@ def header(scope: Scope, name: bytes) -> str | None:
     call for a request (several layers read several headers of each request), again if they are replaced."""
     raw = scope["headers"]
     cached: tuple[object, dict[bytes, bytes]] | None = scope.get(_HEADERS)
-    if cached is not None and cached[0] is raw:
-        indexed = cached[1]
-    else:  # first read, or a middleware gave the request other headers since
-        indexed = {}
-        for key, value in reversed(raw):
-            indexed[key] = value  # reversed: the first value of a repeated header wins
-        scope[_HEADERS] = (raw, indexed)
+    indexed = cached[1] if cached is not None and cached[0] is raw else _index(scope, raw)
     value = indexed.get(name)
     return value.decode("latin-1") if value is not None else None
+
+
+def headers(scope: Scope) -> Callable[[str], str | None]:
+    """The request's headers as the core reads them (``wiremcp.mirrored_headers.Headers``: a lower-case name
+    to its first value), from the same index as ``header``, found once for all the names read."""
+    raw = scope["headers"]
+    cached: tuple[object, dict[bytes, bytes]] | None = scope.get(_HEADERS)
+    get = (cached[1] if cached is not None and cached[0] is raw else _index(scope, raw)).get
+
+    def read(name: str) -> str | None:
+        value = get(name.encode())
+        return value.decode("latin-1") if value is not None else None
+
+    return read
+
+
+def _index(scope: Scope, raw: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """The request's headers by name, kept in its scope: on the first read, or when a middleware gave the
+    request other headers since."""
+    indexed: dict[bytes, bytes] = {}
+    for key, value in reversed(raw):
+        indexed[key] = value  # reversed: the first value of a repeated header wins
+    scope[_HEADERS] = (raw, indexed)
+    return indexed
 
 
 async def respond(send: SendASGI, status: int, body: bytes = b"", *, content_type: bytes | None = None,

@@ -8,7 +8,7 @@ check off with ``*``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 
 from wiremcp.errors import INVALID_REQUEST
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI, header, respond_error
@@ -78,13 +78,16 @@ class HostOriginGuard:
         self._origins = _Patterns(allowed_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        await self.forward(scope, receive, send)
+
+    def forward(self, scope: Scope, receive: Receive, send: SendASGI) -> Awaitable[None]:
+        """The refusal, or what the app behind answers; handed back to be awaited (``MCPHttpApp`` awaits it),
+        so that no frame of the guard's is resumed with the request's at each turn it waits."""
         if scope["type"] == "http":
             host = header(scope, b"host")
             if not self._hosts.match(host or "", with_scheme=False):  # no Host: allowed only by "*"
-                await respond_error(send, 421, INVALID_REQUEST, "Misdirected Request: Host header not allowed")
-                return
+                return respond_error(send, 421, INVALID_REQUEST, "Misdirected Request: Host header not allowed")
             origin = header(scope, b"origin")
             if origin is not None and not self._origins.match(origin, with_scheme=True):
-                await respond_error(send, 403, INVALID_REQUEST, "Forbidden: Origin not allowed")
-                return
-        await self.app(scope, receive, send)
+                return respond_error(send, 403, INVALID_REQUEST, "Forbidden: Origin not allowed")
+        return self.app(scope, receive, send)

@@ -59,7 +59,7 @@ class MCPHttpApp:
         elif kind == "http":
             if self.backend.link is not None:
                 self.backend.ensure_started()  # mounted without its lifespan
-            await self._guarded(scope, receive, send)
+            await self._guarded.forward(scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: SendASGI) -> None:
         while True:

@@ -16,35 +16,6 @@ from wiremcp.transports.live_session import LiveSession
 from wiremcp.types import JSONObject
 
 
-class _Wake:
-    """A one-shot signal a request's endpoint waits on, with a deadline (cheaper than an Event and
-    ``wait_for``: no task, one timer)."""
-
-    __slots__ = ("_waiter", "is_set")
-
-    def __init__(self) -> None:
-        self.is_set = False
-        self._waiter: asyncio.Future[None] | None = None
-
-    def set(self) -> None:
-        self.is_set = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self, timeout: float) -> None:
-        """Until ``set`` or ``timeout`` seconds, whichever comes first."""
-        if self.is_set:
-            return
-        loop = asyncio.get_running_loop()
-        waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(timeout, _resolve, waiter)
-        try:
-            await waiter
-        finally:
-            timer.cancel()
-
-
 def _resolve(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
@@ -53,8 +24,8 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 class RequestRun:
     """One request being answered: buffers what the handler sends until the endpoint picks JSON or SSE."""
 
-    __slots__ = ("buffer", "changed", "channel", "close_requested", "done", "inbound", "live", "outcome", "peer",
-                 "principal", "to_standalone")
+    __slots__ = ("_waiter", "buffer", "changed", "channel", "close_requested", "done", "inbound", "live", "outcome",
+                 "peer", "principal", "to_standalone")
 
     def __init__(self, live: LiveSession, inbound: Inbound, to_standalone: bool,
                  principal: Principal | None = None, peer: str | None = None) -> None:
@@ -64,11 +35,33 @@ class RequestRun:
         self.principal = principal
         self.outcome: Outcome | None = None
         self.buffer: list[JSONObject] = []
-        self.changed = _Wake()
+        self.changed = False
+        """Something the endpoint waits for happened (``wait``): the handler sent a message, the answer is
+        ready, or the stream was asked to close."""
+        self._waiter: asyncio.Future[None] | None = None
         self.channel: EventChannel | None = None
         self.done = False
         self.to_standalone = to_standalone
         self.close_requested = False
+
+    def _changed(self) -> None:
+        self.changed = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, timeout: float) -> None:
+        """Until ``changed``, or ``timeout`` seconds, whichever comes first (a future and a timer: cheaper than
+        an Event and ``wait_for``, and made only for a request that is not answered at once)."""
+        if self.changed:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(timeout, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
 
     @property
     def response(self) -> JSONObject | None:
@@ -83,7 +76,7 @@ class RequestRun:
         if self.channel is not None:
             self.channel.close()
         else:
-            self.changed.set()  # wake the endpoint: it switches to SSE (priming event), then closes
+            self._changed()  # wake the endpoint: it switches to SSE (priming event), then closes
         return True
 
     async def send(self, message: JSONObject) -> None:
@@ -93,7 +86,7 @@ class RequestRun:
             await self.channel.emit(message)
         else:
             self.buffer.append(message)
-            self.changed.set()
+            self._changed()
 
     async def execute(self) -> None:
         try:
@@ -102,7 +95,7 @@ class RequestRun:
                                        principal=self.principal, peer=self.peer)
         finally:
             self.done = True
-            self.changed.set()
+            self._changed()
             if self.channel is not None:
                 await self._finish(self.channel)
 

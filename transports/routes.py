@@ -28,7 +28,7 @@ class Routes:
         if root and path.startswith(root):
             path = path[len(root):] or "/"
         if path == self.path or path == self.path + "/":
-            return self.endpoint(scope, receive, send)
+            return self.endpoint.answer(scope, receive, send)
         if self.legacy is not None and path == self.legacy_sse_path:
             return self.legacy.stream(scope, receive, send)
         if self.legacy is not None and path == self.legacy_messages_path:

@@ -68,11 +68,10 @@ class StatelessHandler:
         request = inbound.request
         buffered: list[JSONObject] = []
         queue: asyncio.Queue[JSONObject] | None = None
-        loop = asyncio.get_running_loop()
-        wake: asyncio.Future[None] = loop.create_future()
+        wake: asyncio.Future[None] | None = None  # made only for a request not answered in its first step
 
         def woken(_: object = None) -> None:
-            if not wake.done():
+            if wake is not None and not wake.done():
                 wake.set_result(None)
 
         async def related(message: JSONObject) -> None:
@@ -92,32 +91,35 @@ class StatelessHandler:
                 self.tasks.discard(task)
                 woken()
 
+        loop = asyncio.get_running_loop()
         task = loop.create_task(run())
         self.tasks.add(task)
         if request.method == "subscriptions/listen":
             self.listens.add(task)
             task.add_done_callback(self.listens.discard)
-        # One loop turn first: most requests are answered in their task's first step, and then nothing is
-        # made to wait for them. Closing the connection cancels the request. Most requests end sooner than a
-        # client gives up, so the connection is only watched once one has run for a moment.
+        # One loop turn first: most requests are answered in their task's first step (or send a related
+        # message in it), and then nothing is made to wait for them. Closing the connection cancels the
+        # request. Most requests end sooner than a client gives up, so the connection is only watched once one
+        # has run for a moment.
         await asyncio.sleep(0)
-        gone: list[asyncio.Task[None]] = []
+        watcher: asyncio.Task[None] | None = None
+        if not task.done() and not buffered:
+            waiting = wake = loop.create_future()
 
-        def watch() -> None:
-            if not wake.done():
-                watcher = loop.create_task(_disconnected(receive))
-                watcher.add_done_callback(woken)
-                gone.append(watcher)
+            def watch() -> None:
+                nonlocal watcher
+                if not waiting.done():
+                    watcher = loop.create_task(_disconnected(receive))
+                    watcher.add_done_callback(woken)
 
-        if not wake.done():
             timer = loop.call_later(_WATCH_AFTER, watch)
             try:
-                await wake
+                await waiting
             finally:
                 timer.cancel()
-                for watcher in gone:
+                if watcher is not None:
                     watcher.cancel()
-        if gone and gone[0].done() and not gone[0].cancelled() and not task.done():
+        if watcher is not None and watcher.done() and not watcher.cancelled() and not task.done():
             task.cancel()  # the client went away: that is cancellation in this era
             return
         if task.cancelled():  # by the lifespan's close, past the drain's cut-off: answered as the cut-off answers

@@ -36,6 +36,7 @@ from wiremcp.transports.asgi import (
     Scope,
     SendASGI,
     header,
+    headers,
     read_json_body,
     refuse,
     respond,
@@ -77,6 +78,10 @@ class HttpOptions:
     """The ``retry`` a 2025-11-25 client gets in the priming event."""
 
 
+_POST_ACCEPTS = ("application/json", "text/event-stream")
+"""What a POST's ``Accept`` must list."""
+
+
 def _accepts(scope: Scope, *types: str) -> bool:
     return _offers(header(scope, b"accept") or "", types)
 
@@ -98,15 +103,16 @@ class StreamableHTTPEndpoint:
                                     keepalive=self.options.sse_keepalive) if manager.shared else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
-        if scope["type"] != "http":
-            return
+        if scope["type"] == "http":
+            await self.answer(scope, receive, send)
+
+    def answer(self, scope: Scope, receive: Receive, send: SendASGI) -> Awaitable[None]:
+        """What answers an HTTP request (``scope["type"]`` is ``"http"``), handed back to be awaited: the
+        routes in front (``wiremcp.transports.routes``) hand it on in turn, so that no frame of the endpoint's
+        own is resumed with the request's at each turn it waits."""
         if self.manager.link is not None:
-            await self._guarded(scope, receive, send)
-            return
-        try:
-            await self._route(scope, receive, send)
-        except ClientDisconnected:
-            return
+            return self._guarded(scope, receive, send)
+        return self._route(scope, receive, send)
 
     def _route(self, scope: Scope, receive: Receive, send: SendASGI) -> Awaitable[None]:
         """What serves the request, by its HTTP method; handed back to be awaited, so that no frame of this
@@ -132,8 +138,6 @@ class StreamableHTTPEndpoint:
 
         try:
             await self._route(scope, receive, tracked)
-        except ClientDisconnected:
-            return
         except StoreUnavailable as exc:
             log.warning("%s", exc)
             if not started:
@@ -170,15 +174,18 @@ class StreamableHTTPEndpoint:
 
     # -- POST ----------------------------------------------------------------------------------------
     async def _post(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
-        if not _accepts(scope, "application/json", "text/event-stream"):
+        if not _offers(header(scope, b"accept") or "", _POST_ACCEPTS):
             await respond_error(send, 406, INVALID_REQUEST,
                                 "Not Acceptable: Accept must list application/json and text/event-stream")
             return
-        body = await read_json_body(scope, receive, send, self.options.max_body_bytes)
+        try:
+            body = await read_json_body(scope, receive, send, self.options.max_body_bytes)
+        except ClientDisconnected:  # gone before its body came: nothing to answer
+            return
         if body is None:
             return
         await take(body, self.manager.server, PostHandlers(self, body, scope, receive, send), identity.caller(scope),
-                   lambda name: header(scope, name.encode()))
+                   headers(scope))
 
     async def _notified(self, live: LiveSession, note: jsonrpc.Notification, caller: Caller, send: SendASGI) -> None:
         await notify(self.manager.server, note, session=live.session, principal=caller.principal, peer=caller.peer)
@@ -255,16 +262,16 @@ class StreamableHTTPEndpoint:
             # One loop turn first: most requests are answered in their task's first step, and then no
             # timer or waiter is made for them.
             await asyncio.sleep(0)
-            if not run.changed.is_set:
-                await run.changed.wait(self.options.sse_after)
+            if not run.changed:
+                await run.wait(self.options.sse_after)
         if run.done and not run.buffer:
             if request.method in methods.CHANGES_SESSION:
                 await self.manager.save(live)
-            if run.response is None:
+            done = run.outcome
+            if done is None:
                 await respond(send, 202)  # cancelled by the client: there is no answer
             else:
-                status = http_status(run.outcome, stateless=False) if run.outcome is not None else 200
-                await respond_json(send, status, run.response, outcome_headers(scope, run.outcome))
+                await respond_json(send, http_status(done, stateless=False), done.message, outcome_headers(scope, done))
             return
         version = live.version
         channel = EventChannel(live.id, new_stream_id(), self.manager.events, request.id)

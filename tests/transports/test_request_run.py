@@ -63,7 +63,7 @@ async def test_what_the_handler_sends_is_buffered_until_the_answer() -> None:
     live = _live(release)
     run = _run(live)
     await asyncio.wait_for(run.execute(), BOUND)
-    assert (run.done, run.changed.is_set) == (True, True)
+    assert (run.done, run.changed) == (True, True)
     assert run.buffer == [log("before"), log("after")]
     assert run.response == ANSWER
     live.close()
@@ -75,7 +75,7 @@ async def test_switched_to_sse_the_buffer_goes_first_then_the_rest_and_the_answe
     live = _live(release)
     run = _run(live)
     execution = asyncio.create_task(run.execute())
-    await asyncio.wait_for(run.changed.wait(BOUND), BOUND)  # the handler sent its first message
+    await asyncio.wait_for(run.wait(BOUND), BOUND)  # the handler sent its first message
     channel = live.channels["p1"] = EventChannel("sid-1", "p1", None)
     reader = channel.attach()
     await run.to_sse(channel, prime=True)
@@ -106,7 +106,7 @@ async def test_the_handler_may_close_its_stream_early_but_not_the_get_stream_nor
     live = _live(release)
     before = _run(live)
     assert before.close_stream()  # before any stream: the endpoint is woken to switch, then close
-    assert (before.close_requested, before.changed.is_set) == (True, True)
+    assert (before.close_requested, before.changed) == (True, True)
     streaming = _run(live)
     channel = EventChannel("sid-1", "p2", None)
     reader = channel.attach()

@@ -15,7 +15,7 @@ class Endpoint:
     def __init__(self) -> None:
         self.paths: list[str] = []
 
-    async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+    async def answer(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         self.paths.append(scope["path"])
 
 

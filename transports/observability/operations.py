@@ -62,19 +62,15 @@ class Operations:
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         kind = scope["type"]
-        if kind == "http":
-            route = self._routes.get(scope["path"])
-            if route is not None:
-                await self._operation(route, scope, send)
-            else:
-                await self._forward(scope, receive, send)
-        elif kind == "lifespan":
-            await self.app(scope, self._watch_lifespan(receive), send)
-        else:
-            await self.app(scope, receive, send)
-
-    # -- MCP traffic -------------------------------------------------------------------------------
-    async def _forward(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if kind != "http":
+            await self.app(scope, self._watch_lifespan(receive) if kind == "lifespan" else receive, send)
+            return
+        route = self._routes.get(scope["path"])
+        if route is not None:
+            await self._operation(route, scope, send)
+            return
+        # MCP traffic, forwarded here rather than by a coroutine of its own: no frame more to resume with the
+        # request's at each turn it waits.
         parent, state = header(scope, b"traceparent"), header(scope, b"tracestate")
         trace = None if parent is None and state is None else \
             {name: value for name, value in (("traceparent", parent), ("tracestate", state)) if value is not None}
