@@ -144,8 +144,11 @@ class Settings:
     sse_retry_ms: int = 1000
     """The reconnection delay 2025-11-25 clients are told in the priming event."""
     event_store_max_events: int = 100_000
+    """The replay buffer (the events a client may resume from with ``Last-Event-ID``): events at most."""
     event_store_max_bytes: int = 64 << 20
+    """The replay buffer: bytes of events at most."""
     event_store_max_age_seconds: float = 600.0
+    """The replay buffer: how long an event is kept."""
     legacy_sse: bool = True
     """Serve the 2024-11-05 HTTP+SSE transport at /sse and /messages."""
     request_state_keys: tuple[str, ...] = ()
@@ -205,7 +208,9 @@ class Settings:
     auth_introspection_url: str = ""
     """Or verify tokens with RFC 7662 introspection at this URL (with the client id and secret below)."""
     auth_client_id: str = ""
+    """The client id introspection requests are authenticated with."""
     auth_client_secret: str = ""
+    """The client secret introspection requests are authenticated with."""
     auth_static_tokens: tuple[str, ...] = ()
     """Development only: fixed tokens, ``token=subject[:scope scope]``, comma-separated."""
     auth_scopes: tuple[str, ...] = ()
@@ -213,6 +218,7 @@ class Settings:
     auth_scopes_supported: tuple[str, ...] = ()
     """Scopes advertised in the protected resource metadata."""
     auth_algorithms: tuple[str, ...] = ("RS256", "ES256", "PS256", "EdDSA")
+    """The JWT signature algorithms accepted (asymmetric ones only; space- or comma-separated)."""
 
     @classmethod
     def from_env(cls) -> Settings:
