@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -228,23 +229,32 @@ def test_python_server_py_serves_http_as_the_block_says(page: Path, name: str, r
     port replaced by a free one)."""
     text = block(page, name).text
     assert run_line in text
-    for _ in range(3):  # another test (another worker) may take the free port before the server binds it
-        port = free_port()
+
+    def saved_on(port: int) -> list[str]:
         ported = run_line.replace("port=8000", f"port={port}") if "port=8000" in run_line \
             else run_line[:-1] + f", port={port})"
         (tmp_path / "server.py").write_text(text.replace(run_line, ported))
-        process = subprocess.Popen([sys.executable, "server.py"], cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL,
+        return [sys.executable, "server.py"]
+
+    result = _answered_on_a_free_port(saved_on, tmp_path, *call)
+    assert result["result"]["content"][0]["text"] == answer, result
+
+
+def _answered_on_a_free_port(started_on: Callable[[int], list[str]], cwd: Path, tool: str,
+                             arguments: dict[str, Any]) -> Any:
+    """The answer to ``tool`` from the server ``started_on(port)`` gives the command of, on a free port; a port
+    another test (another worker) took before the server bound it is given up for another, three times at most."""
+    for _ in range(3):
+        port = free_port()
+        process = subprocess.Popen(started_on(port), cwd=cwd, env=ENV, stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            result = _until_answered(f"http://127.0.0.1:{port}/mcp", process, *call)
+            return _until_answered(f"http://127.0.0.1:{port}/mcp", process, tool, arguments)
         except _PortTaken:
             continue
         finally:
             stop_process(process)
-        break
-    else:
-        pytest.fail("three free ports in a row were taken before the server bound them")
-    assert result["result"]["content"][0]["text"] == answer, result
+    pytest.fail("three free ports in a row were taken before the server bound them")
 
 
 def test_python_server_py_serves_the_quickstart_on_stdio(tmp_path: Path) -> None:
@@ -368,19 +378,8 @@ def test_getting_started_serves_http_as_the_page_says(tmp_path: Path) -> None:
     (tmp_path / "server.py").write_text(block(GETTING_STARTED, "server").text)
     command = _wiremcp_command(GETTING_STARTED, "serve-http")
     assert command[-2:] == ["--port", "8000"]
-    for _ in range(3):  # another test (another worker) may take the free port before the server binds it
-        port = free_port()
-        process = subprocess.Popen([*command[:-1], str(port)], cwd=tmp_path, env=ENV, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            result = _until_answered(f"http://127.0.0.1:{port}/mcp", process, "word_count", {"text": "read the wire"})
-        except _PortTaken:
-            continue
-        finally:
-            stop_process(process)
-        break
-    else:
-        pytest.fail("three free ports in a row were taken before the server bound them")
+    result = _answered_on_a_free_port(lambda port: [*command[:-1], str(port)], tmp_path, "word_count",
+                                      {"text": "read the wire"})
     assert result["result"]["structuredContent"] == {"words": 3, "chars": 13}, result
 
 
