@@ -38,6 +38,9 @@ FASTMCP = DOCS / "coming-from-fastmcp.md"
 OFFICIAL_SDK = DOCS / "coming-from-the-official-sdk.md"
 INDEX = DOCS / "index.md"
 GETTING_STARTED = DOCS / "getting-started.md"
+MIDDLEWARE = DOCS / "middleware.md"
+RATE_LIMITS = DOCS / "rate-limits.md"
+COMPOSITION = DOCS / "composition.md"
 REFERENCE = DOCS / "reference"
 ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("WIREMCP_")}, "PYTHONDONTWRITEBYTECODE": "1",
        "WIREMCP_LOG_LEVEL": "WARNING"}
@@ -60,6 +63,9 @@ CHECKED = {
     OFFICIAL_SDK: {"sdk-server"},
     INDEX: set(),
     GETTING_STARTED: {"server", "serve-stdio", "serve-http", "testing", "testing-config"},
+    MIDDLEWARE: {"middleware"},
+    RATE_LIMITS: {"rate-limits"},
+    COMPOSITION: {"mount"},
     REFERENCE / "cli.md": set(),  # generated from the code by docs/hooks.py as the site is built
     REFERENCE / "settings.md": set(),
     REFERENCE / "api.md": set(),
@@ -389,3 +395,53 @@ def test_getting_started_test_passes_with_its_server_and_config(tmp_path: Path) 
                                 "pyproject.toml": block(GETTING_STARTED, "testing-config").text}, ENV)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout, run.stdout
+
+
+# -- the feature pages -------------------------------------------------------------------------------------------
+
+
+async def test_the_middleware_page_rewrites_filters_and_logs(tmp_path: Path,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    server = _exec_as_file(MIDDLEWARE, "middleware", tmp_path / "server.py")["server"]
+    caplog.set_level("INFO", logger="wiremcp.audit")
+    async with Client(server) as client:
+        drafted = await client.call_tool("orders", {"status": "draft"})
+        assert [t["name"] for t in await client.list_tools()] == ["orders"]
+    assert drafted["structuredContent"] == {"result": ["order-1 (open)"]}
+    audited = [json.loads(r.getMessage()) for r in caplog.records if r.name == "wiremcp.audit"]
+    assert [(line["method"], line["component"], line["outcome"]) for line in audited] == [
+        ("initialize", None, "ok"), ("tools/call", "orders", "ok"), ("tools/list", None, "ok")]
+
+
+async def test_the_rate_limits_page_refuses_the_sixth_reindex_with_retry_after(tmp_path: Path) -> None:
+    server = _exec_as_file(RATE_LIMITS, "rate-limits", tmp_path / "server.py")["server"]
+    async with Client(server) as client:
+        for _ in range(5):
+            await client.call_tool("reindex")
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("reindex")
+    assert refused.value.code == -32023
+    assert 0 < refused.value.data["retryAfterMs"] <= 60_000
+
+
+def test_the_rate_limits_page_is_found_by_its_words() -> None:
+    """A reader searching the site for "rate limit" finds this page: its title and its text say it."""
+    text = RATE_LIMITS.read_text()
+    assert _headings(text)[0] == (1, "Rate limits")
+    assert "rate limit" in text
+
+
+async def test_the_composition_page_serves_the_child_under_its_prefix(tmp_path: Path) -> None:
+    server = _exec_as_file(COMPOSITION, "mount", tmp_path / "server.py")["server"]
+    async with Client(server) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["weather_forecast"]
+        called = await client.call_tool("weather_forecast", {"city": "Oslo"})
+        read = await client.read_resource("weather://weather/cities/Oslo")
+    assert called["content"][0]["text"] == "Sunny in Oslo"
+    assert read["contents"][0]["text"] == "Oslo: temperate"
+
+
+def test_the_home_page_links_the_feature_pages() -> None:
+    text = INDEX.read_text()
+    for page in (MIDDLEWARE, RATE_LIMITS, COMPOSITION):
+        assert f"]({page.name})" in text, page.name

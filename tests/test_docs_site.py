@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from wiremcp.transports.serving.cli import parser
 from wiremcp.transports.serving.settings import SETTING_NAMES
@@ -36,11 +37,20 @@ def _page(site: Path, path: str) -> str:
 
 
 def test_the_site_has_every_page(site: Path) -> None:
-    for page in ("index.html", "getting-started/index.html", "coming-from-fastmcp/index.html",
+    for page in ("index.html", "getting-started/index.html", "middleware/index.html", "rate-limits/index.html",
+                 "composition/index.html", "coming-from-fastmcp/index.html",
                  "coming-from-the-official-sdk/index.html", "reference/cli/index.html",
                  "reference/settings/index.html", "reference/api/index.html"):
         assert (site / page).is_file(), page
     assert not (site / "hooks.py").exists(), "the hook is the build's, not a file of the site"
+
+
+def test_the_feature_pages_are_a_features_section_after_getting_started() -> None:
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    titles = [next(iter(entry)) for entry in nav]
+    assert titles.index("Features") == titles.index("Getting started") + 1
+    assert nav[titles.index("Features")]["Features"] == [
+        {"Middleware": "middleware.md"}, {"Rate limits": "rate-limits.md"}, {"Composing servers": "composition.md"}]
 
 
 def test_the_cli_reference_is_the_parsers_help(site: Path) -> None:
