@@ -1,19 +1,35 @@
 """The documentation site builds: ``mkdocs build --strict`` (any warning fails it: a broken link, a name the
 API reference cannot find, a generated marker without a generator) with the reference pages generated from
-the code by ``docs/hooks.py``: the command line's help, the settings, the API of the exported names."""
+the code by ``docs/hooks.py``: the command line's help, the settings, the API of the exported names.
+
+The built site is then served on 127.0.0.1 and opened in headless Chromium (``--dump-dom``, ``--screenshot``):
+every page reachable from Home loads, and nothing a page asks for (assets included) is missing."""
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import html
+import http.server
+import json
 import os
 import re
+import select
+import shutil
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
 import yaml
 
+from tests.support.parts import missing
 from wiremcp.transports.serving.cli import parser
 from wiremcp.transports.serving.settings import SETTING_NAMES
 
@@ -77,3 +93,196 @@ def test_the_api_reference_documents_the_exported_names(site: Path) -> None:
                           ("wiremcp.auth", "BearerAuth"), ("wiremcp.auth", "JWKSVerifier")):
         # each documented at its defining module, e.g. id="wiremcp.server.MCPServer"
         assert re.search(rf'id="{re.escape(package)}\.\w+\.{name}"', page), name
+
+
+def chromium() -> str:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or missing(
+        "no chromium on PATH for the documentation site's browser test (Debian: apt-get install chromium)")
+
+
+@dataclass
+class ServedSite:
+    """The built site at ``url`` (http://127.0.0.1:<port>/), and every request it answered: (path, status)."""
+
+    url: str
+    answered: list[tuple[str, int]] = field(default_factory=list)
+
+    def status(self, path: str) -> int | None:
+        """The status of the first request for ``path`` (query included), or None if none came."""
+        return next((code for asked, code in self.answered if asked == path), None)
+
+
+@pytest.fixture(scope="module")
+def served(site: Path) -> Iterator[ServedSite]:
+    """The built site over http on a port the system picks (a free one), as a browser reads it (``mkdocs serve`` would rebuild it)."""
+    served = ServedSite("")
+
+    class SiteFiles(http.server.SimpleHTTPRequestHandler):
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            served.answered.append((self.path, int(code)))
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SiteFiles, directory=str(site)))
+    served.url = f"http://127.0.0.1:{server.server_address[1]}/"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _browse(profile: Path, url: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium on ``url`` with ``options`` (``--dump-dom`` prints the DOM once the page has loaded)."""
+    return subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+         f"--user-data-dir={profile}", "--virtual-time-budget=10000", *options, url],
+        capture_output=True, text=True, timeout=60, check=False)
+
+
+ANCHOR_HREF = re.compile(r"<a\b[^>]*?\shref=\"([^\"]*)\"")
+
+
+def _internal_links(served: ServedSite, page: str, dom: str) -> set[str]:
+    """The pages ``dom`` (the page at ``page``) links to on the served site, each without its #fragment."""
+    links = set()
+    for href in map(html.unescape, ANCHOR_HREF.findall(dom)):
+        if not href or href.startswith("#"):
+            continue
+        target = urldefrag(urljoin(page, href)).url
+        if urlsplit(target).netloc == urlsplit(served.url).netloc:
+            links.add(target)
+    return links
+
+
+def test_every_page_linked_from_home_loads_in_a_browser_with_all_it_asks_for(served: ServedSite,
+                                                                                tmp_path: Path) -> None:
+    chromium()
+    seen, queue = {served.url}, [served.url]
+    while queue:  # breadth first from Home, each page once
+        page = queue.pop(0)
+        dumped = _browse(tmp_path / "profile", page, "--dump-dom")
+        assert dumped.returncode == 0, page + dumped.stderr[-2000:]
+        assert "</html>" in dumped.stdout, page + dumped.stderr[-2000:]
+        path = urlsplit(page)._replace(scheme="", netloc="").geturl()  # as the request line has it
+        assert served.status(path) == 200, (page, served.status(path))
+        for link in sorted(_internal_links(served, page, dumped.stdout) - seen):
+            seen.add(link)
+            queue.append(link)
+    pages = {urlsplit(url).path for url in seen}
+    print(f"crawled {len(pages)} pages, {len(served.answered)} requests, none missing")
+    assert {"/", "/rate-limits/", "/reference/api/", "/reference/settings/", "/getting-started/"} <= pages, pages
+    not_found = sorted({path for path, code in served.answered if code >= 400})
+    assert not not_found, not_found
+    assert any(path.startswith("/assets/") for path, _ in served.answered)  # the theme's files were asked for
+
+
+def _above_ten(fd: int) -> int:
+    """``fd`` moved to the lowest free descriptor from 10 (not inherited unless passed), ``fd`` itself closed."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
+ON_FDS_3_AND_4 = ("import os, sys; r, w = map(int, sys.argv[1:3]); os.dup2(r, 3); os.dup2(w, 4); os.close(r); "
+                  "os.close(w); os.execvp(sys.argv[3], sys.argv[3:])")
+"""Run ``argv[3:]`` with the fds ``argv[1]`` on 3 and ``argv[2]`` on 4, as ``--remote-debugging-pipe`` has them."""
+
+
+class DevTools:
+    """Headless Chromium driven over its DevTools protocol on a pipe (``--remote-debugging-pipe``: JSON
+    messages ended by a NUL byte, read by the browser on fd 3 and written on fd 4), for what ``--dump-dom``
+    cannot see: the DOM after the page's load, here the search worker's results."""
+
+    def __init__(self, profile: Path, deadline: float) -> None:
+        self.deadline = deadline
+        browser = chromium()
+        to_browser, self._commands = os.pipe()
+        self._replies, from_browser = os.pipe()
+        # the child's ends above 3 and 4, which the shim overwrites (a test run alone gets the lowest fds)
+        to_browser, from_browser = (_above_ten(fd) for fd in (to_browser, from_browser))
+        # a Python shim puts the pipe's ends on fds 3 and 4 and becomes the browser (no preexec_fn: threads run)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", ON_FDS_3_AND_4, str(to_browser), str(from_browser),
+             browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+            pass_fds=(to_browser, from_browser), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_browser)
+        os.close(from_browser)
+        self._read = b""
+        self._last_id = 0
+
+    def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        """``method``'s result (of the page attached as ``session``, or of the browser), by the deadline."""
+        self._last_id += 1
+        message = {"id": self._last_id, "method": method, "params": params,
+                   **({"sessionId": session} if session else {})}
+        os.write(self._commands, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self._read:
+                ready, _, _ = select.select([self._replies], [], [], max(0.0, self.deadline - time.monotonic()))
+                assert ready, f"no answer to {method} from the browser by the deadline"
+                chunk = os.read(self._replies, 65536)
+                assert chunk, f"the browser exited (code {self.process.poll()}) before answering {method}"
+                self._read += chunk
+            raw, self._read = self._read.split(b"\0", 1)
+            reply = json.loads(raw)
+            if reply.get("id") == self._last_id:  # events and other sessions' messages are not waited for
+                assert "error" not in reply, (method, reply["error"])
+                result: dict[str, Any] = reply["result"]
+                return result
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=30)
+        os.close(self._commands)
+        os.close(self._replies)
+
+
+SEARCH_RESULTS = """new Promise(resolve => {  // the result links once there are some, or none by the deadline
+  const deadline = Date.now() + %d;
+  (function look() {
+    const links = [...document.querySelectorAll(".md-search-result__list a")].map(a => a.href);
+    if (links.length || Date.now() > deadline) resolve(links); else setTimeout(look, 50);
+  })();
+})"""
+
+
+def test_searching_from_the_address_finds_the_rate_limits_page(served: ServedSite, tmp_path: Path) -> None:
+    # Material opens the search with the query of ?q= (no theme feature needed) and its web worker answers
+    # after the page's load, when --dump-dom has already printed the DOM: the results are read over DevTools.
+    browser = DevTools(tmp_path / "profile", deadline=time.monotonic() + 45)
+    try:
+        page = browser.call("Target.createTarget", url="about:blank")["targetId"]
+        session = browser.call("Target.attachToTarget", targetId=page, flatten=True)["sessionId"]
+        browser.call("Page.navigate", session, url=served.url + "rate-limits/?q=rate+limit")  # once committed
+        found = browser.call("Runtime.evaluate", session, expression=SEARCH_RESULTS % 30_000, awaitPromise=True,
+                             returnByValue=True)["result"]["value"]
+    finally:
+        browser.close()
+    assert found, "no search results"
+    assert urlsplit(found[0]).path == "/rate-limits/", found  # the page itself first
+    assert served.status("/search/search_index.json") == 200
+
+
+def test_the_search_index_has_the_rate_limits_page(site: Path) -> None:
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    entries = [doc for doc in index["docs"] if doc["location"].split("#")[0] == "rate-limits/"]
+    assert any(doc["title"] == "Rate limits" for doc in entries), entries
+    assert any("rate limit" in (doc["title"] + " " + doc["text"]).lower() for doc in entries)
+
+
+@pytest.mark.parametrize("page", ["", "rate-limits/", "reference/api/"])
+def test_a_screenshot_of_the_page_is_an_image_with_content(served: ServedSite, tmp_path: Path, page: str) -> None:
+    shot = tmp_path / f"{page.strip('/').replace('/', '-') or 'home'}.png"
+    taken = _browse(tmp_path / "profile", served.url + page, f"--screenshot={shot}", "--window-size=1280,900")
+    assert taken.returncode == 0, taken.stderr[-2000:]
+    assert shot.is_file(), taken.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 10_000, shot.stat().st_size  # a blank 1280x900 PNG is a few KB
+    print(f"screenshot of /{page}: {shot} ({shot.stat().st_size} bytes)")
