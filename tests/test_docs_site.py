@@ -15,7 +15,6 @@ import json
 import os
 import re
 import select
-import shutil
 import subprocess
 import sys
 import threading
@@ -29,13 +28,16 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import pytest
 import yaml
 
-from tests.support.parts import missing
+from tests.support.parts import chromium
 from wiremcp.transports.serving.cli import parser
 from wiremcp.transports.serving.settings import SETTING_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.timeout(120)
+
+FOR = "the documentation site's browser test"
+"""What Chromium is needed for, said when it is missing."""
 
 
 @pytest.fixture(scope="module")
@@ -95,10 +97,6 @@ def test_the_api_reference_documents_the_exported_names(site: Path) -> None:
         assert re.search(rf'id="{re.escape(package)}\.\w+\.{name}"', page), name
 
 
-def chromium() -> str:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or missing(
-        "no chromium on PATH for the documentation site's browser test (Debian: apt-get install chromium)")
-
 
 @dataclass
 class ServedSite:
@@ -138,7 +136,7 @@ def served(site: Path) -> Iterator[ServedSite]:
 def _browse(profile: Path, url: str, *options: str) -> subprocess.CompletedProcess[str]:
     """Headless Chromium on ``url`` with ``options`` (``--dump-dom`` prints the DOM once the page has loaded)."""
     return subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        [chromium(FOR), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
          f"--user-data-dir={profile}", "--virtual-time-budget=10000", *options, url],
         capture_output=True, text=True, timeout=60, check=False)
@@ -161,7 +159,7 @@ def _internal_links(served: ServedSite, page: str, dom: str) -> set[str]:
 
 def test_every_page_linked_from_home_loads_in_a_browser_with_all_it_asks_for(served: ServedSite,
                                                                                 tmp_path: Path) -> None:
-    chromium()
+    chromium(FOR)
     seen, queue = {served.url}, [served.url]
     while queue:  # breadth first from Home, each page once
         page = queue.pop(0)
@@ -200,7 +198,7 @@ class DevTools:
 
     def __init__(self, profile: Path, deadline: float) -> None:
         self.deadline = deadline
-        browser = chromium()
+        browser = chromium(FOR)
         to_browser, self._commands = os.pipe()
         self._replies, from_browser = os.pipe()
         # the child's ends above 3 and 4, which the shim overwrites (a test run alone gets the lowest fds)

@@ -15,7 +15,6 @@ import html
 import http.server
 import json
 import re
-import shutil
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -35,7 +34,7 @@ from pydantic import TypeAdapter
 
 from tests.support.http import UvicornProcess, free_port, run_uvicorn
 from tests.support.official_client import WAIT, connect
-from tests.support.parts import missing
+from tests.support.parts import chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 SEP = "seps/2640-skills-extension"
@@ -285,10 +284,6 @@ frame.srcdoc = VIEW;
 """
 
 
-def chromium() -> str:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or missing(
-        "no chromium on PATH for the MCP Apps browser test (Debian: apt-get install chromium)")
-
 
 @contextmanager
 def serve_page(page: str) -> Iterator[str]:
@@ -319,7 +314,7 @@ def serve_page(page: str) -> Iterator[str]:
 @pytest.mark.spec(f"{APPS}#data-passing")
 async def test_the_example_view_renders_the_tool_result_in_a_headless_browser_and_calls_its_tool(
         counter_http: UvicornProcess, tmp_path: Path) -> None:
-    browser = chromium()
+    browser = chromium("the MCP Apps browser test")
     async with connect(counter_http, "auto") as client:
         (view,) = (await client.read_resource("ui://counter/view.html")).contents
         result = (await client.call_tool("show_counter", {})).model_dump(by_alias=True, exclude_none=True)

@@ -1,4 +1,5 @@
-"""The real parts a test needs that no wheel of the test extra ships: headless Chromium (the MCP Apps view),
+"""The real parts a test needs that no wheel of the test extra ships: headless Chromium (the MCP Apps view, the
+documentation site),
 npm (it installs Node 22 for the conformance suite), curl (the README's curl examples), and a system
 ``redis-server`` 7 or later (the store tests run on it as well as on the wheel's Valkey). Without one, a test
 skips with one line saying what is missing. With ``--require-parts`` (``.ci/run`` sets it, as it installs
@@ -9,6 +10,7 @@ them all) the same line fails the test instead: a machine that should have every
 
 from __future__ import annotations
 
+import shutil
 from typing import NoReturn
 
 import pytest
@@ -26,3 +28,10 @@ def missing(reason: str) -> NoReturn:
     if required:
         pytest.fail(f"{reason} ({OPTION}: every part must be here)", pytrace=False)
     pytest.skip(reason)
+
+
+def chromium(needed_for: str) -> str:
+    """The headless Chromium on PATH; else the test is skipped (failed under ``--require-parts``), saying it
+    was ``needed_for`` what."""
+    return shutil.which("chromium") or shutil.which("chromium-browser") or missing(
+        f"no chromium on PATH for {needed_for} (Debian: apt-get install chromium)")
