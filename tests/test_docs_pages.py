@@ -26,6 +26,11 @@ import httpx
 import pytest
 
 from tests.support import markdown
+from tests.support.feature_examples import (
+    check_middleware_example,
+    check_mount_example,
+    check_rate_limits_example,
+)
 from tests.support.http import ACCEPT_BOTH, START_BOUND, free_port, serve_in_process, stop_process
 from tests.support.markdown import Block
 from tests.support.users_project import run_pytest
@@ -403,25 +408,12 @@ def test_getting_started_test_passes_with_its_server_and_config(tmp_path: Path) 
 async def test_the_middleware_page_rewrites_filters_and_logs(tmp_path: Path,
                                                              caplog: pytest.LogCaptureFixture) -> None:
     server = _exec_as_file(MIDDLEWARE, "middleware", tmp_path / "server.py")["server"]
-    caplog.set_level("INFO", logger="wiremcp.audit")
-    async with Client(server) as client:
-        drafted = await client.call_tool("orders", {"status": "draft"})
-        assert [t["name"] for t in await client.list_tools()] == ["orders"]
-    assert drafted["structuredContent"] == {"result": ["order-1 (open)"]}
-    audited = [json.loads(r.getMessage()) for r in caplog.records if r.name == "wiremcp.audit"]
-    assert [(line["method"], line["component"], line["outcome"]) for line in audited] == [
-        ("initialize", None, "ok"), ("tools/call", "orders", "ok"), ("tools/list", None, "ok")]
+    await check_middleware_example(server, caplog)
 
 
 async def test_the_rate_limits_page_refuses_the_sixth_reindex_with_retry_after(tmp_path: Path) -> None:
     server = _exec_as_file(RATE_LIMITS, "rate-limits", tmp_path / "server.py")["server"]
-    async with Client(server) as client:
-        for _ in range(5):
-            await client.call_tool("reindex")
-        with pytest.raises(MCPError) as refused:
-            await client.call_tool("reindex")
-    assert refused.value.code == -32023
-    assert 0 < refused.value.data["retryAfterMs"] <= 60_000
+    await check_rate_limits_example(server)
 
 
 def test_the_rate_limits_page_is_found_by_its_words() -> None:
@@ -433,12 +425,7 @@ def test_the_rate_limits_page_is_found_by_its_words() -> None:
 
 async def test_the_composition_page_serves_the_child_under_its_prefix(tmp_path: Path) -> None:
     server = _exec_as_file(COMPOSITION, "mount", tmp_path / "server.py")["server"]
-    async with Client(server) as client:
-        assert [t["name"] for t in await client.list_tools()] == ["weather_forecast"]
-        called = await client.call_tool("weather_forecast", {"city": "Oslo"})
-        read = await client.read_resource("weather://weather/cities/Oslo")
-    assert called["content"][0]["text"] == "Sunny in Oslo"
-    assert read["contents"][0]["text"] == "Oslo: temperate"
+    await check_mount_example(server)
 
 
 def test_the_home_page_links_the_feature_pages() -> None:

@@ -31,6 +31,11 @@ import pytest
 
 from tests.support import http as raw
 from tests.support import markdown, walks
+from tests.support.feature_examples import (
+    check_middleware_example,
+    check_mount_example,
+    check_rate_limits_example,
+)
 from tests.support.http import (
     ACCEPT_BOTH,
     CLIENT_INFO,
@@ -43,7 +48,7 @@ from tests.support.http import (
 from tests.support.markdown import Block
 from tests.support.parts import missing
 from tests.support.users_project import run_pytest
-from wiremcp import MCPError, MCPServer
+from wiremcp import MCPServer
 from wiremcp.observer import OUTCOMES
 from wiremcp.transports import Client
 
@@ -279,35 +284,17 @@ async def test_the_apps_example_names_its_view_and_serves_it(tmp_path: Path) -> 
 async def test_the_middleware_example_rewrites_filters_redacts_and_logs(tmp_path: Path,
                                                                        caplog: pytest.LogCaptureFixture) -> None:
     server = _exec_as_file("middleware", tmp_path / "server.py")["server"]
-    caplog.set_level("INFO", logger="wiremcp.audit")
-    async with Client(server) as client:
-        drafted = await client.call_tool("orders", {"status": "draft"})
-        assert [t["name"] for t in await client.list_tools()] == ["orders"]
-    assert drafted["structuredContent"] == {"result": ["order-1 (open)"]}
-    audited = [json.loads(r.getMessage()) for r in caplog.records if r.name == "wiremcp.audit"]
-    assert [(line["method"], line["component"], line["outcome"]) for line in audited] == [
-        ("initialize", None, "ok"), ("tools/call", "orders", "ok"), ("tools/list", None, "ok")]
+    await check_middleware_example(server, caplog)
 
 
 async def test_the_rate_limits_example_refuses_the_sixth_reindex_with_retry_after(tmp_path: Path) -> None:
     server = _exec_as_file("rate-limits", tmp_path / "server.py")["server"]
-    async with Client(server) as client:
-        for _ in range(5):
-            await client.call_tool("reindex")
-        with pytest.raises(MCPError) as refused:
-            await client.call_tool("reindex")
-    assert refused.value.code == -32023
-    assert 0 < refused.value.data["retryAfterMs"] <= 60_000
+    await check_rate_limits_example(server)
 
 
 async def test_the_mount_example_serves_the_child_under_its_prefix(tmp_path: Path) -> None:
     server = _exec_as_file("mount", tmp_path / "server.py")["server"]
-    async with Client(server) as client:
-        assert [t["name"] for t in await client.list_tools()] == ["weather_forecast"]
-        called = await client.call_tool("weather_forecast", {"city": "Oslo"})
-        read = await client.read_resource("weather://weather/cities/Oslo")
-    assert called["content"][0]["text"] == "Sunny in Oslo"
-    assert read["contents"][0]["text"] == "Oslo: temperate"
+    await check_mount_example(server)
 
 
 async def test_the_backend_example_keeps_the_sessions_it_serves_in_its_rows(tmp_path: Path) -> None:
