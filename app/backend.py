@@ -45,7 +45,9 @@ __all__ = [
 
 @dataclass(slots=True, kw_only=True)
 class Backend:
-    """The shared state of the processes serving one server (see the module's table)."""
+    """The shared state of the processes serving one server: its sessions, the events of their streams, its
+    tasks, the bus of change events, the buckets of rate limits, the holds of GET streams and the link to the
+    other replicas (``wiremcp.backend``'s table says what each keeps)."""
 
     sessions: SessionStore
     events: EventStore
