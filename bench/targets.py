@@ -1,4 +1,4 @@
-"""The issue's target table, from the JSON that http_load.py, cold_start.py, stdio_load.py and workers.py write.
+"""The performance table of the documentation (docs/performance.md), from the JSON that http_load.py, cold_start.py, stdio_load.py and workers.py write.
 
     .venv/bin/python bench/targets.py --http h.json --cold c.json --stdio s.json --workers w.json
     .venv/bin/python bench/targets.py --http h.json --markdown          # the same table in Markdown

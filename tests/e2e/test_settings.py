@@ -1,9 +1,9 @@
-"""Every setting the README lists, proved on a real ``uvicorn app:asgi``: each test sets variables in the
+"""Every setting, proved on a real ``uvicorn app:asgi``: each test sets variables in the
 process's environment and observes their effect from outside, where the default value would give
 another answer (so a setting that stopped reaching the server fails its test). A test says which
 settings it proves with ``@pytest.mark.setting(...)``; the first test here checks that every variable of
-the README's tables has such a test somewhere in the suite, and that ``settings.py`` reads no variable
-the README does not list.
+``Settings`` (the settings reference of the documentation is generated from them) has such a test somewhere
+in the suite, and that ``settings.py`` reads exactly those variables.
 
 Here: the HTTP guards and endpoints, streams, ``requestState``, logs, the session cap and idle expiry,
 the replay buffer's bounds and the task settings. Elsewhere: Redis and replicas
@@ -17,7 +17,6 @@ import ast
 import asyncio
 import base64
 import json
-import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -49,27 +48,11 @@ pytestmark = pytest.mark.timeout(60)
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
-SETTING = re.compile(r"\bWIREMCP_[A-Z0-9_]*[A-Z0-9]\b")
 POLL = 0.05
 """The interval of a bounded poll of an effect that comes with time (an expiry)."""
 
 
-# -- the README's settings, and the tests that prove them -----------------------------------------------------
-def readme_settings() -> set[str]:
-    """Every ``WIREMCP_*`` in a row of the README's tables (``_MAX_BYTES`` after ``WIREMCP_EVENT_STORE_MAX_EVENTS``
-    is ``WIREMCP_EVENT_STORE_MAX_BYTES``)."""
-    names: set[str] = set()
-    for line in (ROOT / "README.md").read_text().splitlines():
-        if not line.startswith("| `WIREMCP_"):
-            continue
-        first = line.split("|")[1]
-        lead = SETTING.findall(first)[0]
-        stem = lead[:lead.index("_MAX_")] if "_MAX_" in lead else lead
-        names.update(SETTING.findall(line))
-        names.update(stem + short for short in re.findall(r"`(_[A-Z0-9_]+)`", first))
-    return names
-
-
+# -- the settings, and the tests that prove them ---------------------------------------------------------------
 def read_by_settings_py() -> set[str]:
     """The variables ``Settings.from_env`` reads; they must be the settings ``SETTING_NAMES`` knows (the fields
     of ``Settings``), so that no variable it reads is ever reported as unknown."""
@@ -99,13 +82,14 @@ def proved_settings() -> dict[str, list[str]]:
     return proved
 
 
-def test_every_setting_the_readme_lists_is_proved_on_a_real_server() -> None:
-    listed, read = readme_settings(), read_by_settings_py()
+def test_every_setting_is_proved_on_a_real_server() -> None:
+    """Every field of ``Settings`` (each a row of the settings reference, which the documentation site generates
+    from them) has a test that proves it on a real process."""
+    listed = read_by_settings_py()
     assert len(listed) >= 40, sorted(listed)
-    assert read <= listed, f"read by settings.py, missing from the README: {sorted(read - listed)}"
     proved = proved_settings()
     assert not listed - set(proved), f"no test proves: {sorted(listed - set(proved))}"
-    assert not set(proved) - listed, f"marked but not a README setting: {sorted(set(proved) - listed)}"
+    assert not set(proved) - listed, f"marked but not a setting: {sorted(set(proved) - listed)}"
 
 
 # -- helpers --------------------------------------------------------------------------------------------------

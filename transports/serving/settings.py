@@ -291,7 +291,7 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
             continue
         # Compared without the prefix that all of them share, which would make any two look alike.
         close = difflib.get_close_matches(name.removeprefix(PREFIX), [n.removeprefix(PREFIX) for n in sorted(SETTING_NAMES)], n=1)
-        hint = f": did you mean {PREFIX}{close[0]}?" if close else " (the settings are listed in the README)"
+        hint = f": did you mean {PREFIX}{close[0]}?" if close else " (the settings are listed in the Settings reference of the documentation)"
         lines.append(f"{name} is not a wiremcp setting and is ignored{hint}")
     return lines
 

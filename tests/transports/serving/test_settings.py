@@ -133,7 +133,7 @@ def test_an_unknown_variable_is_named_with_the_setting_it_probably_meant() -> No
     assert unknown_variables(environ) == [
         "WIREMCP_SESION_IDLE_SECONDS is not a wiremcp setting and is ignored: did you mean "
         "WIREMCP_SESSION_IDLE_SECONDS?",
-        "WIREMCP_ZZZ is not a wiremcp setting and is ignored (the settings are listed in the README)",
+        "WIREMCP_ZZZ is not a wiremcp setting and is ignored (the settings are listed in the Settings reference of the documentation)",
     ]
 
 
