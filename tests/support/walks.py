@@ -1,5 +1,5 @@
 """Following one request through the code: which of wiremcp's functions run, in the order they first run,
-for the requests the README's architecture walks describe (``tests/test_readme.py`` checks the walks)."""
+for the requests the architecture walks of docs/architecture.md describe (``tests/docs/test_architecture.py`` checks the walks)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wiremcp.transports.serving.cli import hosts, inspect, serve
+from wiremcp.transports.serving.cli.documentation import SITE
 from wiremcp.transports.serving.settings import ConfigError
 
 Command = Callable[[argparse.Namespace], int]
@@ -43,7 +44,8 @@ class _Version(argparse.Action):
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="wiremcp", description="Serve MCP servers, install them in hosts, "
-                                  "list and call what a server offers.")
+                                  "list and call what a server offers.",
+                                  epilog=f"Documentation: {SITE} (each command's options: wiremcp COMMAND --help)")
     top.add_argument("--version", action=_Version)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (serve, inspect, hosts):

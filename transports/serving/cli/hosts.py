@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wiremcp.transports.serving.cli.documentation import page
 from wiremcp.transports.serving.cli.serve import stdio_command
 from wiremcp.transports.serving.loader import load_server, resolve_file, spec_file
 from wiremcp.transports.serving.settings import ConfigError
@@ -68,7 +69,8 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     install = commands.add_parser(
         "install", help="add this server to a host's configuration (Claude Desktop, Claude Code, Cursor, VS Code)",
         description="Write an entry that launches this server on stdio with this environment's Python "
-                    "into a host's configuration file, keeping the rest of the file; `json` prints it instead.")
+                    "into a host's configuration file, keeping the rest of the file; `json` prints it instead.",
+        epilog=f"Hosts and their configuration files: {page('hosts/')}")
     install.add_argument("host", choices=[*HOSTS, PRINT_ONLY], metavar="HOST",
                          help=f"one of {', '.join([*HOSTS, PRINT_ONLY])}")
     install.add_argument("server", metavar="SPEC", help="MODULE[:ATTR] or path/to/server.py[:ATTR]")

@@ -15,21 +15,25 @@ from typing import Any
 
 from wiremcp.logs import setup_logging
 from wiremcp.server import MCPServer
+from wiremcp.transports.serving.cli.documentation import page
 from wiremcp.transports.serving.loader import load_server, resolve_file, spec_file
 from wiremcp.transports.serving.settings import DEFAULT_SERVER, ConfigError, Settings
 
 SPEC_HELP = f"MODULE[:ATTR] or path/to/server.py[:ATTR] (default: $WIREMCP_SERVER, else {DEFAULT_SERVER})"
+SETTINGS_EPILOG = f"Every setting is an environment variable WIREMCP_*: {page('reference/settings/')}"
 INSPECTOR = "@modelcontextprotocol/inspector"
 """The MCP Inspector's npm package, run with ``npx`` by ``wiremcp dev``."""
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
     stdio = commands.add_parser("stdio", help="serve on stdin/stdout, as hosts launch servers",
-                                description="Serve on stdin/stdout: only MCP messages reach stdout, logs go to stderr.")
+                                description="Serve on stdin/stdout: only MCP messages reach stdout, logs go to stderr.",
+                                epilog=SETTINGS_EPILOG)
     _spec_arguments(stdio)
     stdio.set_defaults(run=run_stdio)
 
-    http = commands.add_parser("http", help="serve Streamable HTTP at /mcp (both protocol eras)")
+    http = commands.add_parser("http", help="serve Streamable HTTP at /mcp (both protocol eras)",
+                               epilog=SETTINGS_EPILOG)
     _spec_arguments(http)
     http.add_argument("--host", default="127.0.0.1", help="the interface to listen on (default: %(default)s)")
     http.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
