@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.docs_pages import DOCS, exec_as_file, headings
-from tests.support.feature_examples import check_rate_limits_example
+from wiremcp import MCPError
+from wiremcp.transports import Client
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -24,4 +25,10 @@ def test_the_rate_limits_page_is_found_by_its_words() -> None:
 
 async def test_the_rate_limits_page_refuses_the_sixth_reindex_with_retry_after(tmp_path: Path) -> None:
     server = exec_as_file(PAGE, "rate-limits", tmp_path / "server.py")["server"]
-    await check_rate_limits_example(server)
+    async with Client(server) as client:
+        for _ in range(5):
+            await client.call_tool("reindex")
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("reindex")
+    assert refused.value.code == -32023
+    assert 0 < refused.value.data["retryAfterMs"] <= 60_000
