@@ -156,6 +156,7 @@ def _internal_links(served: ServedSite, page: str, dom: str) -> set[str]:
     return links
 
 
+@pytest.mark.timeout(300)  # a browser per page: about a second each, more on a busy machine
 def test_every_page_linked_from_home_loads_in_a_browser_with_all_it_asks_for(served: ServedSite,
                                                                                 tmp_path: Path) -> None:
     chromium(FOR)
