@@ -51,4 +51,4 @@ VERIFIER_UNAVAILABLE = Refusal("Service Unavailable: the authorization server ca
 
 REFUSALS = {"shutting-down": SHUTTING_DOWN, "too-many-sessions": TOO_MANY_SESSIONS,
             "store-unavailable": STORE_UNAVAILABLE, "verifier-unavailable": VERIFIER_UNAVAILABLE}
-"""Every refusal, by the name the README's table gives it."""
+"""Every refusal, by name (the Operations page's table gives a row to each)."""

@@ -24,6 +24,16 @@ def test_the_headers_of_each() -> None:
     assert VERIFIER_UNAVAILABLE.headers(7) == [(b"retry-after", b"7")]  # the verifier knows when
 
 
-def test_the_readme_table_gives_each_message() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert all(f"| `{refusal.message}` |" in readme for refusal in REFUSALS.values())
+def test_the_operations_page_table_gives_each_message_and_its_headers() -> None:
+    """docs/operations.md, "Every 'not now' is answered the same way": a row per refusal, with its message and
+    its ``Retry-After`` (the verifier's own says when it tries again) and ``Connection: close`` where it closes."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    rows = {cells[1].strip("`"): cells[2] for line in page.splitlines()
+            if len(cells := [cell.strip() for cell in line.strip().strip("|").split("|")]) == 3
+            and cells[1].startswith("`Service Unavailable: ")}
+    assert set(rows) == {refusal.message for refusal in REFUSALS.values()}
+    for refusal in REFUSALS.values():
+        headers = rows[refusal.message]
+        if refusal is not VERIFIER_UNAVAILABLE:
+            assert f"`Retry-After: {refusal.retry_after}`" in headers, headers
+        assert ("`Connection: close`" in headers) is refusal.closes, headers

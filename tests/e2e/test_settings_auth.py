@@ -1,4 +1,5 @@
-"""The ``WIREMCP_AUTH_*`` settings reach a real ``uvicorn app:asgi`` process and do what the README says.
+"""The ``WIREMCP_AUTH_*`` settings reach a real ``uvicorn app:asgi`` process and do what the Authorization page
+(``docs/authorization.md``) says.
 
 Each test starts one process configured only by its environment and observes, over HTTP, the effect of
 every setting its ``setting`` marker names, so that the test fails when one of them is missing. The
@@ -121,8 +122,8 @@ async def test_static_tokens_stand_for_their_subjects_and_scopes() -> None:
 
 @pytest.mark.setting("WIREMCP_AUTH_STATIC_TOKENS")
 async def test_static_tokens_alone_need_no_resource_and_advertise_no_authorization_server() -> None:
-    """``WIREMCP_AUTH_STATIC_TOKENS`` and nothing else of auth (the README's one-line recipe), at a path of
-    its own: the token is served, no token gets 401 pointing at the metadata of the URL the request was
+    """``WIREMCP_AUTH_STATIC_TOKENS`` and nothing else of auth (the Authorization page's static-token recipe), at
+    a path of its own: the token is served, no token gets 401 pointing at the metadata of the URL the request was
     served at, and that metadata names that URL as the resource and lists no authorization server."""
     env = {"WIREMCP_AUTH_STATIC_TOKENS": "dev-token=alice", "WIREMCP_PATH": "/tools/mcp"}
     with run_uvicorn(SERVER, env) as process:

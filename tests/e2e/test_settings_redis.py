@@ -1,5 +1,5 @@
-"""The Redis settings of the README's "Settings" table, each observed on a real ``uvicorn app:asgi`` process and a
-real ``redis-server``, each test failing where its setting would be left at its default:
+"""The Redis settings the Scale-out page (``docs/scale-out.md``) names, each observed on a real ``uvicorn app:asgi``
+process and a real ``redis-server``, each test failing where its setting would be left at its default:
 
 - ``WIREMCP_REDIS_URL`` and ``WIREMCP_REDIS_PREFIX``: a session's record is in that Redis, under that prefix,
   and nothing is under the default prefix;
