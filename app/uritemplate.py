@@ -31,6 +31,24 @@ def has_dot_segments(uri: str) -> bool:
     return any(segment in (".", "..") for segment in _SEGMENT_SEPARATORS.split(path))
 
 
+_ABSOLUTE = re.compile(r"[/\\]|[A-Za-z]:[/\\]")
+"""The start of an absolute path: a separator, or a drive (``C:/``, ``c:\\``)."""
+
+
+def is_absolute_path(value: str) -> bool:
+    """Whether ``value``, percent-decoded as many times as ``has_dot_segments`` decodes, starts as an absolute
+    path does. A template's variable never holds one: ``docs:///etc/passwd`` would give ``docs://{+path}`` the
+    path ``/etc/passwd``, and ``folder / "/etc/passwd"`` is ``/etc/passwd`` (so is ``%2Fetc`` for ``{name}``)."""
+    for _ in range(DECODINGS):
+        if _ABSOLUTE.match(value):
+            return True
+        decoded = unquote(value)
+        if decoded == value:
+            return False
+        value = decoded
+    return bool(_ABSOLUTE.match(value))
+
+
 class UriTemplate:
     __slots__ = ("_pattern", "_query_vars", "template", "variables")
 
@@ -81,6 +99,8 @@ class UriTemplate:
             if name in self._query_vars:
                 continue
             raw = found.group(_group(name))
+            if is_absolute_path(raw):  # no variable starts outside where the template points
+                return None
             values[name] = unquote(raw)
         if self._query_vars:
             query = found.groupdict().get("__query") or ""

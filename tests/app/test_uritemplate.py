@@ -99,3 +99,23 @@ def test_dot_segments_written_out_or_encoded_are_found(uri: str) -> None:
 ])
 def test_names_with_dots_that_are_no_segments_of_their_own_are_not(uri: str) -> None:
     assert not has_dot_segments(uri)
+
+
+@pytest.mark.parametrize(("template", "uri"), [
+    ("docs://{+path}", "docs:///etc/passwd"), ("docs://{+path}", "docs://%2Fetc/passwd"),
+    ("docs://{+path}", "docs://%252Fetc/passwd"), ("docs://{+path}", "docs://C:/Windows/win.ini"),
+    ("docs://{+path}", "docs://c:%5Cboot.ini"), ("docs://{+path}", "docs://\\\\server\\share"),
+    ("notes://kid/{+path}", "notes://kid//etc/passwd"), ("users://{name}", "users://%2Fetc%2Fpasswd"),
+    ("files{/path}", "files//etc"),
+])
+def test_a_variable_that_would_be_an_absolute_path_matches_nothing(template: str, uri: str) -> None:
+    assert UriTemplate(template).match(uri) is None
+
+
+@pytest.mark.parametrize(("template", "uri", "expected"), [
+    ("docs://{+path}", "docs://guide/intro.md", {"path": "guide/intro.md"}),
+    ("docs://{+path}", "docs://a:b/c", {"path": "a:b/c"}),  # a colon, but no drive
+    ("users://{name}", "users://ada%20lovelace", {"name": "ada lovelace"}),
+])
+def test_relative_values_still_match(template: str, uri: str, expected: dict[str, str]) -> None:
+    assert UriTemplate(template).match(uri) == expected
