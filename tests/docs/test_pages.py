@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.docs_pages import DOCS, ROOT, blocks, checked, headings, slug, module_of
+from tests.support.docs_pages import DOCS, ROOT, blocks, checked, headings, module_of, slug
 
 PAGES = sorted(DOCS.rglob("*.md"))
 
