@@ -202,8 +202,9 @@ def output_spec(annotation: Any) -> OutputSpec | None:
     if annotation in (inspect.Signature.empty, None, type(None), Any) or annotation in _UNSTRUCTURED:
         return None
     from wiremcp.content import Audio, EmbeddedResource, Image, ResourceLink
+    from wiremcp.tools import ToolResult  # a complete result, returned as is: its own structured content
 
-    content_types = (Image, Audio, EmbeddedResource, ResourceLink)
+    content_types = (Image, Audio, EmbeddedResource, ResourceLink, ToolResult)
     flat = [annotation, *get_args(annotation)]
     for arg in flat:
         if isinstance(arg, type) and issubclass(arg, content_types):
