@@ -4,16 +4,23 @@ the scopes example, the mounted example and the development authorization flow."
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.docs_pages import DOCS, accepting, background, block, exec_as_file, initialize, sh
+from tests.support.docs_pages import (
+    DOCS,
+    accepting,
+    background,
+    block,
+    curl,
+    exec_as_file,
+    initialize,
+    sh,
+)
 from tests.support.http import ACCEPT_BOTH, free_port
-from tests.support.parts import missing
 from wiremcp import MCPError, Principal
 from wiremcp.transports import Client
 
@@ -117,8 +124,7 @@ async def test_the_mounted_auth_example_serves_metadata_and_challenges(tmp_path:
 
 
 def test_the_development_authorization_flow_gets_a_token_the_server_takes() -> None:
-    if shutil.which("curl") is None:
-        missing("no curl on PATH for the development authorization flow (Debian: apt-get install curl)")
+    curl("the development authorization flow")
     lines = [line for line in block(PAGE, "dev-auth").text.splitlines() if line and not line.startswith("#")]
     auth_port, mcp_port = free_port(), free_port()
 

@@ -4,14 +4,12 @@ a real ``uvicorn app:asgi`` (with real curl), and the refusal of a version no er
 from __future__ import annotations
 
 import shlex
-import shutil
 
 import httpx
 import pytest
 
-from tests.support.docs_pages import DOCS, accepting, background, block, sh
+from tests.support.docs_pages import DOCS, accepting, background, block, curl, script_against, sh
 from tests.support.http import ACCEPT_BOTH, free_port
-from tests.support.parts import missing
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,13 +41,10 @@ def test_the_try_it_line_answers_the_same() -> None:
 def test_the_curl_examples_print_what_the_page_says(era: str) -> None:
     """The curl commands of each era, run as typed (with real curl) against ``uvicorn app:asgi`` serving
     word_count, print the answer the page shows."""
-    if shutil.which("curl") is None:
-        missing("no curl on PATH for the page's curl examples (Debian: apt-get install curl)")
+    curl("the page's curl examples")
     assert "`WIREMCP_SERVER=examples.word_count:server uvicorn app:asgi` (port 8000)" in PAGE.read_text()
-    port = free_port()
-    with background(f"WIREMCP_SERVER=examples.word_count:server uvicorn app:asgi --port {port}") as process:
-        accepting(process, port)
-        done = sh(block(PAGE, f"curl-{era}").text.replace("8000", str(port)))
+    done = script_against("WIREMCP_SERVER=examples.word_count:server uvicorn app:asgi --port {port}",
+                          block(PAGE, f"curl-{era}").text)
     assert done.returncode == 0, done.stderr
     assert done.stdout + "\n" == block(PAGE, f"curl-{era}-out").text, done.stdout
 

@@ -7,15 +7,21 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.docs_pages import DOCS, accepting, background, block, exec_as_file, sh
+from tests.support.docs_pages import (
+    DOCS,
+    accepting,
+    background,
+    block,
+    curl,
+    exec_as_file,
+    script_against,
+)
 from tests.support.http import ACCEPT_BOTH, free_port
-from tests.support.parts import missing
 from wiremcp.transports import Client
 from wiremcp.transports.guard import LOOPBACK_HOSTS
 
@@ -26,13 +32,9 @@ CHECKED = {"host-check", "host-check-out", "failure"}
 
 
 def test_a_foreign_host_and_origin_are_refused_as_the_page_shows() -> None:
-    if shutil.which("curl") is None:
-        missing("no curl on PATH for the page's curl example (Debian: apt-get install curl)")
+    curl("the page's curl example")
     assert "(`wiremcp http examples/word_count.py`)" in PAGE.read_text()
-    port = free_port()
-    with background(f"wiremcp http examples/word_count.py --port {port}") as process:
-        accepting(process, port)
-        done = sh(block(PAGE, "host-check").text.replace("8000", str(port)))
+    done = script_against("wiremcp http examples/word_count.py --port {port}", block(PAGE, "host-check").text)
     assert done.returncode == 0, done.stderr
     assert done.stdout == block(PAGE, "host-check-out").text
 

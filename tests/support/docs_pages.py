@@ -13,6 +13,7 @@ import ast
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from tests.support.http import (
     stop_process,
 )
 from tests.support.markdown import Block
+from tests.support.parts import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -124,6 +126,21 @@ def initialize(url: str, **headers: str) -> httpx.Response:
     body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}}
     return httpx.post(url, json=body, headers={"accept": ACCEPT_BOTH, **headers}, timeout=10)
+
+
+def curl(for_what: str) -> None:
+    """Skip (or fail, under ``--require-parts``) a test of a page's curl commands where there is no curl."""
+    if shutil.which("curl") is None:
+        missing(f"no curl on PATH for {for_what} (Debian: apt-get install curl)")
+
+
+def script_against(serve: str, script: str) -> subprocess.CompletedProcess[str]:
+    """``script`` (a page's commands against port 8000) run against the server ``serve`` starts (``{port}`` in
+    it: a free one, which replaces 8000 in the script), once the server accepts connections."""
+    port = free_port()
+    with background(serve.format(port=port)) as process:
+        accepting(process, port)
+        return sh(script.replace("8000", str(port)))
 
 
 def wiremcp_command(page: Path, name: str) -> list[str]:
