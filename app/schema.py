@@ -196,15 +196,14 @@ def _without_input_required(annotation: Any) -> Any:
     return annotation
 
 
-def output_spec(annotation: Any) -> OutputSpec | None:
-    """An output schema for a return annotation, or None where the result is plain content."""
+def output_spec(annotation: Any, as_is: tuple[type, ...] = ()) -> OutputSpec | None:
+    """An output schema for a return annotation, or None where the result is plain content or one of the
+    ``as_is`` types (a complete result, returned as it is)."""
     annotation = _without_input_required(annotation)
     if annotation in (inspect.Signature.empty, None, type(None), Any) or annotation in _UNSTRUCTURED:
         return None
     from wiremcp.content import Audio, EmbeddedResource, Image, ResourceLink
-    from wiremcp.tools import ToolResult  # a complete result, returned as is: its own structured content
-
-    content_types = (Image, Audio, EmbeddedResource, ResourceLink, ToolResult)
+    content_types = (Image, Audio, EmbeddedResource, ResourceLink, *as_is)
     flat = [annotation, *get_args(annotation)]
     for arg in flat:
         if isinstance(arg, type) and issubclass(arg, content_types):

@@ -126,7 +126,7 @@ class Tool(Component):
             self._output_checker = SchemaChecker(output_schema)
             self.output_schema: JSONObject | None = output_schema
         elif structured_output is not False:
-            self._output = output_spec(hints.get("return", inspect.Signature.empty))
+            self._output = output_spec(hints.get("return", inspect.Signature.empty), as_is=(ToolResult,))
             if structured_output and self._output is None:
                 raise ValueError(f"{self.name}: structured_output=True needs a return annotation with a schema")
             self.output_schema = self._output.schema if self._output else None

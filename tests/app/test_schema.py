@@ -23,7 +23,7 @@ from wiremcp.schema import (
     typeddict_compat,
     validation_message,
 )
-from wiremcp.tools import Tool, ToolResult
+from wiremcp.tools import Tool
 
 
 class Point(BaseModel):
@@ -295,14 +295,6 @@ def test_wrapped_list_of_models_hoists_defs_to_the_root() -> None:
 )
 def test_no_output_schema_for_unstructured_results(annotation: Any) -> None:
     assert output_spec(annotation) is None
-
-
-@pytest.mark.parametrize("annotation", [ToolResult, ToolResult | None])
-def test_a_complete_tool_result_has_no_output_schema_and_no_warning(annotation: Any,
-                                                                    caplog: pytest.LogCaptureFixture) -> None:
-    """A ``ToolResult`` is returned as is, with whatever structured content it carries: nothing to derive."""
-    assert output_spec(annotation) is None
-    assert not caplog.records
 
 
 def test_no_output_schema_without_return_annotation() -> None:

@@ -95,6 +95,21 @@ def test_tool_without_docstring_has_no_description() -> None:
                                                        "additionalProperties": False}}
 
 
+def test_a_tool_returning_a_complete_result_has_no_output_schema_and_logs_no_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A ``ToolResult`` is returned as is, with whatever structured content it carries: nothing to derive."""
+
+    def restock() -> ToolResult:
+        return ToolResult([text("ordered")], {"ordered": 1})
+
+    def maybe() -> ToolResult | None:
+        return None
+
+    assert "outputSchema" not in Tool(restock).to_wire()
+    assert "outputSchema" not in Tool(maybe).to_wire()
+    assert not caplog.records
+
+
 def test_tool_name_length_is_checked() -> None:
     def f() -> None:
         return None
