@@ -45,16 +45,23 @@ __all__ = [
 
 @dataclass(slots=True, kw_only=True)
 class Backend:
-    """The shared state of the processes serving one server: its sessions, the events of their streams, its
-    tasks, the bus of change events, the buckets of rate limits, the holds of GET streams and the link to the
-    other replicas (``wiremcp.backend``'s table says what each keeps)."""
+    """The shared state of the processes serving one server, one store per kind of state, each an interface
+    documented method by method: ``Backend.in_memory()`` for one process, ``RedisBackend`` for replicas, or
+    stores of one's own (``dataclasses.replace(Backend.in_memory(), sessions=...)``)."""
 
     sessions: SessionStore
+    """Handshake-era sessions: their state, their owner, the cap on how many live."""
     events: EventStore
+    """The events of each session's streams, numbered, so that a client resumes a stream with
+    ``Last-Event-ID``."""
     tasks: TaskStore
+    """Tasks, their status and their results, readable by any replica."""
     bus: SubscriptionBus
+    """Change events (list changes, resource updates, task changes) for ``subscriptions/listen`` streams."""
     rate_limits: RateLimitStore
+    """The token buckets of ``RateLimit`` middleware, so that a caller has one limit across replicas."""
     stream_holds: StreamHolds
+    """Which stream holds each session's GET stream (one per session, across replicas)."""
     link: ReplicaLink | None = None
     """The link to the other replicas; None: this process is the only one."""
 

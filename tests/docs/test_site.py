@@ -2,7 +2,7 @@
 API reference cannot find, a generated marker without a generator) with the reference pages generated from
 the code by ``docs/hooks.py``: the command line's help, the settings, the API of the exported names.
 
-The built site is then served on 127.0.0.1 and opened in headless Chromium (``--dump-dom``, ``--screenshot``):
+The built site is then served on 127.0.0.1 and opened in headless Chromium (over DevTools, and ``--screenshot``):
 every page reachable from Home loads, and nothing a page asks for (assets included) is missing."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import urldefrag, urlsplit
 
 import pytest
 import yaml
@@ -141,44 +141,6 @@ def _browse(profile: Path, url: str, *options: str) -> subprocess.CompletedProce
         capture_output=True, text=True, timeout=60, check=False)
 
 
-ANCHOR_HREF = re.compile(r"<a\b[^>]*?\shref=\"([^\"]*)\"")
-
-
-def _internal_links(served: ServedSite, page: str, dom: str) -> set[str]:
-    """The pages ``dom`` (the page at ``page``) links to on the served site, each without its #fragment."""
-    links = set()
-    for href in map(html.unescape, ANCHOR_HREF.findall(dom)):
-        if not href or href.startswith("#"):
-            continue
-        target = urldefrag(urljoin(page, href)).url
-        if urlsplit(target).netloc == urlsplit(served.url).netloc:
-            links.add(target)
-    return links
-
-
-@pytest.mark.timeout(300)  # a browser per page: about a second each, more on a busy machine
-def test_every_page_linked_from_home_loads_in_a_browser_with_all_it_asks_for(served: ServedSite,
-                                                                                tmp_path: Path) -> None:
-    chromium(FOR)
-    seen, queue = {served.url}, [served.url]
-    while queue:  # breadth first from Home, each page once
-        page = queue.pop(0)
-        dumped = _browse(tmp_path / "profile", page, "--dump-dom")
-        assert dumped.returncode == 0, page + dumped.stderr[-2000:]
-        assert "</html>" in dumped.stdout, page + dumped.stderr[-2000:]
-        path = urlsplit(page)._replace(scheme="", netloc="").geturl()  # as the request line has it
-        assert served.status(path) == 200, (page, served.status(path))
-        for link in sorted(_internal_links(served, page, dumped.stdout) - seen):
-            seen.add(link)
-            queue.append(link)
-    pages = {urlsplit(url).path for url in seen}
-    print(f"crawled {len(pages)} pages, {len(served.answered)} requests, none missing")
-    assert {"/", "/rate-limits/", "/reference/api/", "/reference/settings/", "/getting-started/"} <= pages, pages
-    not_found = sorted({path for path, code in served.answered if code >= 400})
-    assert not not_found, not_found
-    assert any(path.startswith("/assets/") for path, _ in served.answered)  # the theme's files were asked for
-
-
 def _above_ten(fd: int) -> int:
     """``fd`` moved to the lowest free descriptor from 10 (not inherited unless passed), ``fd`` itself closed."""
     moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
@@ -240,6 +202,45 @@ class DevTools:
         self.process.wait(timeout=30)
         os.close(self._commands)
         os.close(self._replies)
+
+
+LOADED_LINKS = """new Promise(resolve => {  // once the page has loaded: the address of every link on it
+  const links = () => resolve([...document.querySelectorAll("a[href]")].map(a => a.href));
+  if (document.readyState === "complete") links(); else addEventListener("load", links);
+})"""
+
+
+@pytest.mark.timeout(180)
+def test_every_page_linked_from_home_loads_in_a_browser_with_all_it_asks_for(served: ServedSite,
+                                                                                tmp_path: Path) -> None:
+    """One headless Chromium, driven over DevTools, opens Home and every page reachable from it by links, each
+    once: each loads, and nothing any page asks for (its assets included) is missing."""
+    browser = DevTools(tmp_path / "profile", deadline=time.monotonic() + 150)
+    site = urlsplit(served.url).netloc
+    seen, queue = {served.url}, [served.url]
+    try:
+        tab = browser.call("Target.createTarget", url="about:blank")["targetId"]
+        session = browser.call("Target.attachToTarget", targetId=tab, flatten=True)["sessionId"]
+        while queue:  # breadth first from Home
+            page = queue.pop(0)
+            browser.call("Page.navigate", session, url=page)  # answered once the navigation has committed
+            links = browser.call("Runtime.evaluate", session, expression=LOADED_LINKS, awaitPromise=True,
+                                 returnByValue=True)["result"]["value"]
+            path = urlsplit(page)._replace(scheme="", netloc="").geturl()  # as the request line has it
+            assert served.status(path) == 200, (page, served.status(path))
+            for link in sorted({urldefrag(link).url for link in links if urlsplit(link).netloc == site} - seen):
+                seen.add(link)
+                queue.append(link)
+    finally:
+        browser.close()
+    pages = {urlsplit(url).path for url in seen}
+    print(f"crawled {len(pages)} pages, {len(served.answered)} requests, none missing")
+    assert {"/", "/rate-limits/", "/reference/api/", "/reference/settings/", "/getting-started/"} <= pages, pages
+    assert {f"/{p.relative_to(ROOT / 'docs').with_suffix('')}/".replace("/index/", "/") for p in
+            (ROOT / "docs").rglob("*.md")} <= pages, "every page is reachable from Home"
+    not_found = sorted({path for path, code in served.answered if code >= 400})
+    assert not not_found, not_found
+    assert any(path.startswith("/assets/") for path, _ in served.answered)  # the theme's files were asked for
 
 
 SEARCH_RESULTS = """new Promise(resolve => {  // the result links once there are some, or none by the deadline
