@@ -59,6 +59,24 @@ def audience_matches(claim: object, resource: str) -> bool:
     return any(isinstance(a, str) and same_resource(a, resource) for a in audiences)
 
 
+def principal_of(claims: dict[str, Any], *, issuer: str, audience: str, now: float, leeway: float) -> Principal:
+    """The caller a verified JWT's claims name: checked for its issuer, its expiry, its subject and its audience
+    (this resource), else ``InvalidToken``."""
+    registry = jwt.JWTClaimsRegistry(now=int(now), leeway=int(leeway), iss={"essential": True, "value": issuer},
+                                     exp={"essential": True}, sub={"essential": True})
+    try:
+        registry.validate(claims)
+    except JoseError as exc:
+        raise InvalidToken(f"the token's claims are not acceptable: {exc}") from None
+    if not audience_matches(claims.get("aud"), audience):
+        raise InvalidToken("the token was not issued for this resource (audience)")
+    scopes = parse(claims.get("scope")) | parse(claims.get("scp"))
+    client_id = claims.get("client_id") or claims.get("azp")
+    return Principal(issuer=str(claims["iss"]), subject=str(claims["sub"]),
+                     client_id=str(client_id) if client_id else None, scopes=scopes,
+                     expires_at=float(claims["exp"]), claims=dict(claims))
+
+
 def _json_object(segment: str) -> dict[str, Any] | None:
     try:
         value = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
@@ -194,22 +212,8 @@ class JWKSVerifier(RemoteVerifier):
                 decoded = jwt.decode(token, fresh, algorithms=self.algorithms)
         except (JoseError, ValueError) as exc:
             raise InvalidToken(f"the token does not verify: {exc}") from None
-        claims = decoded.claims
-        now = self._clock()
-        registry = jwt.JWTClaimsRegistry(now=int(now), leeway=int(self.leeway),
-                                         iss={"essential": True, "value": self.issuer},
-                                         exp={"essential": True}, sub={"essential": True})
-        try:
-            registry.validate(claims)
-        except JoseError as exc:
-            raise InvalidToken(f"the token's claims are not acceptable: {exc}") from None
-        if not audience_matches(claims.get("aud"), self.audience):
-            raise InvalidToken("the token was not issued for this resource (audience)")
-        scopes = parse(claims.get("scope")) | parse(claims.get("scp"))
-        client_id = claims.get("client_id") or claims.get("azp")
-        return Principal(issuer=str(claims["iss"]), subject=str(claims["sub"]),
-                         client_id=str(client_id) if client_id else None, scopes=scopes,
-                         expires_at=float(claims["exp"]), claims=dict(claims))
+        return principal_of(decoded.claims, issuer=self.issuer, audience=self.audience, now=self._clock(),
+                            leeway=self.leeway)
 
     async def aclose(self) -> None:
         flight = self._flight

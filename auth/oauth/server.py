@@ -1,0 +1,240 @@
+"""``OAuthServer``: the authorization server wiremcp runs in front of an identity provider, so that MCP clients can
+sign users in with the company's provider even when it lets no client register (Google, GitHub, Entra ID, ...).
+
+MCP clients find it through the resource's metadata (RFC 9728 ``authorization_servers``) and its own (RFC 8414,
+``/.well-known/oauth-authorization-server``), register (a Client ID Metadata Document, or Dynamic Client
+Registration), and send the user to ``/oauth/authorize``. The user signs in at the provider, consents once per
+client on this server's page, and the client gets this server's tokens, for this resource only; the provider's
+tokens stay here, sealed, for tools that call the provider's APIs as the user (``upstream_token``).
+
+Everything it keeps is in a ``GrantStore`` (the runtime's backend's: in memory, or Redis shared by every replica),
+so a sign-in may start on one replica and end on another, and survives a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from wiremcp.auth.metadata import ProtectedResource
+from wiremcp.auth.middleware import BearerAuth
+from wiremcp.auth.oauth import authorization, token_endpoint
+from wiremcp.auth.oauth.client_metadata import MetadataFetcher
+from wiremcp.auth.oauth.clients import Client, Registrations
+from wiremcp.auth.oauth.keys import SigningKeys
+from wiremcp.auth.oauth.sealing import Seal, digest
+from wiremcp.auth.oauth.tokens import Tokens
+from wiremcp.auth.oauth.upstream import Discovery, Upstream, UpstreamTokens
+from wiremcp.auth.oauth.verifier import OAuthVerifier
+from wiremcp.grant_store import GrantStore
+from wiremcp.principal import Principal
+from wiremcp.types import JSONObject
+
+log = logging.getLogger("wiremcp.oauth")
+
+PREFIX = "/oauth"
+METADATA = "/.well-known/oauth-authorization-server"
+UPSTREAM_PURPOSE = "upstream tokens"
+KEPT_CLAIMS = ("email", "email_verified", "name", "preferred_username", "login", "groups")
+"""The user's claims an access token carries by default (what tools and audit lines may want)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a signed-in user is here: the subject of our tokens, the scopes they may be granted (None: every scope
+    the server supports) and the claims our tokens carry."""
+
+    subject: str
+    scopes: frozenset[str] | None = None
+    claims: Mapping[str, Any] = field(default_factory=dict)
+
+
+IdentityRule = Callable[[JSONObject], "Identity | None"]
+"""The operator's rule: the provider's claims in, an ``Identity`` out, or None to refuse the user."""
+
+
+def default_identity(claims: JSONObject) -> Identity:
+    """Every user the provider signs in, with every scope, carrying the usual claims."""
+    return Identity(str(claims["sub"]), None, {k: claims[k] for k in KEPT_CLAIMS if k in claims})
+
+
+class OAuthServer:
+    """The authorization server: its settings, its parts, and its endpoints as one ASGI app (``app``)."""
+
+    def __init__(self, *, issuer: str, resource: str, upstream: Upstream | Discovery, store: GrantStore | None = None,
+                 secret: Seal | str | None = None, scopes: Sequence[str] = (),
+                 identity: IdentityRule = default_identity, client_metadata: bool | MetadataFetcher = True,
+                 dynamic_registration: bool = True, preregistered: Sequence[Client] = (),
+                 access_ttl: float = 300.0, refresh_ttl: float = 30 * 86400.0, consent_ttl: float = 180 * 86400.0,
+                 http: httpx.AsyncClient | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.issuer = _url("issuer", issuer).rstrip("/")
+        self.resource = _url("resource", resource)
+        self.upstream = upstream
+        self.scopes = tuple(scopes)
+        self.identity = identity
+        self.consent_ttl = consent_ttl
+        self.http = http
+        self.seal = Seal.from_string(secret) if isinstance(secret, str) else secret or Seal.generated()
+        if secret is None:
+            log.warning("no OAuth secret given (WIREMCP_OAUTH_SECRET): this process made its own, so sign-ins, "
+                        "tokens and keys do not survive a restart and are not shared with other replicas")
+        self._store = store
+        self._dynamic = dynamic_registration
+        self._preregistered = {c.client_id: c for c in preregistered}
+        self._client_metadata = client_metadata
+        self._access_ttl, self._refresh_ttl, self._clock = access_ttl, refresh_ttl, clock
+        self._parts: tuple[Registrations, Tokens, OAuthVerifier] | None = None
+        base = urlsplit(self.issuer).path
+        self.paths = {name: f"{base}{PREFIX}/{name}" for name in
+                      ("authorize", "callback", "consent", "token", "register", "revoke", "introspect", "jwks")}
+        self.metadata_paths = {METADATA + base, METADATA} if base else {METADATA}
+
+    async def provider(self) -> Upstream:
+        """The identity provider (read from its discovery document first, if it is given by one)."""
+        return self.upstream if isinstance(self.upstream, Upstream) else await self.upstream.resolve(self.http)
+
+    # -- parts, made once the store is known ----------------------------------------------------------------
+    def use_store(self, store: GrantStore) -> None:
+        """Keep everything in ``store`` (a runtime's ``backend.grants``), unless a store was given already."""
+        if self._store is None:
+            self._store = store
+
+    @property
+    def store(self) -> GrantStore:
+        if self._store is None:
+            from wiremcp.grant_store import InMemoryGrantStore
+
+            self._store = InMemoryGrantStore()
+        return self._store
+
+    def _made(self) -> tuple[Registrations, Tokens, OAuthVerifier]:
+        if self._parts is None:
+            keys = SigningKeys(self.store, self.seal, verify_for=max(86400.0, 2 * self._access_ttl), clock=self._clock)
+            tokens = Tokens(self.store, keys, issuer=self.issuer, access_ttl=self._access_ttl,
+                            refresh_ttl=self._refresh_ttl, clock=self._clock)
+            fetcher = self._client_metadata if isinstance(self._client_metadata, MetadataFetcher) else \
+                MetadataFetcher() if self._client_metadata else None
+            registrations = Registrations(self.store, fetcher, self._dynamic, self._preregistered)
+            self._parts = (registrations, tokens, OAuthVerifier(tokens, audience=self.resource, clock=self._clock))
+        return self._parts
+
+    @property
+    def registrations(self) -> Registrations:
+        return self._made()[0]
+
+    @property
+    def tokens(self) -> Tokens:
+        return self._made()[1]
+
+    @property
+    def verifier(self) -> OAuthVerifier:
+        """What the resource server verifies this server's tokens with."""
+        return self._made()[2]
+
+    def url(self, name: str) -> str:
+        origin = urlsplit(self.issuer)
+        return f"{origin.scheme}://{origin.netloc}{self.paths[name]}"
+
+    # -- what the resource server needs --------------------------------------------------------------------
+    def protected_resource(self, path: str = "/mcp") -> ProtectedResource:
+        return ProtectedResource(self.resource, (self.issuer,), self.scopes, path=path)
+
+    def authenticate(self, required_scopes: Sequence[str] = (), path: str = "/mcp",
+                     on_failure: Callable[[str], None] | None = None) -> Callable[[ASGIApp], ASGIApp]:
+        """The ``authenticate=`` of ``MCPHttpApp``: bearer tokens of this server, for this resource."""
+        resource = self.protected_resource(path)
+        return lambda app: BearerAuth(app, verifier=self.verifier, resource=resource,
+                                      required_scopes=required_scopes, on_failure=on_failure)
+
+    def metadata(self) -> JSONObject:
+        """RFC 8414 metadata."""
+        document: JSONObject = {
+            "issuer": self.issuer,
+            "authorization_endpoint": self.url("authorize"),
+            "token_endpoint": self.url("token"),
+            "revocation_endpoint": self.url("revoke"),
+            "introspection_endpoint": self.url("introspect"),
+            "jwks_uri": self.url("jwks"),
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["none", "client_secret_post", "client_secret_basic"],
+            "revocation_endpoint_auth_methods_supported": ["none", "client_secret_post", "client_secret_basic"],
+            "authorization_response_iss_parameter_supported": True,
+            "client_id_metadata_document_supported": bool(self._client_metadata),
+        }
+        if self.scopes:
+            document["scopes_supported"] = list(self.scopes)
+        if self._dynamic:
+            document["registration_endpoint"] = self.url("register")
+        return document
+
+    # -- the user's upstream tokens, for tools --------------------------------------------------------------
+    async def keep_upstream_tokens(self, subject: str, tokens: UpstreamTokens) -> None:
+        sealed = self.seal.seal(orjson.dumps(tokens.to_record()), UPSTREAM_PURPOSE)
+        await self.store.put("upstream", digest(subject), {"sealed": sealed}, self._refresh_ttl)
+
+    async def upstream_token(self, principal: Principal | None) -> str:
+        """The provider's access token of the user ``principal`` names (refreshed first when it has expired),
+        for a tool that calls the provider's API as the user. ``LookupError`` when there is none: the caller was
+        not signed in by this server, or must sign in again."""
+        if principal is None or principal.issuer != self.issuer:
+            raise LookupError("the caller was not signed in by this server")
+        record = await self.store.get("upstream", digest(principal.subject))
+        if record is None:
+            raise LookupError("no provider tokens are kept for this user: they must sign in again")
+        tokens = UpstreamTokens.from_record(orjson.loads(self.seal.open(str(record["sealed"]), UPSTREAM_PURPOSE)))
+        if tokens.expires_at is not None and tokens.expires_at < self._clock() + 30:
+            tokens = await (await self.provider()).refresh(tokens, self.http)
+            await self.keep_upstream_tokens(principal.subject, tokens)
+        return tokens.access_token
+
+    # -- the endpoints --------------------------------------------------------------------------------------
+    def handles(self, path: str) -> bool:
+        return path in self.metadata_paths or path in self._routes
+
+    @property
+    def _routes(self) -> dict[str, Callable[[OAuthServer, Request], Any]]:
+        return {self.paths["authorize"]: authorization.authorize, self.paths["callback"]: authorization.callback,
+                self.paths["consent"]: authorization.consent, self.paths["token"]: token_endpoint.token,
+                self.paths["register"]: token_endpoint.register, self.paths["revoke"]: token_endpoint.revoke,
+                self.paths["introspect"]: token_endpoint.introspect, self.paths["jwks"]: _jwks}
+
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The endpoints as one ASGI app: the metadata, ``/oauth/*``; 404 for any other path."""
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        request = Request(scope, receive)
+        if path in self.metadata_paths:
+            response: Response = JSONResponse(self.metadata(), headers={"cache-control": "max-age=300"})
+        elif path in self._routes:
+            response = await self._routes[path](self, request)
+        else:
+            response = Response(b"Not Found", 404, media_type="text/plain")
+        await response(scope, receive, send)
+
+
+async def _jwks(server: OAuthServer, request: Request) -> Response:
+    return JSONResponse(await server.tokens.keys.jwks(), headers={"cache-control": "max-age=60"})
+
+
+def _url(name: str, value: str) -> str:
+    parts = urlsplit(value)
+    loopback = parts.hostname in ("127.0.0.1", "::1", "localhost")
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        raise ValueError(f"the OAuth {name} is an https URL (http only on a loopback address), got {value!r}")
+    if parts.fragment or parts.query:
+        raise ValueError(f"the OAuth {name} has no query or fragment, got {value!r}")
+    return value

@@ -1,0 +1,60 @@
+"""The resource server's side of the OAuth server: its access tokens verified with its own keys, read from the
+shared store (no network call), and refused once their family is revoked (a code or a refresh token used twice,
+a revocation)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from joserfc import jwt
+from joserfc.errors import JoseError
+
+from wiremcp.auth.jwt_verifier import jws_header, principal_of
+from wiremcp.auth.oauth.tokens import Tokens
+from wiremcp.auth.verifier import InvalidToken, TokenVerifier
+from wiremcp.principal import Principal
+
+FAMILY_CACHE_SECONDS = 2.0
+"""How long a replica takes a family it found live for live: a revocation reaches every replica within this."""
+
+
+class OAuthVerifier(TokenVerifier):
+    """Verifies the access tokens ``tokens`` issues, for ``audience``."""
+
+    def __init__(self, tokens: Tokens, *, audience: str, leeway: float = 30.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.tokens = tokens
+        self.audience = audience
+        self.leeway = leeway
+        self._clock = clock
+        self._live: dict[str, float] = {}
+
+    async def verify(self, token: str) -> Principal:
+        jws_header(token, ["ES256"])
+        keys = await self.tokens.keys.key_set()
+        try:
+            decoded = jwt.decode(token, keys, algorithms=["ES256"])
+        except (JoseError, ValueError) as exc:
+            raise InvalidToken(f"the token does not verify: {exc}") from None
+        if decoded.header.get("typ") != "at+jwt":
+            raise InvalidToken("the token is not an access token")
+        now = self._clock()
+        principal = principal_of(decoded.claims, issuer=self.tokens.issuer, audience=self.audience, now=now,
+                                 leeway=self.leeway)
+        family = decoded.claims.get("fam")
+        if not isinstance(family, str) or not await self._family_live(family, now):
+            raise InvalidToken("the token has been revoked")
+        return principal
+
+    async def _family_live(self, family: str, now: float) -> bool:
+        checked = self._live.get(family)
+        if checked is not None and now - checked < FAMILY_CACHE_SECONDS:
+            return True
+        if await self.tokens.family_revoked(family):
+            self._live.pop(family, None)
+            return False
+        if len(self._live) > 10_000:
+            self._live = {f: t for f, t in self._live.items() if now - t < FAMILY_CACHE_SECONDS}
+        self._live[family] = now
+        return True
