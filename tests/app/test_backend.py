@@ -33,7 +33,8 @@ def test_the_bundle_names_every_interface_a_backend_implements() -> None:
     for name in wiremcp.backend.__all__:
         assert getattr(wiremcp.backend, name) is not None, name
     fields = {f.name for f in dataclasses.fields(Backend)}
-    assert fields == {"sessions", "events", "tasks", "bus", "rate_limits", "stream_holds", "link"}
+    assert fields == {"sessions", "events", "tasks", "bus", "rate_limits", "stream_holds", "grants",
+                      "link"}
     assert wiremcp.Backend is Backend
 
 
