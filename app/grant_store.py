@@ -139,8 +139,9 @@ class InMemoryGrantStore(GrantStore):
     Bounded: at most ``max_records`` records of each kind, and as many counters of each kind. Records past
     their time are swept as a kind is written (and any is dropped when read); a new record (or counter)
     in a kind that is full even so makes room by dropping the one that would expire first, the one
-    closest to being gone anyway. One kind filling up never costs another kind a record. Times are read
-    from ``clock`` (seconds, monotonic)."""
+    closest to being gone anyway. One kind filling up never costs another kind a record (a flood of
+    registrations cannot push out a signing key); the kinds are the caller's few names, and a kind left
+    with nothing is forgotten. Times are read from ``clock`` (seconds, monotonic)."""
 
     def __init__(self, *, max_records: int = DEFAULT_MAX_RECORDS,
                  clock: Callable[[], float] = time.monotonic) -> None:

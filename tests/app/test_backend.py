@@ -64,6 +64,8 @@ def test_a_part_of_the_wrong_kind_is_refused_where_it_is_given() -> None:
     with pytest.raises(TypeError, match=r"^Backend sessions must be a SessionStore instance, got the class "
                                         r"InMemorySessionStore itself$"):
         dataclasses.replace(Backend.in_memory(), sessions=InMemorySessionStore)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^Backend grants must be a GrantStore instance, got dict$"):
+        dataclasses.replace(Backend.in_memory(), grants={})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^Backend link must be a ReplicaLink instance, got str$"):
         dataclasses.replace(Backend.in_memory(), link="redis://localhost")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^Runtime backend must be a wiremcp\.Backend .* got InMemorySessionStore$"):
