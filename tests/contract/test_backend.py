@@ -386,7 +386,7 @@ async def test_a_grant_is_gone_once_its_ttl_has_passed(backend: Backend) -> None
     assert not await grants.replace("login", "short", {"state": "s"}, {"state": "t"}, GRANT_TTL)
     assert await grants.add("login", "short", {"state": "again"}, GRANT_TTL)  # its place is free
     assert await grants.get("login", "long") == {"state": "l"}
-    await grants.replace("login", "long", {"state": "l"}, {"state": "m"}, 0.2)  # a replacement's own ttl
+    assert await grants.replace("login", "long", {"state": "l"}, {"state": "m"}, 0.2)  # a replacement's own ttl
 
     async def replaced_gone() -> bool:
         return await grants.get("login", "long") is None
