@@ -1,7 +1,7 @@
 """Where the replicas serving one server keep what they share: ``Backend``, one bundle of the shared-state
 interfaces, and its in-memory implementation (``Backend.in_memory``, the default).
 
-A backend is six stores and, when more than one process serves, the link between them:
+A backend is seven stores and, when more than one process serves, the link between them:
 
 =================  ==================================  ==============================================
 field              interface                           what it keeps
@@ -12,13 +12,14 @@ field              interface                           what it keeps
 ``bus``            ``wiremcp.subscriptions``           change events for ``subscriptions/listen``
 ``rate_limits``    ``wiremcp.rate_limits``             the buckets of ``RateLimit`` middleware
 ``stream_holds``   ``wiremcp.stream_holds``            which stream holds each session's GET
+``grants``         ``wiremcp.grant_store``             what the sign-in facade grants (clients, codes...)
 ``link``           ``wiremcp.replica_link``            what crosses replicas (None: one process)
 =================  ==================================  ==============================================
 
 A server is served with one through ``Runtime(server, backend=...)``; the HTTP app reads it from there.
 The in-memory backend is one process's; ``wiremcp.transports.redis.backend.RedisBackend`` shares every
 store between replicas over Redis (one server, Sentinel or Redis Cluster). Another backend (Postgres, a
-Valkey-specific one) implements the six interfaces and the link, and passes the same contract tests
+Valkey-specific one) implements the seven interfaces and the link, and passes the same contract tests
 (``tests/contract``).
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wiremcp.event_store import EventStore, InMemoryEventStore, StoredEvent
+from wiremcp.grant_store import GrantStore, InMemoryGrantStore
 from wiremcp.rate_limits import InMemoryRateLimits, RateLimitStore, Taken
 from wiremcp.replica_link import ClusterEvents, ReplicaLink
 from wiremcp.session_store import SERVER, Asker, InMemorySessionStore, SessionStore, serves
@@ -36,7 +38,8 @@ from wiremcp.subscriptions import InMemorySubscriptionBus, Subscription, Subscri
 from wiremcp.tasks import DuplicateTask, InMemoryTaskStore, TaskRecord, TaskStore
 
 __all__ = [
-    "SERVER", "Asker", "Backend", "ClusterEvents", "DuplicateTask", "EventStore", "RateLimitStore", "ReplicaLink",
+    "SERVER", "Asker", "Backend", "ClusterEvents", "DuplicateTask", "EventStore", "GrantStore", "RateLimitStore",
+    "ReplicaLink",
     "SessionState", "SessionStore", "StoredEvent", "StreamHolds", "Subscription", "SubscriptionBus", "Taken", "TaskRecord",
     "TaskStore", "serves",
 ]
@@ -62,13 +65,17 @@ class Backend:
     """The token buckets of ``RateLimit`` middleware, so that a caller has one limit across replicas."""
     stream_holds: StreamHolds
     """Which stream holds each session's GET stream (one per session, across replicas)."""
+    grants: GrantStore
+    """What the sign-in facade grants and remembers (registered clients, pending logins, codes, consents,
+    refresh token families, upstream tokens, signing keys), so that a login started on one replica
+    completes on another."""
     link: ReplicaLink | None = None
     """The link to the other replicas; None: this process is the only one."""
 
     def __post_init__(self) -> None:
         # A part of the wrong kind fails here, where it was given, not at the first request that uses it.
         parts = (("sessions", SessionStore), ("events", EventStore), ("tasks", TaskStore), ("bus", SubscriptionBus),
-                 ("rate_limits", RateLimitStore), ("stream_holds", StreamHolds))
+                 ("rate_limits", RateLimitStore), ("stream_holds", StreamHolds), ("grants", GrantStore))
         for name, interface in parts:
             _check_part(name, getattr(self, name), interface)
         if self.link is not None:
@@ -84,7 +91,7 @@ class Backend:
                    events=InMemoryEventStore(max_events=max_events, max_bytes=max_event_bytes,
                                              max_age=max_event_age),
                    tasks=InMemoryTaskStore(), bus=InMemorySubscriptionBus(), rate_limits=InMemoryRateLimits(),
-                   stream_holds=InMemoryStreamHolds())
+                   stream_holds=InMemoryStreamHolds(), grants=InMemoryGrantStore())
 
     @property
     def shared(self) -> bool:

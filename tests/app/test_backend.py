@@ -33,7 +33,8 @@ def test_the_bundle_names_every_interface_a_backend_implements() -> None:
     for name in wiremcp.backend.__all__:
         assert getattr(wiremcp.backend, name) is not None, name
     fields = {f.name for f in dataclasses.fields(Backend)}
-    assert fields == {"sessions", "events", "tasks", "bus", "rate_limits", "stream_holds", "link"}
+    assert fields == {"sessions", "events", "tasks", "bus", "rate_limits", "stream_holds", "grants",
+                      "link"}
     assert wiremcp.Backend is Backend
 
 
@@ -63,6 +64,8 @@ def test_a_part_of_the_wrong_kind_is_refused_where_it_is_given() -> None:
     with pytest.raises(TypeError, match=r"^Backend sessions must be a SessionStore instance, got the class "
                                         r"InMemorySessionStore itself$"):
         dataclasses.replace(Backend.in_memory(), sessions=InMemorySessionStore)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^Backend grants must be a GrantStore instance, got dict$"):
+        dataclasses.replace(Backend.in_memory(), grants={})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^Backend link must be a ReplicaLink instance, got str$"):
         dataclasses.replace(Backend.in_memory(), link="redis://localhost")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^Runtime backend must be a wiremcp\.Backend .* got InMemorySessionStore$"):

@@ -6,7 +6,8 @@ What a test here asserts is what the transports and the core rely on, whatever h
 found, saved, refused past the limit and deleted; events kept in order per stream and resumed after a
 number; tasks visible to their principal only, paged, moved only between the statuses allowed, cancelled,
 answered; change events delivered; buckets and counts of calls running; one holder of each session's GET
-stream; and, when more than one process serves, the link that names this one among the others.
+stream; the sign-in facade's grants, taken once, replaced only from the state expected, counted, expired,
+under any key; and, when more than one process serves, the link that names this one among the others.
 """
 
 from __future__ import annotations
@@ -280,6 +281,132 @@ async def test_a_hold_not_renewed_lapses_after_its_lease(backend: Backend) -> No
         return await holds.hold(SID, "next", take_over=False)
 
     await until(free, what="the hold to lapse")
+
+
+# -- grants ----------------------------------------------------------------------------------------------------
+GRANT_TTL = 60.0
+"""Seconds a grant of these tests lives when it is not waited out."""
+ODD_KEYS = ("https://client.example/oauth/metadata.json?x=1&y=%20#frag", "with spaces", "{tag}", "}{", "{", "",
+            "a:b", ":", "clé ✓", "\x00\n\t", "\ud800", "k" * 2048, "{" + "x" * 2047)
+"""Keys as requests make them: client ids that are URLs, spaces, braces (hash tags in a cluster), colons (the
+separator of key names), control and non-ASCII characters, a lone surrogate, 2 KB."""
+
+
+async def test_a_grant_is_put_got_overwritten_and_deleted(backend: Backend) -> None:
+    grants = backend.grants
+    assert await grants.get("code", "c1") is None
+    await grants.put("code", "c1", {"client": "a", "scopes": ["x", "y"], "n": 1}, GRANT_TTL)
+    found = await grants.get("code", "c1")
+    assert found == {"client": "a", "scopes": ["x", "y"], "n": 1}
+    found["client"] = "mallory"  # a copy: the store keeps what was put
+    assert await grants.get("code", "c1") == {"client": "a", "scopes": ["x", "y"], "n": 1}
+    await grants.put("code", "c1", {"client": "b"}, GRANT_TTL)
+    assert await grants.get("code", "c1") == {"client": "b"}
+    assert await grants.get("login", "c1") is None  # kinds are apart
+    assert await grants.delete("code", "c1")
+    assert await grants.get("code", "c1") is None
+    assert not await grants.delete("code", "c1")
+
+
+async def test_a_grant_is_added_only_once(backend: Backend) -> None:
+    grants = backend.grants
+    assert await grants.add("client", "https://a.example/cimd", {"v": 0}, GRANT_TTL)
+    assert not await grants.add("client", "https://a.example/cimd", {"v": 1}, GRANT_TTL)
+    assert await grants.get("client", "https://a.example/cimd") == {"v": 0}
+    added = await asyncio.gather(*(grants.add("client", "raced", {"v": n}, GRANT_TTL) for n in range(20)))
+    assert added.count(True) == 1
+    assert await grants.get("client", "raced") == {"v": added.index(True)}
+    assert await grants.delete("client", "raced")
+    assert await grants.add("client", "raced", {"v": 99}, GRANT_TTL)
+
+
+async def test_a_grant_is_taken_exactly_once(backend: Backend) -> None:
+    grants = backend.grants
+    await grants.put("code", "one-time", {"code": "one-time", "verifier": "v"}, GRANT_TTL)
+    taken = await asyncio.gather(*(grants.take("code", "one-time") for _ in range(20)))
+    assert [t for t in taken if t is not None] == [{"code": "one-time", "verifier": "v"}]
+    assert await grants.get("code", "one-time") is None
+    assert await grants.take("code", "one-time") is None
+    assert await grants.take("code", "never") is None
+
+
+async def test_a_grant_is_replaced_only_from_the_record_expected(backend: Backend) -> None:
+    grants = backend.grants
+    first = {"token": "r1", "generation": 1, "scopes": ["a"]}
+    assert not await grants.replace("family", "f", first, {"token": "r2"}, GRANT_TTL)  # none there
+    assert await grants.get("family", "f") is None
+    await grants.put("family", "f", first, GRANT_TTL)
+    reordered = {"scopes": ["a"], "generation": 1, "token": "r1"}  # the same record: keys in another order
+    assert await grants.replace("family", "f", reordered, {"token": "r2", "generation": 2}, GRANT_TTL)
+    assert await grants.get("family", "f") == {"token": "r2", "generation": 2}
+    assert not await grants.replace("family", "f", first, {"token": "stale"}, GRANT_TTL)  # changed since
+    assert not await grants.replace("family", "f", {"token": "r2", "generation": 2.5}, {"token": "x"}, GRANT_TTL)
+    assert await grants.get("family", "f") == {"token": "r2", "generation": 2}
+    current = {"token": "r2", "generation": 2}
+    rotated = await asyncio.gather(*(grants.replace("family", "f", current, {"token": f"r3-{n}"}, GRANT_TTL)
+                                     for n in range(20)))
+    assert rotated.count(True) == 1  # of concurrent rotations from one state, one wins
+    assert await grants.get("family", "f") == {"token": f"r3-{rotated.index(True)}"}
+
+
+async def test_a_counter_counts_apart_from_the_records(backend: Backend) -> None:
+    grants = backend.grants
+    assert [await grants.count("registrations", "10.0.0.1", GRANT_TTL) for _ in range(3)] == [1, 2, 3]
+    counted = await asyncio.gather(*(grants.count("registrations", "10.0.0.2", GRANT_TTL) for _ in range(20)))
+    assert sorted(counted) == list(range(1, 21))
+    await grants.put("registrations", "10.0.0.1", {"record": True}, GRANT_TTL)
+    assert await grants.count("registrations", "10.0.0.1", GRANT_TTL) == 4
+    assert await grants.get("registrations", "10.0.0.1") == {"record": True}
+    assert await grants.delete("registrations", "10.0.0.1")
+    assert await grants.count("registrations", "10.0.0.1", GRANT_TTL) == 5
+
+
+async def test_a_counter_starts_again_once_its_window_has_passed(backend: Backend) -> None:
+    """A counter lives from its first count: counting again does not extend it (were it extended, the counts
+    of the wait below, every few ms, would keep it alive and the wait would fail)."""
+    grants = backend.grants
+    assert await grants.count("calls", "caller", 0.3) == 1
+
+    async def started_again() -> bool:
+        return await grants.count("calls", "caller", 0.3) == 1
+
+    await until(started_again, what="the counter's window to pass")
+
+
+async def test_a_grant_is_gone_once_its_ttl_has_passed(backend: Backend) -> None:
+    grants = backend.grants
+    await grants.put("login", "short", {"state": "s"}, 0.2)
+    await grants.put("login", "long", {"state": "l"}, GRANT_TTL)
+
+    async def gone() -> bool:
+        return await grants.get("login", "short") is None
+
+    await until(gone, what="the grant to expire")
+    assert await grants.take("login", "short") is None
+    assert not await grants.replace("login", "short", {"state": "s"}, {"state": "t"}, GRANT_TTL)
+    assert await grants.add("login", "short", {"state": "again"}, GRANT_TTL)  # its place is free
+    assert await grants.get("login", "long") == {"state": "l"}
+    assert await grants.replace("login", "long", {"state": "l"}, {"state": "m"}, 0.2)  # a replacement's own ttl
+
+    async def replaced_gone() -> bool:
+        return await grants.get("login", "long") is None
+
+    await until(replaced_gone, what="the replaced grant to expire")
+
+
+async def test_grants_under_any_key_and_kind_are_kept_apart(backend: Backend) -> None:
+    grants = backend.grants
+    places = [("client", key) for key in ODD_KEYS] + [("a:b", "c"), ("a", "b:c"), ("{a}", "b"), ("k" * 300, "b")]
+    for n, (kind, key) in enumerate(places):
+        await grants.put(kind, key, {"n": n}, GRANT_TTL)
+    for n, (kind, key) in enumerate(places):
+        assert await grants.get(kind, key) == {"n": n}, (kind, key)
+        assert await grants.count(kind, key, GRANT_TTL) == 1
+        assert not await grants.add(kind, key, {"n": -1}, GRANT_TTL)
+        assert await grants.replace(kind, key, {"n": n}, {"n": n, "rotated": True}, GRANT_TTL)
+    for n, (kind, key) in enumerate(places):
+        assert await grants.take(kind, key) == {"n": n, "rotated": True}, (kind, key)
+        assert not await grants.delete(kind, key)
 
 
 # -- the link --------------------------------------------------------------------------------------------------

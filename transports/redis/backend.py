@@ -1,6 +1,6 @@
 """Everything a replica keeps in Redis, built from one URL: the core's ``Backend`` (``wiremcp.backend``) over
 Redis, one server, Sentinel or Redis Cluster. The session store, the event store, the task store, the
-subscription bus, the rate limits' buckets, the GET streams' holds and the link between replicas; the
+subscription bus, the rate limits' buckets, the GET streams' holds, the sign-in facade's grants and the link between replicas; the
 composition root hands it to the server's ``Runtime``, whose HTTP app serves from it."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from wiremcp.request_state import RequestStateSealer, decode_key
 from wiremcp.transports.redis.bus import RedisSubscriptionBus
 from wiremcp.transports.redis.connection import connect, reachable
 from wiremcp.transports.redis.events import RedisEventStore
+from wiremcp.transports.redis.grants import RedisGrantStore
 from wiremcp.transports.redis.keys import CLUSTER_SHARDS, Keys
 from wiremcp.transports.redis.rate_limits import RedisRateLimits
 from wiremcp.transports.redis.replica_link import RedisReplicaLink
@@ -59,7 +60,7 @@ class RedisBackend(Backend):
                                           wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms),
                    bus=RedisSubscriptionBus(link), tasks=RedisTaskStore(client, keys),
                    rate_limits=RedisRateLimits(client, keys),
-                   stream_holds=RedisStreamHolds(client, keys, lease=lease))
+                   stream_holds=RedisStreamHolds(client, keys, lease=lease), grants=RedisGrantStore(client, keys))
 
     async def share_request_state_key(self, sealer: RequestStateSealer) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one
