@@ -74,8 +74,7 @@ def _sign_in(idp: UpstreamIdP, authorize_endpoint: str, profile: Path, **extra: 
         tab.fill(username=idp.username, password="not " + idp.password)
         tab.submit()
         tab.wait_for_page(url_prefix=idp.login_url, text="didn't match")
-        tab.fill(username=idp.username, password=idp.password)
-        tab.submit("Sign in")
+        idp.sign_in(tab)
         landed = tab.wait_for_request(idp.redirect_uri)  # no consent page: straight back to the client
         tab.wait_for_page(url_prefix=idp.redirect_uri, text=SIGNED_IN)
         assert tab.url == landed

@@ -13,6 +13,16 @@ Two shapes of provider:
 
 Either way one user (in group ``engineers``) and one confidential client (authorization code grant, PKCE allowed,
 the test's redirect URI, no consent page: the facade shows its own); the login page is ``/accounts/login/``.
+
+    with running_idp(tmp_path / "idp", redirect_uri=callback_url, mode="oidc") as idp:
+        ...  # the facade configured with idp.discovery_url, idp.client_id, idp.client_secret
+        with DevTools(tmp_path / "profile", deadline=time.monotonic() + 60, needed_for="...") as browser:
+            tab = browser.open_tab()
+            tab.go(facade_authorize_url)
+            idp.sign_in(tab)  # the provider's login page, filled in and submitted
+            tab.wait_for_page(text="Allow")  # the facade's consent page ...
+
+The database is migrated at each start (under a second here).
 """
 
 from __future__ import annotations
@@ -27,17 +37,21 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+if TYPE_CHECKING:
+    from tests.support.browser import Tab
 
 ROOT = Path(__file__).resolve().parents[3]
 
 START_BOUND = 60.0
 """Failure bound for the provider to migrate its database and answer (generous: two cores, shared)."""
 STOP_BOUND = 10.0
+LOGIN_PATH = "/accounts/login/"
 POLL = 0.05
 """How often the start is checked for, within ``START_BOUND``."""
 
@@ -94,7 +108,18 @@ class UpstreamIdP:
 
     @property
     def login_url(self) -> str:
-        return f"{self.origin}/accounts/login/"
+        return f"{self.origin}{LOGIN_PATH}"
+
+    def sign_in(self, tab: Tab) -> None:
+        """The user signing in on ``tab``, once it shows this provider's login page (waited for): their name and
+        password entered and submitted. Where the browser goes next (the authorize endpoint, then the redirect
+        URI) is for the caller to wait for, e.g. with ``tab.wait_for_request(redirect_uri)``.
+
+        The browser's waits block: in an async test whose servers run in the test's event loop, run the whole
+        browser part in a thread (``await asyncio.to_thread(...)``) so that they can answer meanwhile."""
+        tab.wait_for_page(url_prefix=self.login_url)
+        tab.fill(username=self.username, password=self.password)
+        tab.submit("Sign in")
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -121,8 +146,10 @@ def running_idp(folder: Path, *, redirect_uri: str, mode: Literal["oidc", "oauth
                 password: str | None = None, email: str = "ada@example.com",
                 group: str = "engineers") -> Iterator[UpstreamIdP]:
     """The identity provider in ``mode``, started in ``folder`` (its database, configuration and log) with one
-    user and one confidential client registered for ``redirect_uri``; stopped when the block ends. Secrets not
-    given are made up. Fails (with the log) if it does not answer within ``START_BOUND``."""
+    user and one confidential client registered for ``redirect_uri`` (several: separated by spaces); stopped
+    when the block ends. Secrets not given are made up. Started again in the same folder it keeps its database
+    (tokens issued before included), the user and the client set as given now. Fails (with the log) if it does
+    not answer within ``START_BOUND``."""
     folder.mkdir(parents=True, exist_ok=True)
     config = {
         "mode": mode, "folder": str(folder), "secret_key": secrets.token_urlsafe(32),
@@ -153,10 +180,11 @@ def running_idp(folder: Path, *, redirect_uri: str, mode: Literal["oidc", "oauth
                           password=str(config["password"]), email=email, group=group, log=log_path)
         print(f"identity provider ({mode}) at {idp.origin}, answering {time.monotonic() - started:.2f}s after its "
               f"start", file=sys.stderr)
-        yield idp
-    except BaseException:
-        print(f"identity provider log ({log_path}):\n{log_path.read_text()}", file=sys.stderr)
-        raise
+        try:
+            yield idp
+        except BaseException:  # the test failed (or was skipped) meanwhile: what the provider saw, beside it
+            print(f"identity provider log ({log_path}):\n{log_path.read_text()}", file=sys.stderr)
+            raise
     finally:
         process.terminate()
         try:
@@ -165,5 +193,3 @@ def running_idp(folder: Path, *, redirect_uri: str, mode: Literal["oidc", "oauth
             process.kill()
             process.wait(timeout=STOP_BOUND)
 
-
-LOGIN_PATH = "/accounts/login/"

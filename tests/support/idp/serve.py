@@ -20,7 +20,8 @@ log = logging.getLogger("idp")
 
 
 def prepare(config: dict[str, Any]) -> None:
-    """The schema (``migrate``), then the user, their group and the client the test named in ``config``."""
+    """The schema (``migrate``), then the user, their group and the client the test named in ``config`` (made,
+    or set as ``config`` says if a run before made them in the same database)."""
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
     from oauth2_provider.models import Application
@@ -28,15 +29,19 @@ def prepare(config: dict[str, Any]) -> None:
     started = time.monotonic()
     call_command("migrate", verbosity=0, interactive=False)
     migrated = time.monotonic()
-    user = User.objects.create_user(config["username"], email=config["email"], password=config["password"])
+    user, _ = User.objects.update_or_create(username=config["username"], defaults={"email": config["email"]})
+    user.set_password(config["password"])
+    user.save()
     group, _ = Group.objects.get_or_create(name=config["group"])
     user.groups.add(group)
-    Application.objects.create(
-        name="the sign-in facade", client_id=config["client_id"], client_secret=config["client_secret"],
-        client_type=Application.CLIENT_CONFIDENTIAL, authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
-        redirect_uris=config["redirect_uri"], skip_authorization=True,  # no upstream consent: the facade asks
-        algorithm=Application.RS256_ALGORITHM if config["mode"] == "oidc" else Application.NO_ALGORITHM,
-    )
+    Application.objects.update_or_create(client_id=config["client_id"], defaults={
+        "name": "the sign-in facade", "client_secret": config["client_secret"],
+        "client_type": Application.CLIENT_CONFIDENTIAL,
+        "authorization_grant_type": Application.GRANT_AUTHORIZATION_CODE,
+        "redirect_uris": config["redirect_uri"],
+        "skip_authorization": True,  # no upstream consent: the facade asks its own
+        "algorithm": Application.RS256_ALGORITHM if config["mode"] == "oidc" else Application.NO_ALGORITHM,
+    })
     log.info("migrated in %.2fs, user and client created in %.2fs", migrated - started, time.monotonic() - migrated)
 
 
