@@ -7,14 +7,12 @@ every page reachable from Home loads, and nothing a page asks for (assets includ
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import html
 import http.server
 import json
 import os
 import re
-import select
 import subprocess
 import sys
 import threading
@@ -28,6 +26,7 @@ from urllib.parse import urldefrag, urlsplit
 import pytest
 import yaml
 
+from tests.support.browser import DevTools
 from tests.support.parts import chromium
 from wiremcp.transports.serving.cli import parser
 from wiremcp.transports.serving.settings import SETTING_NAMES
@@ -141,69 +140,6 @@ def _browse(profile: Path, url: str, *options: str) -> subprocess.CompletedProce
         capture_output=True, text=True, timeout=60, check=False)
 
 
-def _above_ten(fd: int) -> int:
-    """``fd`` moved to the lowest free descriptor from 10 (not inherited unless passed), ``fd`` itself closed."""
-    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-    os.close(fd)
-    return moved
-
-
-ON_FDS_3_AND_4 = ("import os, sys; r, w = map(int, sys.argv[1:3]); os.dup2(r, 3); os.dup2(w, 4); os.close(r); "
-                  "os.close(w); os.execvp(sys.argv[3], sys.argv[3:])")
-"""Run ``argv[3:]`` with the fds ``argv[1]`` on 3 and ``argv[2]`` on 4, as ``--remote-debugging-pipe`` has them."""
-
-
-class DevTools:
-    """Headless Chromium driven over its DevTools protocol on a pipe (``--remote-debugging-pipe``: JSON
-    messages ended by a NUL byte, read by the browser on fd 3 and written on fd 4), for what ``--dump-dom``
-    cannot see: the DOM after the page's load, here the search worker's results."""
-
-    def __init__(self, profile: Path, deadline: float) -> None:
-        self.deadline = deadline
-        browser = chromium(FOR)
-        to_browser, self._commands = os.pipe()
-        self._replies, from_browser = os.pipe()
-        # the child's ends above 3 and 4, which the shim overwrites (a test run alone gets the lowest fds)
-        to_browser, from_browser = (_above_ten(fd) for fd in (to_browser, from_browser))
-        # a Python shim puts the pipe's ends on fds 3 and 4 and becomes the browser (no preexec_fn: threads run)
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", ON_FDS_3_AND_4, str(to_browser), str(from_browser),
-             browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
-            pass_fds=(to_browser, from_browser), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        os.close(to_browser)
-        os.close(from_browser)
-        self._read = b""
-        self._last_id = 0
-
-    def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
-        """``method``'s result (of the page attached as ``session``, or of the browser), by the deadline."""
-        self._last_id += 1
-        message = {"id": self._last_id, "method": method, "params": params,
-                   **({"sessionId": session} if session else {})}
-        os.write(self._commands, json.dumps(message).encode() + b"\0")
-        while True:
-            while b"\0" not in self._read:
-                ready, _, _ = select.select([self._replies], [], [], max(0.0, self.deadline - time.monotonic()))
-                assert ready, f"no answer to {method} from the browser by the deadline"
-                chunk = os.read(self._replies, 65536)
-                assert chunk, f"the browser exited (code {self.process.poll()}) before answering {method}"
-                self._read += chunk
-            raw, self._read = self._read.split(b"\0", 1)
-            reply = json.loads(raw)
-            if reply.get("id") == self._last_id:  # events and other sessions' messages are not waited for
-                assert "error" not in reply, (method, reply["error"])
-                result: dict[str, Any] = reply["result"]
-                return result
-
-    def close(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=30)
-        os.close(self._commands)
-        os.close(self._replies)
-
-
 LOADED_LINKS = """new Promise(resolve => {  // once the page has loaded: the address of every link on it
   const links = () => resolve([...document.querySelectorAll("a[href]")].map(a => a.href));
   if (document.readyState === "complete") links(); else addEventListener("load", links);
@@ -215,7 +151,7 @@ def test_every_page_linked_from_home_loads_in_a_browser_with_all_it_asks_for(ser
                                                                                 tmp_path: Path) -> None:
     """One headless Chromium, driven over DevTools, opens Home and every page reachable from it by links, each
     once: each loads, and nothing any page asks for (its assets included) is missing."""
-    browser = DevTools(tmp_path / "profile", deadline=time.monotonic() + 150)
+    browser = DevTools(tmp_path / "profile", deadline=time.monotonic() + 150, needed_for=FOR)
     site = urlsplit(served.url).netloc
     seen, queue = {served.url}, [served.url]
     try:
@@ -255,7 +191,7 @@ SEARCH_RESULTS = """new Promise(resolve => {  // the result links once there are
 def test_searching_from_the_address_finds_the_rate_limits_page(served: ServedSite, tmp_path: Path) -> None:
     # Material opens the search with the query of ?q= (no theme feature needed) and its web worker answers
     # after the page's load, when --dump-dom has already printed the DOM: the results are read over DevTools.
-    browser = DevTools(tmp_path / "profile", deadline=time.monotonic() + 45)
+    browser = DevTools(tmp_path / "profile", deadline=time.monotonic() + 45, needed_for=FOR)
     try:
         page = browser.call("Target.createTarget", url="about:blank")["targetId"]
         session = browser.call("Target.attachToTarget", targetId=page, flatten=True)["sessionId"]
