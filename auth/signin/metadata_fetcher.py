@@ -51,6 +51,7 @@ log = logging.getLogger("wiremcp.auth")
 MAX_BYTES = 5 * 1024
 """The draft's recommended limit on a document's size."""
 TIMEOUT = 5.0
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 _SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")
 _RFC1918 = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("172.16.0.0/12"),
@@ -235,8 +236,11 @@ class MetadataFetcher:
 
     async def _download(self, url: str) -> tuple[object, str | None]:
         """The JSON document at ``url`` and its ``Cache-Control``, fetched from a checked address."""
-        target = httpx.URL(url)
-        host = target.raw_host.decode("ascii")
+        try:
+            target = httpx.URL(url)
+            host = target.raw_host.decode("ascii")
+        except (httpx.InvalidURL, ValueError):
+            raise ClientMetadataError("the client_id URL is not a valid URL") from None
         addresses = await self._addresses(host, target.port or 443)
         headers = {"Host": target.netloc.decode("ascii"), "Accept": "application/json",
                    "Accept-Encoding": "identity", "Connection": "close"}
@@ -253,7 +257,7 @@ class MetadataFetcher:
                 if address == addresses[-1] or _failed_tls(error):
                     raise
         try:
-            if 300 <= response.status_code < 400:
+            if response.status_code in REDIRECTS:
                 raise ClientMetadataError(f"the client_id URL redirected ({response.status_code}), and redirects "
                                           "are not followed")
             if response.status_code != 200:
@@ -275,6 +279,6 @@ class MetadataFetcher:
             await response.aclose()
         try:
             document = json.loads(bytes(body))
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             raise ClientMetadataError("the client_id URL's answer is not JSON") from None
         return document, response.headers.get("cache-control")

@@ -146,6 +146,13 @@ async def test_loopback_is_refused_by_default(site: ClientSite, certificates: Ce
     assert not site.hits
 
 
+@pytest.mark.parametrize("url", ["https://2130706433/client.json", "https://127.1/client.json",
+                                 "https://0x7f000001/client.json", "https://[::ffff:127.0.0.1]/client.json"])
+async def test_other_spellings_of_loopback_are_refused(url: str) -> None:
+    async with MetadataFetcher() as fetcher:
+        assert (await refusal(fetcher, url)).startswith("the client_id URL's host resolves to a loopback address")
+
+
 def answering(*answers: Sequence[str]) -> tuple[Callable[[str, int], Awaitable[Sequence[str]]], list[str]]:
     """A resolver giving ``answers`` in turn (the last one from then on), and the names it was asked."""
     asked: list[str] = []
@@ -229,7 +236,7 @@ async def test_a_redirect_is_not_followed(site: ClientSite, fetcher: MetadataFet
     assert site.hits == Counter({"/client.json": 1})
 
 
-@pytest.mark.parametrize("status", [201, 204, 404, 500])
+@pytest.mark.parametrize("status", [201, 204, 300, 304, 404, 500])
 async def test_only_200_is_a_document(site: ClientSite, fetcher: MetadataFetcher, status: int) -> None:
     site.handlers["/client.json"] = json_answer(document(site.url("/client.json")), status=status)
     assert await refusal(fetcher, site.url("/client.json")) == f"the client_id URL answered {status}, not 200"
@@ -302,6 +309,7 @@ async def test_a_slow_server(site: ClientSite, certificates: Certificates, held:
     ("text/plain", b"{}", "the client_id URL's answer is not JSON (its Content-Type is not application/json)"),
     ("application/json", b"{not json", "the client_id URL's answer is not JSON"),
     ("application/json", b"\xff\xfe", "the client_id URL's answer is not JSON"),
+    ("application/json", b"[" * 5000, "the client_id URL's answer is not JSON"),
 ])
 async def test_not_json(site: ClientSite, fetcher: MetadataFetcher, content_type: str, body: bytes,
                         reason: str) -> None:
