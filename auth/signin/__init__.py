@@ -1,0 +1,1 @@
+"""The sign-in facade: an authorization server in front of an upstream identity provider."""
