@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from wiremcp.auth.oauth.client_metadata import ClientMetadataError, MetadataFetcher, is_metadata_url
+from wiremcp.auth.oauth.client_metadata import ClientMetadataError, is_metadata_url
+from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.auth.oauth.sealing import digest
 from wiremcp.grant_store import GrantStore
 from wiremcp.types import JSONObject

@@ -5,6 +5,7 @@ never cached.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 from urllib.parse import urlsplit
@@ -19,16 +20,31 @@ HEADERS = {
     "referrer-policy": "no-referrer",
     "x-content-type-options": "nosniff",
 }
+SOURCE = re.compile(r"[a-z][a-z0-9+.-]*:(//[A-Za-z0-9.-]+(:[0-9]{1,5})?|//\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?)?")
+"""A CSP source expression of a scheme, or a scheme, a host and a port: nothing else."""
 STYLE = ("body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#222}"
          "h1{font-size:1.4rem}.host{font-family:monospace;font-weight:bold}.warn{color:#8a4b00}"
          "button{font-size:1rem;padding:.5rem 1.2rem;margin-right:.5rem}ul{padding-left:1.2rem}")
 
 
-def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+def _page(title: str, body: str, status: int = 200, form_goes_to: str | None = None) -> HTMLResponse:
     html = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><meta name=viewport "
             f"content='width=device-width'><title>{escape(title)}</title><style>{STYLE}</style></head>"
             f"<body>{body}</body></html>")
-    return HTMLResponse(html, status_code=status, headers=HEADERS)
+    headers = dict(HEADERS)
+    if form_goes_to:  # a form's answer redirects there, and browsers hold redirects to form-action too
+        headers["content-security-policy"] = headers["content-security-policy"].replace(
+            "form-action 'self'", f"form-action 'self' {form_goes_to}")
+    return HTMLResponse(html, status_code=status, headers=headers)
+
+
+def _source(uri: str) -> str | None:
+    """The CSP source expression for where ``uri`` points: its origin, or its scheme for a private-use one; None
+    when it would not be a plain source (nothing a redirect URI holds may add a directive to the policy)."""
+    parts = urlsplit(uri)
+    source = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.scheme in ("http", "https") \
+        else f"{parts.scheme}:"
+    return source if SOURCE.fullmatch(source) else None
 
 
 def error_page(title: str, description: str, status: int = 400) -> HTMLResponse:
@@ -56,7 +72,7 @@ def consent_page(*, action: str, approval: str, csrf: str, client_name: str | No
             f"<input type=hidden name=csrf value='{escape(csrf)}'>"
             f"<button type=submit name=decision value=allow>Allow</button>"
             f"<button type=submit name=decision value=deny>Deny</button></form>")
-    return _page(f"Allow {client_name or client_id}?", body)
+    return _page(f"Allow {client_name or client_id}?", body, form_goes_to=_source(redirect_uri))
 
 
 def _registered(by: str, client_id: str) -> str:

@@ -29,9 +29,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from wiremcp.auth.metadata import ProtectedResource
 from wiremcp.auth.middleware import BearerAuth
 from wiremcp.auth.oauth import authorization, token_endpoint
-from wiremcp.auth.oauth.client_metadata import MetadataFetcher
 from wiremcp.auth.oauth.clients import Client, Registrations
 from wiremcp.auth.oauth.keys import SigningKeys
+from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.auth.oauth.sealing import Seal, digest
 from wiremcp.auth.oauth.tokens import Tokens
 from wiremcp.auth.oauth.upstream import Discovery, Upstream, UpstreamTokens
@@ -210,6 +210,22 @@ class OAuthServer:
                 self.paths["consent"]: authorization.consent, self.paths["token"]: token_endpoint.token,
                 self.paths["register"]: token_endpoint.register, self.paths["revoke"]: token_endpoint.revoke,
                 self.paths["introspect"]: token_endpoint.introspect, self.paths["jwks"]: _jwks}
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        """``app`` (an ``MCPHttpApp``, or any ASGI app) with this server's endpoints in front of it: its metadata and
+        ``/oauth/*`` are answered here, everything else by ``app``. An ``MCPHttpApp``'s backend keeps this
+        server's records, unless a store was given."""
+        backend = getattr(app, "backend", None)
+        if backend is not None and getattr(backend, "grants", None) is not None:
+            self.use_store(backend.grants)
+
+        async def routed(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and self.handles(scope["path"]):
+                await self.app(scope, receive, send)
+            else:
+                await app(scope, receive, send)
+
+        return routed
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The endpoints as one ASGI app: the metadata, ``/oauth/*``; 404 for any other path."""

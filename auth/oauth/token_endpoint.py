@@ -164,8 +164,8 @@ async def _family(server: OAuthServer, token: str) -> tuple[str, str] | None:
         principal = await server.verifier.verify(token)
     except InvalidToken:
         return None
-    family = principal.claims.get("fam")
-    return (str(family), str(principal.client_id)) if family else None
+    named = principal.claims.get("fam")
+    return (str(named), str(principal.client_id)) if named else None
 
 
 async def _limited(server: OAuthServer, request: Request, kind: str, limit: int, window: float) -> Response | None:

@@ -216,12 +216,18 @@ class _Lifespan:
                 return
 
 
-@contextlib.asynccontextmanager
-async def serve_in_process(app: ASGIApp) -> AsyncIterator[str]:
-    """uvicorn in this event loop on a real loopback socket; yields the base URL."""
+def bound_socket() -> socket.socket:
+    """A listening socket on a free loopback port: the port is known (and kept) before the app is made."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)  # connections queue up from here on, so the server is reachable at once
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def serve_in_process(app: ASGIApp, sock: socket.socket | None = None) -> AsyncIterator[str]:
+    """uvicorn in this event loop on a real loopback socket (``sock``, or one of its own); yields the base URL."""
+    sock = sock or bound_socket()
     port = sock.getsockname()[1]
     wrapped = _Lifespan(app)
     config = uvicorn.Config(wrapped, lifespan="on", log_level="warning", access_log=False,

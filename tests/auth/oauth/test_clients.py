@@ -52,11 +52,13 @@ async def test_a_client_registers_itself_and_is_found_with_its_secret() -> None:
     client, response = await registrations.register(
         {"redirect_uris": ["http://127.0.0.1:4000/cb"], "client_name": "CLI", "token_endpoint_auth_method": "none",
          "grant_types": ["authorization_code", "refresh_token"]}, "10.0.0.1")
-    assert client.public and "client_secret" not in response
+    assert client.public
+    assert "client_secret" not in response
     assert (await registrations.find(client.client_id)).client_name == "CLI"
     confidential, answer = await registrations.register({"redirect_uris": ["https://app.example.com/cb"]}, "10.0.0.1")
     found = await registrations.find(confidential.client_id)
-    assert found.secret_matches(answer["client_secret"]) and not found.secret_matches("nope")
+    assert found.secret_matches(answer["client_secret"])
+    assert not found.secret_matches("nope")
     assert answer["token_endpoint_auth_method"] == "client_secret_basic"
 
 

@@ -30,7 +30,8 @@ async def test_replicas_agree_on_one_key_kept_sealed() -> None:
     assert b'"d"' not in orjson.dumps(ring)  # no private key in the clear
     public = await first.jwks()
     assert [k["kid"] for k in public["keys"]] == [a.kid]
-    assert "d" not in public["keys"][0] and public["keys"][0]["alg"] == "ES256"
+    assert "d" not in public["keys"][0]
+    assert public["keys"][0]["alg"] == "ES256"
 
 
 async def test_the_newest_key_is_rotated_when_old_and_the_previous_one_still_verifies() -> None:
@@ -47,7 +48,8 @@ async def test_the_newest_key_is_rotated_when_old_and_the_previous_one_still_ver
                                               clock=clock).ring())] == [new.kid, old.kid]
     clock.now += 50  # new is old now: rotated, and old is dropped
     ring = await SigningKeys(store, seal, rotate_after=100.0, verify_for=50.0, clock=clock).ring()
-    assert len(ring) == 2 and ring[1].kid == new.kid
+    assert len(ring) == 2
+    assert ring[1].kid == new.kid
 
 
 async def test_replicas_rotating_at_once_end_with_one_ring() -> None:

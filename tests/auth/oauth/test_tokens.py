@@ -40,10 +40,14 @@ async def test_a_code_gives_an_access_token_for_the_resource_and_a_refresh_token
     issued = await tokens.redeem(await _issued_code(tokens), client_id="client-1",
                                  redirect_uri="http://127.0.0.1:5000/cb", check_verifier=lambda c: pkce_matches(VERIFIER, c))
     claims = jwt.decode(issued.access_token, await tokens.keys.key_set()).claims
-    assert claims["aud"] == RESOURCE and claims["iss"] == ISSUER and claims["sub"] == "ada"
-    assert claims["scope"] == "notes:read notes:write" and claims["client_id"] == "client-1"
+    assert claims["aud"] == RESOURCE
+    assert claims["iss"] == ISSUER
+    assert claims["sub"] == "ada"
+    assert claims["scope"] == "notes:read notes:write"
+    assert claims["client_id"] == "client-1"
     assert claims["email"] == "ada@example.com"  # a user's claim is carried, but never replaces ours (sub)
-    assert issued.to_response()["token_type"] == "Bearer" and issued.expires_in == 300
+    assert issued.to_response()["token_type"] == "Bearer"
+    assert issued.expires_in == 300
 
 
 @pytest.mark.parametrize(("overrides", "description"), [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.http import FakeClock
-from wiremcp.auth.signin.metadata_cache import MemoryMetadataCache, cache_lifetime
+from wiremcp.auth.oauth.metadata_cache import MemoryMetadataCache, cache_lifetime
 
 
 @pytest.mark.parametrize(("header", "seconds"), [

@@ -16,9 +16,9 @@ import pytest
 from tests.support.client_site import ClientSite, document, json_answer
 from tests.support.http import FakeClock, refusing_port
 from tests.support.tls import Certificates, make_certificates, serve_https
-from wiremcp.auth.signin.client_metadata import ClientMetadataError
-from wiremcp.auth.signin.metadata_cache import MemoryMetadataCache
-from wiremcp.auth.signin.metadata_fetcher import MAX_BYTES, MetadataFetcher, special_use
+from wiremcp.auth.oauth.client_metadata import ClientMetadataError
+from wiremcp.auth.oauth.metadata_cache import MemoryMetadataCache
+from wiremcp.auth.oauth.metadata_fetcher import MAX_BYTES, MetadataFetcher, special_use
 from wiremcp.transports.asgi import SendASGI
 
 BOUND = 10.0

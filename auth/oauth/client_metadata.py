@@ -1,7 +1,7 @@
 """Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): an MCP client whose
 ``client_id`` is an https URL publishes its registration (its name, its redirect URIs, ...) at that URL, and
 the authorization server fetches it there instead of keeping a registration of its own
-(``wiremcp.auth.signin.metadata_fetcher``).
+(``wiremcp.auth.oauth.metadata_fetcher``).
 
 - ``is_metadata_url``: whether a ``client_id`` is such a URL (https, a host, a path, no fragment, no user
   name or password, no dot segments); ``url_problem`` says which rule one breaks.

@@ -1,5 +1,5 @@
 """Where fetched Client ID Metadata Documents are kept between fetches: the ``MetadataCache`` interface (by
-URL, each document for its own lifetime; the sign-in facade backs it with its shared store), the bounded
+URL, each document for its own lifetime; the OAuth server backs it with its shared store), the bounded
 ``MemoryMetadataCache``, and ``cache_lifetime``, how long an answer may be kept per its ``Cache-Control``
 (RFC 9111) within the authorization server's own bounds (the draft lets it have some).
 """

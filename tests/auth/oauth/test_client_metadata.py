@@ -6,7 +6,7 @@ import pytest
 
 from tests.support.client_site import EXAMPLE_URL as URL
 from tests.support.client_site import document
-from wiremcp.auth.signin.client_metadata import (
+from wiremcp.auth.oauth.client_metadata import (
     ClientMetadata,
     ClientMetadataError,
     InvalidClientMetadata,

@@ -32,13 +32,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from wiremcp.auth.signin.client_metadata import (
+from wiremcp.auth.oauth.client_metadata import (
     ClientMetadata,
     ClientMetadataError,
     InvalidClientMetadata,
     url_problem,
 )
-from wiremcp.auth.signin.metadata_cache import (
+from wiremcp.auth.oauth.metadata_cache import (
     DEFAULT_TTL,
     MAX_TTL,
     MemoryMetadataCache,

@@ -1,0 +1,170 @@
+"""The browser's side of the OAuth server, attacked: a client or redirect URI it does not know is an error page,
+never a redirect; every other refusal goes back to the client with ``state`` and ``iss``; the sign-in is bound to
+the browser that started it; the consent form needs its CSRF token; a consent is answered once and remembered.
+
+A real identity provider signs the user in (django-oauth-toolkit, started once for this module); the user agent is
+HTTP (``tests/support/oauth_flow.py``), so that a test can send what a browser would not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.support.oauth_flow import REDIRECT, Provider, UserAgent, authorize_url, provider, query, serving
+from wiremcp.auth.oauth.server import Identity, OAuthServer
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+    with provider(tmp_path_factory.mktemp("idp")) as running:
+        yield running
+
+
+async def registered(oauth: OAuthServer, redirect_uri: str = REDIRECT) -> str:
+    client, _ = await oauth.registrations.register({"redirect_uris": [redirect_uri], "client_name": "Notes CLI",
+                                                    "token_endpoint_auth_method": "none"}, "test")
+    return client.client_id
+
+
+async def test_an_unknown_client_or_a_redirect_uri_it_did_not_register_is_a_page_not_a_redirect(
+        upstream: Provider) -> None:
+    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+        client_id = await registered(oauth)
+        unknown = await http.get(authorize_url(oauth, "nobody"))
+        elsewhere = await http.get(authorize_url(oauth, client_id, redirect_uri="https://evil.example.com/cb"))
+        other_port_not_loopback = await http.get(authorize_url(oauth, client_id, redirect_uri="http://127.0.0.2:1/callback"))
+        missing = await http.get(authorize_url(oauth, client_id, redirect_uri=None))
+    assert (unknown.status_code, "unknown client_id" in unknown.text) == (400, True)
+    for page in (elsewhere, other_port_not_loopback):
+        assert page.status_code == 400
+        assert "not one the client registered" in page.text
+        assert "location" not in page.headers
+    assert missing.status_code == 400
+    assert page.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+@pytest.mark.parametrize(("overrides", "error", "description"), [
+    ({"code_challenge": None}, "invalid_request", "PKCE is required"),
+    ({"code_challenge_method": "plain"}, "invalid_request", "PKCE is required"),
+    ({"code_challenge": "short"}, "invalid_request", "not an S256 challenge"),
+    ({"response_type": "token"}, "unsupported_response_type", "response_type is code"),
+    ({"resource": "https://other.example.com/mcp"}, "invalid_target", "issues tokens for"),
+    ({"scope": "notes:read admin"}, "invalid_scope", "unknown scopes: admin"),
+])
+async def test_a_bad_request_goes_back_to_the_client_with_its_error_state_and_issuer(
+        upstream: Provider, overrides: dict[str, str | None], error: str, description: str) -> None:
+    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+        answer = await http.get(authorize_url(oauth, await registered(oauth), **overrides))
+    assert answer.status_code == 302
+    location = answer.headers["location"]
+    assert location.startswith(REDIRECT + "?")
+    back = query(location)
+    assert (back["error"], back["state"], back["iss"]) == (error, "st-1", oauth.issuer)
+    assert description in back["error_description"]
+
+
+async def test_a_signed_in_user_who_allows_gets_a_code_and_state_and_is_not_asked_again(upstream: Provider) -> None:
+    agent = UserAgent(upstream)
+    try:
+        async with serving(upstream) as oauth:
+            client_id = await registered(oauth)
+            page = await agent.consent_page(authorize_url(oauth, client_id))
+            for shown in ("Notes CLI", "which registered itself", "127.0.0.1:1", "notes:read", upstream.idp.email,
+                          "an application on this computer"):
+                assert shown in page.response.text, shown
+            assert "form-action 'self' http://127.0.0.1:1" in page.response.headers["content-security-policy"]
+            back = query((await agent.answer(page)).headers["location"])
+            again = await agent.follow(authorize_url(oauth, client_id, state="st-2"))
+    finally:
+        await agent.aclose()
+    assert set(back) == {"code", "state", "iss"}
+    assert (back["state"], back["iss"]) == ("st-1", oauth.issuer)
+    assert again.is_redirect  # remembered: no page
+    assert query(again.headers["location"])["state"] == "st-2"
+
+
+async def test_a_user_who_denies_sends_the_client_access_denied(upstream: Provider) -> None:
+    agent = UserAgent(upstream)
+    try:
+        async with serving(upstream) as oauth:
+            page = await agent.consent_page(authorize_url(oauth, await registered(oauth)))
+            back = query((await agent.answer(page, "deny")).headers["location"])
+    finally:
+        await agent.aclose()
+    assert (back["error"], back["state"]) == ("access_denied", "st-1")
+
+
+async def test_a_consent_without_its_csrf_token_or_from_another_browser_is_refused(upstream: Provider) -> None:
+    victim, attacker = UserAgent(upstream), UserAgent(upstream)
+    try:
+        async with serving(upstream) as oauth:
+            page = await victim.consent_page(authorize_url(oauth, await registered(oauth)))
+            forged = await victim.answer(page, csrf=None)
+            wrong = await victim.answer(page, csrf="x" * 43)
+            elsewhere = await attacker.answer(page)  # the form replayed from another browser (its own cookie)
+            still_good = await victim.answer(page)
+            twice = await victim.answer(page)
+    finally:
+        await victim.aclose()
+        await attacker.aclose()
+    for refused in (forged, wrong, elsewhere):
+        assert refused.status_code == 403, refused.text
+        assert "not confirmed from the page this server showed" in refused.text
+    assert still_good.is_redirect  # the refusals spent nothing
+    assert "code" in query(still_good.headers["location"])
+    assert twice.status_code == 400
+    assert "already answered" in twice.text
+
+
+async def test_a_callback_with_an_unknown_state_or_in_another_browser_is_refused(upstream: Provider) -> None:
+    victim, attacker = UserAgent(upstream), UserAgent(upstream)
+    try:
+        async with serving(upstream) as oauth:
+            client_id = await registered(oauth)
+            unknown = await victim.http.get(oauth.url("callback") + "?code=x&state=made-up")
+            # the attacker starts a sign-in, and lures the victim's browser to its callback URL
+            started = await attacker.http.get(authorize_url(oauth, client_id))
+            at_provider = started.headers["location"]
+            to_callback = await attacker.follow(at_provider, until=oauth.url("callback"))
+            lured = await victim.http.get(to_callback.headers["location"])
+    finally:
+        await victim.aclose()
+        await attacker.aclose()
+    assert unknown.status_code == 400
+    assert "expired or was already completed" in unknown.text
+    assert lured.status_code == 403
+    assert "started in another browser" in lured.text
+
+
+async def test_a_user_the_operators_rule_refuses_is_sent_back_with_access_denied(upstream: Provider) -> None:
+    agent = UserAgent(upstream)
+    try:
+        async with serving(upstream, identity=lambda claims: None) as oauth:
+            answer = await agent.follow(authorize_url(oauth, await registered(oauth)))
+    finally:
+        await agent.aclose()
+    back = query(answer.headers["location"])
+    assert (back["error"], back["error_description"]) == ("access_denied", "this user may not use this server")
+
+
+async def test_scopes_the_rule_does_not_allow_are_not_granted(upstream: Provider) -> None:
+    agent = UserAgent(upstream)
+    rule = lambda claims: Identity(str(claims["sub"]), frozenset({"notes:read"}))  # noqa: E731
+    try:
+        async with serving(upstream, scopes=("notes:read", "notes:write"), identity=rule) as oauth:
+            client_id = await registered(oauth)
+            page = await agent.consent_page(authorize_url(oauth, client_id, scope="notes:read notes:write"))
+            only_write = await agent.follow(authorize_url(oauth, client_id, scope="notes:write", state="w"))
+    finally:
+        await agent.aclose()
+    assert "notes:read" in page.response.text
+    assert "notes:write" not in page.response.text
+    assert query(only_write.headers["location"])["error"] == "access_denied"
+
+

@@ -1,0 +1,188 @@
+"""The OAuth server in front of a real identity provider, end to end: the official SDK's OAuth client discovers it
+from the resource's 401, registers (Dynamic Client Registration), sends the user's browser (headless Chromium) to
+``/oauth/authorize``; the user signs in at the provider (django-oauth-toolkit, OpenID Connect or plain OAuth 2),
+allows the client on the consent page, and the client calls a tool as that user, whose upstream token the tool
+can use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import httpx2
+import pytest
+from mcp.client import Client
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from mcp.types import TextContent
+from pydantic import AnyUrl
+
+from tests.support.browser import DevTools
+from tests.support.http import bound_socket, serve_in_process
+from tests.support.idp import UpstreamIdP, running_idp
+from wiremcp import Context, MCPServer
+from wiremcp.auth.oauth.server import Identity, OAuthServer
+from wiremcp.auth.oauth.upstream import Discovery, Upstream
+from wiremcp.transports import MCPHttpApp
+
+pytestmark = pytest.mark.timeout(120)
+
+CLIENT_REDIRECT = "http://127.0.0.1:1/callback"
+"""The MCP client's loopback redirect URI: never listened on, the browser's request for it is read."""
+FOR = "the OAuth server's sign-in test"
+
+
+@dataclass
+class Served:
+    base: str
+    oauth: OAuthServer
+    idp: UpstreamIdP
+    profile: Path
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/mcp"
+
+
+def notes_server(oauth_of: list[OAuthServer]) -> MCPServer:
+    server = MCPServer("notes")
+
+    @server.tool(scopes=["notes:read"])
+    async def whoami(ctx: Context) -> str:
+        """Who calls."""
+        principal = ctx.principal
+        assert principal is not None
+        return f"{principal.subject} {principal.claims.get('email')} {sorted(principal.scopes)}"
+
+    @server.tool(scopes=["notes:read"])
+    async def upstream_me(ctx: Context) -> str:
+        """The provider's own idea of the caller, asked with the caller's upstream token."""
+        (oauth,) = oauth_of
+        token = await oauth.upstream_token(ctx.principal)
+        upstream = await oauth.provider()
+        assert upstream.userinfo_url is not None
+        async with httpx.AsyncClient() as http:
+            answer = await http.get(upstream.userinfo_url, headers={"authorization": f"Bearer {token}"})
+        answer.raise_for_status()
+        body = answer.json()
+        return str(body.get("email"))
+
+    return server
+
+
+@pytest.fixture(params=["oidc", "oauth2"])
+async def served(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Served]:
+    mode: Literal["oidc", "oauth2"] = request.param
+    sock = bound_socket()
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with running_idp(tmp_path / "idp", redirect_uri=f"{base}/oauth/callback", mode=mode) as idp:
+        upstream: Upstream | Discovery
+        if mode == "oidc":
+            upstream = Discovery(idp.discovery_url, client_id=idp.client_id, client_secret=idp.client_secret,
+                                 name="the test's provider")
+        else:
+            upstream = Upstream(client_id=idp.client_id, client_secret=idp.client_secret,
+                                authorize_url=idp.authorize_url, token_url=idp.token_url,
+                                userinfo_url=idp.user_api_url, scopes=idp.scopes, subject_claim="id",
+                                name="the test's provider")
+        oauth_of: list[OAuthServer] = []
+        server = notes_server(oauth_of)
+        oauth = OAuthServer(issuer=base, resource=f"{base}/mcp", upstream=upstream, scopes=("notes:read",),
+                            client_metadata=False,
+                            identity=lambda claims: Identity(f"{mode}:{claims['sub']}", None,
+                                                             {"email": claims.get("email")}))
+        oauth_of.append(oauth)
+        app = oauth.wrap(MCPHttpApp(server, authenticate=oauth.authenticate()))
+        async with serve_in_process(app, sock) as served_at:
+            assert served_at == base
+            yield Served(base, oauth, idp, tmp_path / "profile")
+
+
+@dataclass
+class Storage:
+    tokens: OAuthToken | None = None
+    client_info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
+@dataclass
+class Person:
+    """The user at a browser: signs in at the provider, reads the consent page, allows the client."""
+
+    served: Served
+    pages: list[str] = field(default_factory=list)
+    landed: str | None = None
+
+    def sign_in(self, url: str) -> str:
+        with DevTools(self.served.profile, deadline=time.monotonic() + 60, needed_for=FOR) as browser:
+            tab = browser.open_tab()
+            tab.go(url)
+            self.served.idp.sign_in(tab)
+            tab.wait_for_page(text="Allow")
+            self.pages.append(tab.text)
+            tab.submit("Allow")
+            return tab.wait_for_request(CLIENT_REDIRECT)
+
+    async def redirect(self, url: str) -> None:
+        self.landed = await asyncio.to_thread(self.sign_in, url)
+
+    async def callback(self) -> AuthorizationCodeResult:
+        assert self.landed is not None
+        query = {k: v[0] for k, v in parse_qs(urlsplit(self.landed).query).items()}
+        return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+
+
+def provider(served: Served, person: Person, storage: Storage) -> OAuthClientProvider:
+    metadata = OAuthClientMetadata(redirect_uris=[AnyUrl(CLIENT_REDIRECT)], client_name="Notes CLI",
+                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+                                   token_endpoint_auth_method="none")
+    return OAuthClientProvider(served.url, metadata, storage, redirect_handler=person.redirect,
+                               callback_handler=person.callback)
+
+
+def text(result: Any) -> str:
+    (block,) = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def test_the_official_client_signs_a_user_in_at_the_provider_and_calls_tools_as_them(served: Served) -> None:
+    person, storage = Person(served), Storage()
+    async with httpx2.AsyncClient(auth=provider(served, person, storage), timeout=httpx2.Timeout(60)) as http, \
+            Client(streamable_http_client(served.url, http_client=http), mode="legacy") as client:
+        who = text(await client.call_tool("whoami", {}))
+        upstream_email = text(await client.call_tool("upstream_me", {}))
+    mode = served.idp.mode
+    assert who == f"{mode}:{who.split()[0].partition(':')[2]} {served.idp.email} ['notes:read']", who
+    assert upstream_email == served.idp.email
+    (page,) = person.pages
+    for shown in ("Notes CLI", "127.0.0.1:1", "notes:read", served.idp.email, "the test's provider"):
+        assert shown in page, (shown, page)
+    assert storage.client_info is not None
+    assert storage.client_info.client_id.startswith("wmc-")
+    assert storage.tokens is not None
+    assert storage.tokens.refresh_token
