@@ -27,6 +27,8 @@ from wiremcp.types import JSONObject
 
 CODE_TTL = 60.0
 """How long a code is good for."""
+LIVE_CACHE_SECONDS = 2.0
+"""How long a replica takes a family it found live for live: another replica's revocation is seen within this."""
 
 
 class GrantError(Exception):
@@ -86,6 +88,9 @@ class Tokens:
         self.refresh_ttl = refresh_ttl
         """A family unused this long ends (each refresh starts the time again)."""
         self._clock = clock
+        self._live: dict[str, float] = {}
+        """Families found live, and when: trusted for ``LIVE_CACHE_SECONDS`` (a revocation made here drops its
+        family at once; one made by another replica is seen within that time)."""
 
     # -- codes --------------------------------------------------------------------------------------------
     async def code(self, grant: Grant, *, redirect_uri: str, code_challenge: str) -> str:
@@ -148,12 +153,28 @@ class Tokens:
 
     async def revoke_family(self, family: str) -> None:
         """Every token of a family, refresh and access, refused from now on."""
+        self._live.pop(family, None)
         record = await self.store.get("family", family) or {}
         await self.store.put("family", family, {**record, "revoked": True}, self.refresh_ttl)
 
     async def family_revoked(self, family: str) -> bool:
         record = await self.store.get("family", family)
         return record is None or bool(record.get("revoked"))
+
+    async def family_live(self, family: str) -> bool:
+        """Whether the access tokens of ``family`` still count: read from the store at most every
+        ``LIVE_CACHE_SECONDS`` per family (a request's check costs no store read in between)."""
+        now = self._clock()
+        checked = self._live.get(family)
+        if checked is not None and now - checked < LIVE_CACHE_SECONDS:
+            return True
+        if await self.family_revoked(family):
+            self._live.pop(family, None)
+            return False
+        if len(self._live) > 10_000:
+            self._live = {f: t for f, t in self._live.items() if now - t < LIVE_CACHE_SECONDS}
+        self._live[family] = now
+        return True
 
     def family_of_refresh_token(self, token: str) -> str:
         return token.partition(".")[0]

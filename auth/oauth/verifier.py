@@ -1,6 +1,6 @@
 """The resource server's side of the OAuth server: its access tokens verified with its own keys, read from the
 shared store (no network call), and refused once their family is revoked (a code or a refresh token used twice,
-a revocation)."""
+a revocation): at once on the replica that revoked it, within ``tokens.LIVE_CACHE_SECONDS`` on the others."""
 
 from __future__ import annotations
 
@@ -15,9 +15,6 @@ from wiremcp.auth.oauth.tokens import Tokens
 from wiremcp.auth.verifier import InvalidToken, TokenVerifier
 from wiremcp.principal import Principal
 
-FAMILY_CACHE_SECONDS = 2.0
-"""How long a replica takes a family it found live for live: a revocation reaches every replica within this."""
-
 
 class OAuthVerifier(TokenVerifier):
     """Verifies the access tokens ``tokens`` issues, for ``audience``."""
@@ -28,7 +25,6 @@ class OAuthVerifier(TokenVerifier):
         self.audience = audience
         self.leeway = leeway
         self._clock = clock
-        self._live: dict[str, float] = {}
 
     async def verify(self, token: str) -> Principal:
         jws_header(token, ["ES256"])
@@ -43,18 +39,6 @@ class OAuthVerifier(TokenVerifier):
         principal = principal_of(decoded.claims, issuer=self.tokens.issuer, audience=self.audience, now=now,
                                  leeway=self.leeway)
         family = decoded.claims.get("fam")
-        if not isinstance(family, str) or not await self._family_live(family, now):
+        if not isinstance(family, str) or not await self.tokens.family_live(family):
             raise InvalidToken("the token has been revoked")
         return principal
-
-    async def _family_live(self, family: str, now: float) -> bool:
-        checked = self._live.get(family)
-        if checked is not None and now - checked < FAMILY_CACHE_SECONDS:
-            return True
-        if await self.tokens.family_revoked(family):
-            self._live.pop(family, None)
-            return False
-        if len(self._live) > 10_000:
-            self._live = {f: t for f, t in self._live.items() if now - t < FAMILY_CACHE_SECONDS}
-        self._live[family] = now
-        return True
