@@ -1,0 +1,108 @@
+"""``OAuthServer`` as a whole: its settings checked, its metadata saying what it does, its endpoints routed in
+front of the MCP app, and the user's upstream token given to tools (refreshed when it has expired)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import orjson
+import pytest
+
+from tests.support.oauth_flow import REDIRECT, VERIFIER, Provider, UserAgent, provider, serving
+from wiremcp.auth.oauth.forms import pkce_matches
+from wiremcp.auth.oauth.sealing import digest
+from wiremcp.auth.oauth.server import UPSTREAM_PURPOSE, OAuthServer
+from wiremcp.auth.oauth.upstream import Upstream
+from wiremcp.principal import Principal
+
+pytestmark = pytest.mark.timeout(120)
+
+UPSTREAM = Upstream(client_id="c", client_secret="s", authorize_url="https://idp/a", token_url="https://idp/t")
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+    with provider(tmp_path_factory.mktemp("idp")) as running:
+        yield running
+
+
+@pytest.mark.parametrize(("issuer", "resource", "problem"), [
+    ("http://mcp.example.com", "https://mcp.example.com/mcp", "issuer is an https URL"),
+    ("https://mcp.example.com", "ftp://mcp.example.com/mcp", "resource is an https URL"),
+    ("https://mcp.example.com?x=1", "https://mcp.example.com/mcp", "no query or fragment"),
+])
+def test_the_issuer_and_resource_are_https_urls_or_loopback(issuer: str, resource: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        OAuthServer(issuer=issuer, resource=resource, upstream=UPSTREAM)
+
+
+def test_the_metadata_says_which_registrations_it_takes() -> None:
+    everything = OAuthServer(issuer="https://mcp.example.com", resource="https://mcp.example.com/mcp",
+                             upstream=UPSTREAM, secret=None, scopes=("notes:read",)).metadata()
+    assert everything["registration_endpoint"] == "https://mcp.example.com/oauth/register"
+    assert everything["client_id_metadata_document_supported"] is True
+    assert everything["scopes_supported"] == ["notes:read"]
+    assert everything["response_types_supported"] == ["code"]
+    closed = OAuthServer(issuer="https://mcp.example.com/tenant", resource="https://mcp.example.com/tenant/mcp",
+                         upstream=UPSTREAM, dynamic_registration=False, client_metadata=False)
+    document = closed.metadata()
+    assert "registration_endpoint" not in document
+    assert document["client_id_metadata_document_supported"] is False
+    assert document["token_endpoint"] == "https://mcp.example.com/tenant/oauth/token"
+    assert closed.metadata_paths == {"/.well-known/oauth-authorization-server/tenant",
+                                     "/.well-known/oauth-authorization-server"}
+
+
+async def test_wrap_sends_its_paths_to_itself_and_the_rest_to_the_app() -> None:
+    seen: list[str] = []
+
+    async def app(scope: dict[str, object], receive: object, send: object) -> None:
+        seen.append(str(scope["path"]))
+        await send({"type": "http.response.start", "status": 204, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b""})  # type: ignore[operator]
+
+    oauth = OAuthServer(issuer="https://mcp.example.com", resource="https://mcp.example.com/mcp", upstream=UPSTREAM)
+    transport = httpx.ASGITransport(app=oauth.wrap(app))  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="https://mcp.example.com") as http:
+        metadata = await http.get("/.well-known/oauth-authorization-server")
+        keys = await http.get("/oauth/jwks")
+        other = await http.get("/mcp")
+        unknown = await http.get("/oauth/nothing")
+    assert metadata.json()["issuer"] == "https://mcp.example.com"
+    assert keys.json()["keys"][0]["kty"] == "EC"
+    assert other.status_code == 204
+    assert unknown.status_code == 204  # not one of its paths: the app's
+    assert seen == ["/mcp", "/oauth/nothing"]
+
+
+async def test_a_tool_gets_the_users_upstream_token_refreshed_once_it_has_expired(upstream: Provider) -> None:
+    agent = UserAgent(upstream)
+    try:
+        async with serving(upstream) as oauth:
+            client, _ = await oauth.registrations.register({"redirect_uris": [REDIRECT],
+                                                            "token_endpoint_auth_method": "none"}, "t")
+            code = (await agent.code(oauth, client.client_id))["code"]
+            issued = await oauth.tokens.redeem(code, client_id=client.client_id, redirect_uri=REDIRECT,
+                                               check_verifier=lambda c: pkce_matches(VERIFIER, c))
+            principal = await oauth.verifier.verify(issued.access_token)  # the caller a tool sees
+            first = await oauth.upstream_token(principal)
+            record = await oauth.store.get("upstream", digest(principal.subject))
+            assert record is not None
+            assert first not in str(record)  # sealed, not in the clear
+            kept = orjson.loads(oauth.seal.open(str(record["sealed"]), UPSTREAM_PURPOSE))
+            kept["expires_at"] = 0.0  # as if it had expired
+            await oauth.store.put("upstream", digest(principal.subject),
+                                  {"sealed": oauth.seal.seal(orjson.dumps(kept), UPSTREAM_PURPOSE)}, 3600)
+            refreshed = await oauth.upstream_token(principal)
+            again = await oauth.upstream_token(principal)
+            with pytest.raises(LookupError, match="not signed in by this server"):
+                await oauth.upstream_token(Principal("https://elsewhere.example.com", principal.subject))
+            with pytest.raises(LookupError, match="must sign in again"):
+                await oauth.upstream_token(Principal(oauth.issuer, "someone-else"))
+            with pytest.raises(LookupError):
+                await oauth.upstream_token(None)
+    finally:
+        await agent.aclose()
+    assert refreshed != first
+    assert again == refreshed  # kept, no second refresh
