@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import orjson
 from joserfc import jwk
 
-from wiremcp.auth.oauth.sealing import Seal
+from wiremcp.auth.oauth.sealing import InvalidSeal, Seal
 from wiremcp.grant_store import GrantStore
 from wiremcp.types import JSONObject
 
@@ -31,6 +31,11 @@ class SigningKey:
     kid: str
     created: float
     key: jwk.ECKey
+
+
+class SealedElsewhere(Exception):
+    """The ring in the store was sealed with another secret: the replicas were given different
+    ``WIREMCP_OAUTH_SECRET`` values (or it changed), and this one can neither sign nor verify."""
 
 
 class SigningKeys:
@@ -102,7 +107,11 @@ class SigningKeys:
     def _open(self, record: JSONObject) -> list[SigningKey]:
         out = []
         for entry in record.get("keys", []):
-            private = orjson.loads(self.seal.open(entry["sealed"], PURPOSE))
+            try:
+                private = orjson.loads(self.seal.open(entry["sealed"], PURPOSE))
+            except InvalidSeal:
+                raise SealedElsewhere("the signing keys in the store were sealed with another secret: give every "
+                                      "replica the same WIREMCP_OAUTH_SECRET") from None
             out.append(SigningKey(entry["kid"], float(entry["created"]),
                                   jwk.ECKey.import_key(private, {"kid": entry["kid"]})))
         return out

@@ -28,18 +28,19 @@ DISCOVERY = {
                   "Microsoft Entra ID"),
     "auth0": ("https://{domain}/.well-known/openid-configuration", "Auth0"),
     "okta": ("https://{domain}/oauth2/default/.well-known/openid-configuration", "Okta"),
-    "keycloak": ("{base}/realms/{realm}/.well-known/openid-configuration", "Keycloak"),
+    "keycloak": ("{realm_url}/.well-known/openid-configuration", "Keycloak"),
 }
 """Each OpenID Connect preset: its discovery URL (with the placeholders its options fill in) and its name."""
 
 OPTIONS = {"google": (), "microsoft": ("tenant",), "auth0": ("domain",), "okta": ("domain",),
-           "keycloak": ("base", "realm")}
+           "keycloak": ("realm_url",)}
 """What each OpenID Connect preset needs besides the client id and secret."""
 
 
 def discovery_url(preset: str, **options: str) -> str:
-    """The discovery URL of a preset (``microsoft``: ``tenant=``; ``auth0``, ``okta``: ``domain=``; ``keycloak``:
-    ``base=``, ``realm=``), refused with one clear line when an option is missing."""
+    """The discovery URL of a preset (``microsoft``: ``tenant=``, its id or domain; ``auth0``, ``okta``: ``domain=``;
+    ``keycloak``: ``realm_url=``, e.g. ``https://sso.example.com/realms/staff``), refused with one clear line when
+    an option is missing."""
     if preset not in DISCOVERY:
         raise ValueError(f"no preset {preset!r}: one of github, {', '.join(sorted(DISCOVERY))}")
     missing = [name for name in OPTIONS[preset] if not options.get(name)]
@@ -58,3 +59,9 @@ async def preset(name: str, *, client_id: str, client_secret: str, client: httpx
     url = discovery_url(name, **{k: str(v) for k, v in options.items() if k in OPTIONS.get(name, ())})
     return await Upstream.discover(url, client_id=client_id, client_secret=client_secret, name=DISCOVERY[name][1],
                                    client=client)
+
+
+def the_option(name: str) -> str | None:
+    """The one option a preset needs besides the client (``WIREMCP_OAUTH_TENANT`` gives it), or None."""
+    options = OPTIONS.get(name, ())
+    return options[0] if options else None

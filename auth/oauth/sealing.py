@@ -56,7 +56,10 @@ class Seal:
         try:
             secret = from_b64url(text.strip())
         except (binascii.Error, ValueError):
-            raise ValueError("the OAuth secret is not base64url") from None
+            secret = b""
+        if len(secret) != SECRET_BYTES:
+            raise ValueError(f"the OAuth secret is {SECRET_BYTES} bytes written as base64url (43 characters: "
+                             "python -c \"import secrets; print(secrets.token_urlsafe(32))\")")
         return cls(secret)
 
     @classmethod

@@ -30,15 +30,18 @@ from wiremcp.auth.metadata import ProtectedResource
 from wiremcp.auth.middleware import BearerAuth
 from wiremcp.auth.oauth import authorization, token_endpoint
 from wiremcp.auth.oauth.clients import Client, Registrations
-from wiremcp.auth.oauth.keys import SigningKeys
+from wiremcp.auth.oauth.keys import SealedElsewhere, SigningKeys
 from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
+from wiremcp.auth.oauth.pages import error_page
 from wiremcp.auth.oauth.sealing import Seal, digest
 from wiremcp.auth.oauth.tokens import Tokens
 from wiremcp.auth.oauth.upstream import Discovery, Upstream, UpstreamTokens
 from wiremcp.auth.oauth.verifier import OAuthVerifier
+from wiremcp.auth.verifier import TokenVerifier
 from wiremcp.grant_store import GrantStore
 from wiremcp.principal import Principal
 from wiremcp.types import JSONObject
+from wiremcp.unavailable import StoreUnavailable
 
 log = logging.getLogger("wiremcp.oauth")
 
@@ -77,8 +80,8 @@ class OAuthServer:
                  dynamic_registration: bool = True, preregistered: Sequence[Client] = (),
                  access_ttl: float = 300.0, refresh_ttl: float = 30 * 86400.0, consent_ttl: float = 180 * 86400.0,
                  http: httpx.AsyncClient | None = None, clock: Callable[[], float] = time.time) -> None:
-        self.issuer = _url("issuer", issuer).rstrip("/")
-        self.resource = _url("resource", resource)
+        self.issuer = checked_url("issuer", issuer).rstrip("/")
+        self.resource = checked_url("resource", resource)
         self.upstream = upstream
         self.scopes = tuple(scopes)
         self.identity = identity
@@ -89,6 +92,7 @@ class OAuthServer:
             log.warning("no OAuth secret given (WIREMCP_OAUTH_SECRET): this process made its own, so sign-ins, "
                         "tokens and keys do not survive a restart and are not shared with other replicas")
         self._store = store
+        self._given_store = store
         self._dynamic = dynamic_registration
         self._preregistered = {c.client_id: c for c in preregistered}
         self._client_metadata = client_metadata
@@ -108,6 +112,9 @@ class OAuthServer:
         """Keep everything in ``store`` (a runtime's ``backend.grants``), unless a store was given already."""
         if self._store is None:
             self._store = store
+        elif self._store is not store and self._parts is not None and self._given_store is None:
+            raise RuntimeError("the OAuth server has served from its own in-memory store already: give it the "
+                               "runtime's store (wrap the app) before it serves a request")
 
     @property
     def store(self) -> GrantStore:
@@ -153,7 +160,8 @@ class OAuthServer:
                      on_failure: Callable[[str], None] | None = None) -> Callable[[ASGIApp], ASGIApp]:
         """The ``authenticate=`` of ``MCPHttpApp``: bearer tokens of this server, for this resource."""
         resource = self.protected_resource(path)
-        return lambda app: BearerAuth(app, verifier=self.verifier, resource=resource,
+        verifier = _Deferred(self)  # the store is known once the app is wrapped, which comes after this
+        return lambda app: BearerAuth(app, verifier=verifier, resource=resource,
                                       required_scopes=required_scopes, on_failure=on_failure)
 
     def metadata(self) -> JSONObject:
@@ -233,20 +241,47 @@ class OAuthServer:
             return
         path = scope["path"]
         request = Request(scope, receive)
-        if path in self.metadata_paths:
-            response: Response = JSONResponse(self.metadata(), headers={"cache-control": "max-age=300"})
-        elif path in self._routes:
-            response = await self._routes[path](self, request)
-        else:
-            response = Response(b"Not Found", 404, media_type="text/plain")
+        try:
+            if path in self.metadata_paths:
+                response: Response = JSONResponse(self.metadata(), headers={"cache-control": "max-age=300"})
+            elif path in self._routes:
+                response = await self._routes[path](self, request)
+            else:
+                response = Response(b"Not Found", 404, media_type="text/plain")
+        except (StoreUnavailable, SealedElsewhere) as exc:
+            if isinstance(exc, SealedElsewhere):
+                log.error("%s", exc)
+            response = _unavailable(path == self.paths["authorize"] or path == self.paths["callback"]
+                                    or path == self.paths["consent"])
         await response(scope, receive, send)
+
+
+class _Deferred(TokenVerifier):
+    """The server's verifier, looked up at each token: made once the server knows its store."""
+
+    def __init__(self, server: OAuthServer) -> None:
+        self.server = server
+
+    async def verify(self, token: str) -> Principal:
+        return await self.server.verifier.verify(token)
+
+
+def _unavailable(for_a_person: bool) -> Response:
+    """503: the store (or the keys in it) cannot be used now; nothing was half done, the request may be sent again."""
+    headers = {"retry-after": "1", "cache-control": "no-store"}
+    if for_a_person:
+        page = error_page("Try again shortly", "This server cannot complete sign-ins right now.", 503)
+        page.headers.update(headers)
+        return page
+    return JSONResponse({"error": "temporarily_unavailable", "error_description": "try again shortly"},
+                        status_code=503, headers=headers)
 
 
 async def _jwks(server: OAuthServer, request: Request) -> Response:
     return JSONResponse(await server.tokens.keys.jwks(), headers={"cache-control": "max-age=60"})
 
 
-def _url(name: str, value: str) -> str:
+def checked_url(name: str, value: str) -> str:
     parts = urlsplit(value)
     loopback = parts.hostname in ("127.0.0.1", "::1", "localhost")
     if parts.scheme != "https" and not (parts.scheme == "http" and loopback):

@@ -4,6 +4,7 @@ a revocation): at once on the replica that revoked it, within ``tokens.LIVE_CACH
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
@@ -11,9 +12,13 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 
 from wiremcp.auth.jwt_verifier import jws_header, principal_of
+from wiremcp.auth.oauth.keys import SealedElsewhere
 from wiremcp.auth.oauth.tokens import Tokens
-from wiremcp.auth.verifier import InvalidToken, TokenVerifier
+from wiremcp.auth.verifier import InvalidToken, TokenVerifier, VerifierUnavailable
 from wiremcp.principal import Principal
+from wiremcp.unavailable import StoreUnavailable
+
+log = logging.getLogger("wiremcp.oauth")
 
 
 class OAuthVerifier(TokenVerifier):
@@ -28,6 +33,15 @@ class OAuthVerifier(TokenVerifier):
 
     async def verify(self, token: str) -> Principal:
         jws_header(token, ["ES256"])
+        try:
+            return await self._verified(token)
+        except StoreUnavailable:
+            raise VerifierUnavailable("the OAuth server's store cannot be reached", retry_after=1.0) from None
+        except SealedElsewhere as exc:
+            log.error("%s", exc)
+            raise VerifierUnavailable(str(exc), retry_after=1.0) from None
+
+    async def _verified(self, token: str) -> Principal:
         keys = await self.tokens.keys.key_set()
         try:
             decoded = jwt.decode(token, keys, algorithms=["ES256"])

@@ -182,6 +182,38 @@ def _serving(server: str, env: Mapping[str, str] | None, attempts: int,
     raise RuntimeError(f"{' '.join(command(0)[1:4])} did not start serving {server}:\n{last_output}")
 
 
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1.0).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+@contextlib.contextmanager
+def run_uvicorn_on(sock: socket.socket, server: str, env: Mapping[str, str] | None = None, *,
+                   app: str = "app:asgi") -> Iterator[UvicornProcess]:
+    """``python -m uvicorn app:asgi --fd N`` on ``sock`` (``bound_socket()``), a port known before the process
+    starts: what a test must tell another party first (an identity provider, the callback URL)."""
+    child_env = {**os.environ, "WIREMCP_SERVER": server, "WIREMCP_LOG_LEVEL": "WARNING",
+                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONFAULTHANDLER": "1", **(env or {})}
+    fd = sock.fileno()
+    command = [sys.executable, "-m", "uvicorn", app, "--fd", str(fd), "--log-level", "warning", "--no-access-log",
+               "--timeout-graceful-shutdown", "2"]
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(command, cwd=ROOT, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+                                pass_fds=(fd,))
+        running = UvicornProcess(proc, sock.getsockname()[1], log)
+        try:
+            deadline = time.monotonic() + START_BOUND
+            while not _answers(running.base_url + "/healthz"):  # the socket accepted before uvicorn ran
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"uvicorn did not start serving {server}:\n{running.output()}")
+                time.sleep(0.02)  # the poll interval of a bounded wait
+            yield running
+        finally:
+            stop_process(proc)
+
+
 @contextlib.contextmanager
 def run_replicas(server: str, envs: Mapping[str, Mapping[str, str]]) -> Iterator[dict[str, UvicornProcess]]:
     """One ``run_uvicorn`` of ``server`` per name, with that name's environment; on the way out, none of

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx
@@ -88,7 +88,27 @@ async def serving(upstream: Provider, **options: Any) -> AsyncIterator[OAuthServ
         yield oauth
 
 
-def authorize_url(oauth: OAuthServer, client_id: str, **overrides: str | None) -> str:
+class Endpoints(Protocol):
+    """Where an OAuth server answers: an ``OAuthServer`` in the test's process, or ``Remote`` for a process."""
+
+    @property
+    def resource(self) -> str: ...
+
+    def url(self, name: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class Remote:
+    """The endpoints of an OAuth server in another process (``issuer`` + ``/oauth/<name>``)."""
+
+    issuer: str
+    resource: str
+
+    def url(self, name: str) -> str:
+        return f"{self.issuer}/oauth/{name}"
+
+
+def authorize_url(oauth: Endpoints, client_id: str, **overrides: str | None) -> str:
     params: dict[str, str | None] = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT,
                                      "code_challenge": s256(VERIFIER), "code_challenge_method": "S256",
                                      "state": "st-1", "resource": oauth.resource, "scope": "notes:read", **overrides}
@@ -151,7 +171,7 @@ class UserAgent:
         form = {**page.fields, "decision": decision, **changes}
         return await self.http.post(page.action, data={k: v for k, v in form.items() if v is not None})
 
-    async def code(self, oauth: OAuthServer, client_id: str, **overrides: str | None) -> dict[str, str]:
+    async def code(self, oauth: Endpoints, client_id: str, **overrides: str | None) -> dict[str, str]:
         """A whole sign-in, allowed: the parameters the client's redirect URI gets."""
         first = await self.follow(authorize_url(oauth, client_id, **overrides))
         if first.is_redirect:  # consent remembered: straight back to the client

@@ -75,6 +75,8 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
     ``WIREMCP_AUTH_STATIC_TOKENS`` is set (``on_failure``: called with the reason of each refusal). Static
     tokens need neither a resource nor an issuer: they name no audience and come from no authorization
     server, so the metadata's resource is the URL each request was served at and no server is listed."""
+    if settings.oauth_provider:  # the OAuth server's own tokens: see build_http_app
+        return None
     if not settings.auth_resource and not settings.auth_static_tokens:
         if settings.auth_jwks_url or settings.auth_introspection_url:
             raise ConfigError("WIREMCP_AUTH_RESOURCE (the canonical URL of the MCP endpoint) is required for auth")
@@ -121,15 +123,22 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
     options = HttpOptions(json_response=settings.json_response, max_body_bytes=settings.max_message_bytes,
                           sse_after=settings.sse_after_seconds, sse_keepalive=settings.sse_keepalive_seconds,
                           sse_retry_ms=settings.sse_retry_ms)
+    from wiremcp.transports.serving.oauth import build_oauth
+
+    oauth = build_oauth(settings)
     redis = build_redis(settings)
     runtime = build_runtime(server, settings, redis)
     metrics = build_metrics(settings)
+    on_failure = metrics.auth_failure if metrics is not None else None
+    if oauth is not None:
+        oauth.use_store(runtime.backend.grants)
+    authenticate = oauth.authenticate(settings.auth_scopes, settings.path, on_failure) if oauth is not None \
+        else build_auth(settings, on_failure)
     mcp = MCPHttpApp(server, path=settings.path, options=options, idle_timeout=settings.session_idle_seconds,
                      max_sessions=settings.max_sessions,
                      legacy_sse_path="/sse" if settings.legacy_sse and redis is None else None,
                      allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins,
-                     authenticate=build_auth(settings, metrics.auth_failure if metrics is not None else None),
-                     drain_seconds=settings.drain_seconds)
+                     authenticate=authenticate, drain_seconds=settings.drain_seconds)
     checks: dict[str, ReadinessCheck] = {}
     if redis is not None:
         checks["redis"] = redis.link.ping
@@ -139,7 +148,8 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
             checks["request-state key"] = backend.request_state_key_shared
     with setting("WIREMCP_TRUSTED_PROXIES"):
         trusted = TrustedProxies(settings.trusted_proxies)
-    return ForwardedHeaders(build_operations(mcp, metrics, checks or None), trusted)
+    served = None if oauth is None else oauth.wrap(mcp)
+    return ForwardedHeaders(build_operations(mcp, metrics, checks or None, served), trusted)
 
 
 def build_redis(settings: Settings) -> RedisBackend | None:
@@ -184,15 +194,16 @@ def build_metrics(settings: Settings) -> Metrics | None:
 
 
 def build_operations(mcp: MCPHttpApp, metrics: Metrics | None = None,
-                     checks: Mapping[str, ReadinessCheck] | None = None) -> Operations:
+                     checks: Mapping[str, ReadinessCheck] | None = None, app: ASGIApp | None = None) -> Operations:
     """``/healthz``, ``/readyz`` (unready while draining or when one of ``checks`` fails) and ``/metrics``
-    in front of ``mcp``; its requests observed by ``metrics`` and, when configured, OpenTelemetry."""
+    in front of ``app`` (``mcp``, or what wraps it: the OAuth server's endpoints); ``mcp``'s requests observed by
+    ``metrics`` and, when configured, OpenTelemetry."""
     from wiremcp.transports.observability.operations import Operations
 
     if metrics is not None:
         metrics.instrument(mcp)
     enable_tracing(mcp.server)
-    return Operations(mcp, checks=checks, draining=lambda: mcp.draining, metrics=metrics)
+    return Operations(app or mcp, checks=checks, draining=lambda: mcp.draining, metrics=metrics)
 
 
 def enable_tracing(server: MCPServer) -> bool:

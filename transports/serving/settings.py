@@ -85,6 +85,8 @@ def _bool(name: str, default: bool) -> bool:
 
 def _choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     raw = _str(name, default)
+    if raw == default == "":  # unset, and unset means off
+        return raw
     for choice in choices:
         if raw.lower() == choice.lower():
             return choice
@@ -92,6 +94,7 @@ def _choice(name: str, default: str, choices: tuple[str, ...]) -> str:
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+OAUTH_PROVIDERS = ("github", "google", "microsoft", "auth0", "okta", "keycloak", "oidc", "oauth2")
 
 
 def _list(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -220,6 +223,54 @@ class Settings:
     auth_algorithms: tuple[str, ...] = ("RS256", "ES256", "PS256", "EdDSA")
     """The JWT signature algorithms accepted (asymmetric ones only; space- or comma-separated)."""
 
+    oauth_provider: str = ""
+    """Turns the built-in OAuth server on: MCP clients sign users in through it, at this identity provider:
+    ``github``, ``google``, ``microsoft``, ``auth0``, ``okta``, ``keycloak``, ``oidc`` (any OpenID Connect provider,
+    with ``WIREMCP_OAUTH_DISCOVERY_URL``) or ``oauth2`` (a plain OAuth 2 provider, with its endpoints). Needs
+    ``WIREMCP_AUTH_RESOURCE``, the client id and secret this server has at the provider, and, with replicas,
+    ``WIREMCP_OAUTH_SECRET`` and Redis."""
+    oauth_client_id: str = ""
+    """This server's client id at the identity provider (registered there with one redirect URI: the
+    issuer's ``/oauth/callback``)."""
+    oauth_client_secret: str = ""
+    """This server's client secret at the identity provider."""
+    oauth_tenant: str = ""
+    """What the provider's preset needs to find it: Microsoft Entra ID's tenant (its id or domain), the Auth0 or
+    Okta domain (``acme.eu.auth0.com``), the Keycloak realm's URL (``https://sso.example.com/realms/staff``)."""
+    oauth_discovery_url: str = ""
+    """``oidc``: the provider's discovery document (``.../.well-known/openid-configuration``)."""
+    oauth_authorize_url: str = ""
+    """``oauth2``: the provider's authorization endpoint."""
+    oauth_token_url: str = ""
+    """``oauth2``: the provider's token endpoint."""
+    oauth_userinfo_url: str = ""
+    """``oauth2``: where the signed-in user is read, with their access token (GitHub's shape: ``/user``)."""
+    oauth_subject_claim: str = ""
+    """The claim that names a user for good (default: ``sub``; GitHub: ``id``)."""
+    oauth_upstream_scopes: tuple[str, ...] = ()
+    """The scopes asked of the provider (default: ``openid email profile``; GitHub: ``read:user user:email``).
+    Add the provider's API scopes a tool needs to call it as the user."""
+    oauth_issuer: str = ""
+    """This OAuth server's issuer URL (default: the origin of ``WIREMCP_AUTH_RESOURCE``): where clients find its
+    metadata; its endpoints are under ``/oauth/``."""
+    oauth_secret: str = ""
+    """The secret (base64url, 32 bytes) the OAuth server seals its keys and users' provider tokens with, and
+    signs consent forms with. Every replica needs the same; unset, each process makes its own, and its sign-ins
+    and tokens end with it."""
+    oauth_client_metadata: bool = True
+    """Accept clients that name themselves by the URL of their metadata document (Client ID Metadata Documents)."""
+    oauth_dynamic_registration: bool = True
+    """Accept clients that register themselves (Dynamic Client Registration, RFC 7591; 20 an hour per address)."""
+    oauth_allowed_email_domains: tuple[str, ...] = ()
+    """Only users whose (verified, where the provider says) email address is in one of these domains may sign
+    in (comma-separated); unset, anyone the provider signs in."""
+    oauth_group_scopes: tuple[str, ...] = ()
+    """Which scopes a user's groups (the provider's ``groups`` claim) grant: ``group=scope scope``, comma-separated
+    (``engineers=notes:read notes:write,admins=admin``). Set, a user gets only the scopes of their groups; unset,
+    every scope the server supports."""
+    oauth_access_token_seconds: float = 300.0
+    """How long the OAuth server's access tokens last (clients refresh them with their refresh token)."""
+
     @classmethod
     def from_env(cls) -> Settings:
         d = cls()
@@ -269,6 +320,24 @@ class Settings:
             auth_scopes=_words("WIREMCP_AUTH_SCOPES", d.auth_scopes),
             auth_scopes_supported=_words("WIREMCP_AUTH_SCOPES_SUPPORTED", d.auth_scopes_supported),
             auth_algorithms=_words("WIREMCP_AUTH_ALGORITHMS", d.auth_algorithms),
+            oauth_provider=_choice("WIREMCP_OAUTH_PROVIDER", d.oauth_provider, OAUTH_PROVIDERS),
+            oauth_client_id=_str("WIREMCP_OAUTH_CLIENT_ID", d.oauth_client_id),
+            oauth_client_secret=_str("WIREMCP_OAUTH_CLIENT_SECRET", d.oauth_client_secret),
+            oauth_tenant=_str("WIREMCP_OAUTH_TENANT", d.oauth_tenant),
+            oauth_discovery_url=_str("WIREMCP_OAUTH_DISCOVERY_URL", d.oauth_discovery_url),
+            oauth_authorize_url=_str("WIREMCP_OAUTH_AUTHORIZE_URL", d.oauth_authorize_url),
+            oauth_token_url=_str("WIREMCP_OAUTH_TOKEN_URL", d.oauth_token_url),
+            oauth_userinfo_url=_str("WIREMCP_OAUTH_USERINFO_URL", d.oauth_userinfo_url),
+            oauth_subject_claim=_str("WIREMCP_OAUTH_SUBJECT_CLAIM", d.oauth_subject_claim),
+            oauth_upstream_scopes=_words("WIREMCP_OAUTH_UPSTREAM_SCOPES", d.oauth_upstream_scopes),
+            oauth_issuer=_str("WIREMCP_OAUTH_ISSUER", d.oauth_issuer),
+            oauth_secret=_str("WIREMCP_OAUTH_SECRET", d.oauth_secret),
+            oauth_client_metadata=_bool("WIREMCP_OAUTH_CLIENT_METADATA", d.oauth_client_metadata),
+            oauth_dynamic_registration=_bool("WIREMCP_OAUTH_DYNAMIC_REGISTRATION", d.oauth_dynamic_registration),
+            oauth_allowed_email_domains=_list("WIREMCP_OAUTH_ALLOWED_EMAIL_DOMAINS", d.oauth_allowed_email_domains),
+            oauth_group_scopes=_list("WIREMCP_OAUTH_GROUP_SCOPES", d.oauth_group_scopes),
+            oauth_access_token_seconds=_seconds("WIREMCP_OAUTH_ACCESS_TOKEN_SECONDS", d.oauth_access_token_seconds,
+                                                zero=False),
         )
 
 

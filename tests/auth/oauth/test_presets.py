@@ -13,7 +13,7 @@ from wiremcp.auth.oauth.presets import discovery_url, github
      "https://login.microsoftonline.com/contoso.onmicrosoft.com/v2.0/.well-known/openid-configuration"),
     ("auth0", {"domain": "acme.eu.auth0.com"}, "https://acme.eu.auth0.com/.well-known/openid-configuration"),
     ("okta", {"domain": "acme.okta.com"}, "https://acme.okta.com/oauth2/default/.well-known/openid-configuration"),
-    ("keycloak", {"base": "https://sso.acme.com/", "realm": "staff"},
+    ("keycloak", {"realm_url": "https://sso.acme.com/realms/staff/"},
      "https://sso.acme.com/realms/staff/.well-known/openid-configuration"),
 ])
 def test_each_openid_connect_preset_names_its_discovery_document(name: str, options: dict[str, str], url: str) -> None:
@@ -21,8 +21,8 @@ def test_each_openid_connect_preset_names_its_discovery_document(name: str, opti
 
 
 def test_a_preset_missing_an_option_or_unknown_is_one_clear_line() -> None:
-    with pytest.raises(ValueError, match="the keycloak preset needs realm"):
-        discovery_url("keycloak", base="https://sso.acme.com")
+    with pytest.raises(ValueError, match="the keycloak preset needs realm_url"):
+        discovery_url("keycloak")
     with pytest.raises(ValueError, match="no preset 'gitlab': one of github, auth0, google"):
         discovery_url("gitlab")
 

@@ -29,7 +29,7 @@ def test_a_mac_verifies_for_the_same_parts_only() -> None:
     assert not seal.verify_mac("", "consent", "approval-1", "cookie")
 
 
-@pytest.mark.parametrize("text", ["short", "not base64 at all!", b64url(b"x" * 31)])
+@pytest.mark.parametrize("text", ["short", "not base64 at all!", b64url(b"x" * 31), b64url(b"x" * 33)])
 def test_a_secret_that_is_not_32_bytes_of_base64url_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="OAuth secret"):
         Seal.from_string(text)
