@@ -48,6 +48,8 @@ log = logging.getLogger("wiremcp.oauth")
 PREFIX = "/oauth"
 METADATA = "/.well-known/oauth-authorization-server"
 UPSTREAM_PURPOSE = "upstream tokens"
+CORS = {"access-control-allow-origin": "*"}
+"""What the endpoints a client calls itself answer a browser-based client (no cookies are involved there)."""
 KEPT_CLAIMS = ("email", "email_verified", "name", "preferred_username", "login", "groups")
 """The user's claims an access token carries by default (what tools and audit lines may want)."""
 
@@ -241,6 +243,12 @@ class OAuthServer:
             return
         path = scope["path"]
         request = Request(scope, receive)
+        shared = path in self.metadata_paths or path in self._client_paths
+        if shared and request.method == "OPTIONS":  # a browser-based client's preflight
+            await Response(status_code=204, headers={**CORS, "access-control-allow-methods": "GET, POST, OPTIONS",
+                                                     "access-control-allow-headers": "authorization, content-type",
+                                                     "access-control-max-age": "600"})(scope, receive, send)
+            return
         try:
             if path in self.metadata_paths:
                 response: Response = JSONResponse(self.metadata(), headers={"cache-control": "max-age=300"})
@@ -251,9 +259,15 @@ class OAuthServer:
         except (StoreUnavailable, SealedElsewhere) as exc:
             if isinstance(exc, SealedElsewhere):
                 log.error("%s", exc)
-            response = _unavailable(path == self.paths["authorize"] or path == self.paths["callback"]
-                                    or path == self.paths["consent"])
+            response = _unavailable(not shared)
+        if shared:
+            response.headers.update(CORS)
         await response(scope, receive, send)
+
+    @property
+    def _client_paths(self) -> set[str]:
+        """The endpoints clients call themselves (not a person's browser), open to browser-based clients."""
+        return {self.paths[name] for name in ("token", "register", "revoke", "introspect", "jwks")}
 
 
 class _Deferred(TokenVerifier):

@@ -106,3 +106,20 @@ async def test_a_tool_gets_the_users_upstream_token_refreshed_once_it_has_expire
         await agent.aclose()
     assert refreshed != first
     assert again == refreshed  # kept, no second refresh
+
+
+async def test_a_browser_based_client_may_call_the_client_endpoints_but_not_the_persons() -> None:
+    oauth = OAuthServer(issuer="https://mcp.example.com", resource="https://mcp.example.com/mcp", upstream=UPSTREAM)
+    transport = httpx.ASGITransport(app=oauth.app)
+    origin = {"origin": "https://inspector.example.com"}
+    async with httpx.AsyncClient(transport=transport, base_url="https://mcp.example.com") as http:
+        preflight = await http.options("/oauth/token", headers={**origin, "access-control-request-method": "POST"})
+        metadata = await http.get("/.well-known/oauth-authorization-server", headers=origin)
+        token = await http.post("/oauth/token", data={"grant_type": "nothing"}, headers=origin)
+        authorize = await http.get("/oauth/authorize", headers=origin)
+    assert preflight.status_code == 204
+    assert preflight.headers["access-control-allow-origin"] == "*"
+    assert "POST" in preflight.headers["access-control-allow-methods"]
+    assert metadata.headers["access-control-allow-origin"] == "*"
+    assert token.headers["access-control-allow-origin"] == "*"
+    assert "access-control-allow-origin" not in authorize.headers
