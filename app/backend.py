@@ -12,7 +12,7 @@ field              interface                           what it keeps
 ``bus``            ``wiremcp.subscriptions``           change events for ``subscriptions/listen``
 ``rate_limits``    ``wiremcp.rate_limits``             the buckets of ``RateLimit`` middleware
 ``stream_holds``   ``wiremcp.stream_holds``            which stream holds each session's GET
-``grants``         ``wiremcp.grant_store``             what the sign-in facade grants (clients, codes...)
+``grants``         ``wiremcp.grant_store``             what the OAuth server grants (clients, codes...)
 ``link``           ``wiremcp.replica_link``            what crosses replicas (None: one process)
 =================  ==================================  ==============================================
 
@@ -66,7 +66,7 @@ class Backend:
     stream_holds: StreamHolds
     """Which stream holds each session's GET stream (one per session, across replicas)."""
     grants: GrantStore
-    """What the sign-in facade grants and remembers (registered clients, pending logins, codes, consents,
+    """What the OAuth server grants and remembers (registered clients, pending logins, codes, consents,
     refresh token families, upstream tokens, signing keys), so that a login started on one replica
     completes on another."""
     link: ReplicaLink | None = None

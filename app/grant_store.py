@@ -1,6 +1,6 @@
-"""Where the sign-in facade keeps what it grants: ``GrantStore``, and its in-memory implementation.
+"""Where the OAuth server (``wiremcp.auth.oauth``) keeps what it grants: ``GrantStore``, and its in-memory implementation.
 
-The facade's state is records (JSON objects) filed by ``kind``, a short name the facade chooses ("client",
+The OAuth server's state is records (JSON objects) filed by ``kind``, a short name it chooses ("client",
 "code", "login", "consent", "family", "upstream", "key", "metadata"), and ``key``, any string (a client id
 is a URL, a code a random token); each lives ``ttl`` seconds, and a record past its time is gone. Beside
 the records, ``count`` keeps counters (registrations per source, calls of an endpoint), which are not

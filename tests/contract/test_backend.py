@@ -6,7 +6,7 @@ What a test here asserts is what the transports and the core rely on, whatever h
 found, saved, refused past the limit and deleted; events kept in order per stream and resumed after a
 number; tasks visible to their principal only, paged, moved only between the statuses allowed, cancelled,
 answered; change events delivered; buckets and counts of calls running; one holder of each session's GET
-stream; the sign-in facade's grants, taken once, replaced only from the state expected, counted, expired,
+stream; the OAuth server's grants, taken once, replaced only from the state expected, counted, expired,
 under any key; and, when more than one process serves, the link that names this one among the others.
 """
 

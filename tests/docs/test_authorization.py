@@ -27,7 +27,7 @@ from wiremcp.transports import Client
 pytestmark = pytest.mark.timeout(120)
 
 PAGE = DOCS / "authorization.md"
-CHECKED = {"static-serve", "static-call", "static-401", "auth-env", "scopes", "auth-mount", "dev-auth"}
+CHECKED = {"static-serve", "static-call", "static-401", "auth-env", "scopes", "auth-mount", "dev-auth", "oauth-server"}
 
 
 def test_the_static_token_recipe_serves_the_token_and_refuses_without_it() -> None:
@@ -147,3 +147,34 @@ def test_the_development_authorization_flow_gets_a_token_the_server_takes() -> N
         refused = initialize(f"http://127.0.0.1:{mcp_port}/mcp")
     assert answer.status_code == 200, answer.text
     assert refused.status_code == 401
+
+
+async def test_the_oauth_server_example_serves_its_metadata_and_takes_its_own_tokens(tmp_path: Path) -> None:
+    namespace = exec_as_file(PAGE, "oauth-server", tmp_path / "server.py")
+    app, oauth, rule = namespace["app"], namespace["oauth"], namespace["staff_only"]
+    admin = rule({"sub": "u1", "email": "ada@example.com", "groups": ["admins"]})
+    reader = rule({"sub": "u2", "email": "bob@example.com"})
+    assert rule({"sub": "u3", "email": "eve@elsewhere.org"}) is None
+    assert admin.scopes == frozenset({"notes:read", "notes:write"})
+    assert reader.scopes == frozenset({"notes:read"})
+    from wiremcp.auth.oauth.tokens import Grant
+
+    code = await oauth.tokens.code(Grant("c", "u2", ("notes:read",), oauth.resource, {"email": "bob@example.com"}),
+                                   redirect_uri="r", code_challenge="x")
+    issued = await oauth.tokens.redeem(code, client_id="c", redirect_uri="r", check_verifier=lambda _: True)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}}
+    headers = {"accept": ACCEPT_BOTH, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+               "mcp-name": "whoami"}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://mcp.example.com") as http:
+        metadata = (await http.get("/.well-known/oauth-authorization-server")).json()
+        resource = (await http.get("/.well-known/oauth-protected-resource/mcp")).json()
+        refused = await http.post("/mcp", json=body, headers=headers)
+        answered = await http.post("/mcp", json=body, headers={**headers, "authorization": f"Bearer {issued.access_token}"})
+    assert metadata["authorization_endpoint"] == "https://mcp.example.com/oauth/authorize"
+    assert metadata["code_challenge_methods_supported"] == ["S256"]
+    assert resource["authorization_servers"] == ["https://mcp.example.com"]
+    assert refused.status_code == 401
+    assert answered.json()["result"]["content"][0]["text"] == "u2 (bob@example.com)"

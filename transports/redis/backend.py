@@ -1,6 +1,6 @@
 """Everything a replica keeps in Redis, built from one URL: the core's ``Backend`` (``wiremcp.backend``) over
 Redis, one server, Sentinel or Redis Cluster. The session store, the event store, the task store, the
-subscription bus, the rate limits' buckets, the GET streams' holds, the sign-in facade's grants and the link between replicas; the
+subscription bus, the rate limits' buckets, the GET streams' holds, the OAuth server's grants and the link between replicas; the
 composition root hands it to the server's ``Runtime``, whose HTTP app serves from it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``GrantStore`` on Redis: the sign-in facade's records and counters, shared by every replica, so that a
+"""``GrantStore`` on Redis: the OAuth server's records and counters, shared by every replica, so that a
 login started on one replica completes on another and survives a restart of them all.
 
 A record is one string key holding its canonical JSON (keys sorted), set with its lifetime in ms (``PX``);

@@ -12,15 +12,15 @@ Two shapes of provider:
   access token (as GitHub's ``GET /user``).
 
 Either way one user (in group ``engineers``) and one confidential client (authorization code grant, PKCE allowed,
-the test's redirect URI, no consent page: the facade shows its own); the login page is ``/accounts/login/``.
+the test's redirect URI, no consent page: the OAuth server shows its own); the login page is ``/accounts/login/``.
 
     with running_idp(tmp_path / "idp", redirect_uri=callback_url, mode="oidc") as idp:
-        ...  # the facade configured with idp.discovery_url, idp.client_id, idp.client_secret
+        ...  # the OAuth server configured with idp.discovery_url, idp.client_id, idp.client_secret
         with DevTools(tmp_path / "profile", deadline=time.monotonic() + 60, needed_for="...") as browser:
             tab = browser.open_tab()
-            tab.go(facade_authorize_url)
+            tab.go(oauth_authorize_url)
             idp.sign_in(tab)  # the provider's login page, filled in and submitted
-            tab.wait_for_page(text="Allow")  # the facade's consent page ...
+            tab.wait_for_page(text="Allow")  # the OAuth server's consent page ...
 
 The database is migrated at each start (under a second here).
 """

@@ -35,11 +35,11 @@ def prepare(config: dict[str, Any]) -> None:
     group, _ = Group.objects.get_or_create(name=config["group"])
     user.groups.add(group)
     Application.objects.update_or_create(client_id=config["client_id"], defaults={
-        "name": "the sign-in facade", "client_secret": config["client_secret"],
+        "name": "wiremcp's OAuth server", "client_secret": config["client_secret"],
         "client_type": Application.CLIENT_CONFIDENTIAL,
         "authorization_grant_type": Application.GRANT_AUTHORIZATION_CODE,
         "redirect_uris": config["redirect_uri"],
-        "skip_authorization": True,  # no upstream consent: the facade asks its own
+        "skip_authorization": True,  # no upstream consent: the OAuth server asks its own
         "algorithm": Application.RS256_ALGORITHM if config["mode"] == "oidc" else Application.NO_ALGORITHM,
     })
     log.info("migrated in %.2fs, user and client created in %.2fs", migrated - started, time.monotonic() - migrated)
