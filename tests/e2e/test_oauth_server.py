@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -31,11 +31,11 @@ from mcp.types import TextContent
 from pydantic import AnyUrl
 
 from tests.support.browser import DevTools
-from tests.support.http import bound_socket, serve_in_process
-from tests.support.idp import UpstreamIdP, running_idp
+from tests.support.http import serve_in_process
+from tests.support.idp import UpstreamIdP
+from tests.support.oauth_flow import Provider
 from wiremcp import Context, MCPServer
 from wiremcp.auth.oauth.server import Identity, OAuthServer
-from wiremcp.auth.oauth.upstream import Discovery, Upstream
 from wiremcp.transports import MCPHttpApp
 
 pytestmark = pytest.mark.timeout(120)
@@ -85,30 +85,19 @@ def notes_server(oauth_of: list[OAuthServer]) -> MCPServer:
 
 @pytest.fixture(params=["oidc", "oauth2"])
 async def served(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Served]:
-    mode: Literal["oidc", "oauth2"] = request.param
-    sock = bound_socket()
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    with running_idp(tmp_path / "idp", redirect_uri=f"{base}/oauth/callback", mode=mode) as idp:
-        upstream: Upstream | Discovery
-        if mode == "oidc":
-            upstream = Discovery(idp.discovery_url, client_id=idp.client_id, client_secret=idp.client_secret,
-                                 name="the test's provider")
-        else:
-            upstream = Upstream(client_id=idp.client_id, client_secret=idp.client_secret,
-                                authorize_url=idp.authorize_url, token_url=idp.token_url,
-                                userinfo_url=idp.user_api_url, scopes=idp.scopes, subject_claim="id",
-                                name="the test's provider")
-        oauth_of: list[OAuthServer] = []
-        server = notes_server(oauth_of)
-        oauth = OAuthServer(issuer=base, resource=f"{base}/mcp", upstream=upstream, scopes=("notes:read",),
-                            client_metadata=False,
-                            identity=lambda claims: Identity(f"{mode}:{claims['sub']}", None,
-                                                             {"email": claims.get("email")}))
-        oauth_of.append(oauth)
-        app = oauth.wrap(MCPHttpApp(server, authenticate=oauth.authenticate()))
-        async with serve_in_process(app, sock) as served_at:
-            assert served_at == base
-            yield Served(base, oauth, idp, tmp_path / "profile")
+    upstream: Provider = request.getfixturevalue("oauth_provider" if request.param == "oidc" else "oauth2_provider")
+    mode = upstream.idp.mode
+    base = upstream.base
+    oauth_of: list[OAuthServer] = []
+    server = notes_server(oauth_of)
+    oauth = OAuthServer(issuer=base, resource=f"{base}/mcp", upstream=upstream.upstream(), scopes=("notes:read",),
+                        client_metadata=False,
+                        identity=lambda claims: Identity(f"{mode}:{claims['sub']}", None, {"email": claims.get("email")}))
+    oauth_of.append(oauth)
+    app = oauth.wrap(MCPHttpApp(server, authenticate=oauth.authenticate()))
+    async with serve_in_process(app, upstream.sock.dup()) as served_at:
+        assert served_at == base
+        yield Served(base, oauth, upstream.idp, tmp_path / "profile")
 
 
 @dataclass

@@ -2,8 +2,8 @@
 says: a user signs in at a real identity provider (django-oauth-toolkit, OpenID Connect or plain OAuth 2) through
 the process's OAuth server, and each setting's effect is observed from outside, over HTTP.
 
-The process serves on a socket bound first (``run_uvicorn_on``), so that the provider knows its callback URL
-before it starts. The user agent is HTTP (``tests/support/oauth_flow.py``); the browser path is
+The process serves on the socket the provider (one per worker, the conftest's) already knows the callback URL
+of (``run_uvicorn_on``). The user agent is HTTP (``tests/support/oauth_flow.py``); the browser path is
 ``test_oauth_server.py``'s.
 """
 
@@ -13,14 +13,12 @@ import contextlib
 import http.server
 import threading
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Literal
 
 import httpx
 import pytest
 
-from tests.support.http import bound_socket, run_uvicorn_on
-from tests.support.idp import UpstreamIdP, running_idp
+from tests.support.http import run_uvicorn_on
+from tests.support.idp import UpstreamIdP
 from tests.support.oauth_flow import REDIRECT, VERIFIER, Remote, UserAgent, authorize_url, query
 from tests.support.oauth_flow import Provider as IdP
 
@@ -30,27 +28,30 @@ SERVER = "tests.support.oauth_flow:whoami_server"
 SECRET = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I"  # 32 bytes, base64url
 
 
+@pytest.fixture
+def providers(oauth_provider: IdP, oauth2_provider: IdP) -> dict[str, IdP]:
+    return {"oidc": oauth_provider, "oauth2": oauth2_provider}
+
+
 @contextlib.contextmanager
-def signing_in(tmp_path: Path, mode: Literal["oidc", "oauth2"], issuer_path: str = "",
-               **env: str) -> Iterator[tuple[Remote, UpstreamIdP, IdP]]:
-    """An identity provider, and a process whose OAuth server signs users in there (``env`` on top of what the
-    mode needs)."""
-    sock = bound_socket()
+def signing_in(provider: IdP, issuer_path: str = "", **env: str) -> Iterator[tuple[Remote, UpstreamIdP, IdP]]:
+    """A process whose OAuth server signs users in at ``provider`` (``env`` on top of what its mode needs), on the
+    socket the provider knows the callback of."""
+    idp, sock = provider.idp, provider.sock
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     issuer = base + issuer_path
-    with sock, running_idp(tmp_path / "idp", redirect_uri=f"{issuer}/oauth/callback", mode=mode) as idp:
-        provider_env = {"WIREMCP_OAUTH_PROVIDER": "oidc", "WIREMCP_OAUTH_DISCOVERY_URL": idp.discovery_url} \
-            if mode == "oidc" else {
-            "WIREMCP_OAUTH_PROVIDER": "oauth2", "WIREMCP_OAUTH_AUTHORIZE_URL": idp.authorize_url,
-            "WIREMCP_OAUTH_TOKEN_URL": idp.token_url, "WIREMCP_OAUTH_USERINFO_URL": idp.user_api_url,
-            "WIREMCP_OAUTH_SUBJECT_CLAIM": "login", "WIREMCP_OAUTH_UPSTREAM_SCOPES": "read:user user:email"}
-        full = {"WIREMCP_AUTH_RESOURCE": f"{base}/mcp", "WIREMCP_AUTH_SCOPES_SUPPORTED": "notes:read",
-                "WIREMCP_OAUTH_CLIENT_ID": idp.client_id, "WIREMCP_OAUTH_CLIENT_SECRET": idp.client_secret,
-                "WIREMCP_OAUTH_SECRET": SECRET, **provider_env, **env}
-        if issuer_path:
-            full["WIREMCP_OAUTH_ISSUER"] = issuer
-        with run_uvicorn_on(sock, SERVER, full):
-            yield Remote(issuer, f"{base}/mcp"), idp, IdP(idp, sock)
+    provider_env = {"WIREMCP_OAUTH_PROVIDER": "oidc", "WIREMCP_OAUTH_DISCOVERY_URL": idp.discovery_url} \
+        if idp.mode == "oidc" else {
+        "WIREMCP_OAUTH_PROVIDER": "oauth2", "WIREMCP_OAUTH_AUTHORIZE_URL": idp.authorize_url,
+        "WIREMCP_OAUTH_TOKEN_URL": idp.token_url, "WIREMCP_OAUTH_USERINFO_URL": idp.user_api_url,
+        "WIREMCP_OAUTH_SUBJECT_CLAIM": "login", "WIREMCP_OAUTH_UPSTREAM_SCOPES": "read:user user:email"}
+    full = {"WIREMCP_AUTH_RESOURCE": f"{base}/mcp", "WIREMCP_AUTH_SCOPES_SUPPORTED": "notes:read",
+            "WIREMCP_OAUTH_CLIENT_ID": idp.client_id, "WIREMCP_OAUTH_CLIENT_SECRET": idp.client_secret,
+            "WIREMCP_OAUTH_SECRET": SECRET, **provider_env, **env}
+    if issuer_path:
+        full["WIREMCP_OAUTH_ISSUER"] = issuer
+    with run_uvicorn_on(sock, SERVER, full):
+        yield Remote(issuer, f"{base}/mcp"), idp, provider
 
 
 async def registered(http: httpx.AsyncClient, remote: Remote) -> str:
@@ -86,8 +87,8 @@ async def whoami(http: httpx.AsyncClient, remote: Remote, token: object) -> http
 
 @pytest.mark.setting("WIREMCP_OAUTH_PROVIDER", "WIREMCP_OAUTH_CLIENT_ID", "WIREMCP_OAUTH_CLIENT_SECRET",
                      "WIREMCP_OAUTH_DISCOVERY_URL", "WIREMCP_OAUTH_ACCESS_TOKEN_SECONDS", "WIREMCP_OAUTH_ISSUER")
-async def test_an_openid_connect_provider_signs_users_in_through_the_process(tmp_path: Path) -> None:
-    with signing_in(tmp_path, "oidc", issuer_path="/auth", WIREMCP_OAUTH_ACCESS_TOKEN_SECONDS="120") as (
+async def test_an_openid_connect_provider_signs_users_in_through_the_process(providers: dict[str, IdP]) -> None:
+    with signing_in(providers["oidc"], issuer_path="/auth", WIREMCP_OAUTH_ACCESS_TOKEN_SECONDS="120") as (
             remote, _, provider):
         async with httpx.AsyncClient(timeout=30) as http:
             challenge = await whoami(http, remote, "nothing")
@@ -106,8 +107,8 @@ async def test_an_openid_connect_provider_signs_users_in_through_the_process(tmp
 
 @pytest.mark.setting("WIREMCP_OAUTH_AUTHORIZE_URL", "WIREMCP_OAUTH_TOKEN_URL", "WIREMCP_OAUTH_USERINFO_URL",
                      "WIREMCP_OAUTH_SUBJECT_CLAIM", "WIREMCP_OAUTH_UPSTREAM_SCOPES")
-async def test_a_plain_oauth2_provider_signs_users_in_by_its_endpoints(tmp_path: Path) -> None:
-    with signing_in(tmp_path, "oauth2") as (remote, idp, provider):
+async def test_a_plain_oauth2_provider_signs_users_in_by_its_endpoints(providers: dict[str, IdP]) -> None:
+    with signing_in(providers["oauth2"]) as (remote, idp, provider):
         async with httpx.AsyncClient(timeout=30) as http:
             client_id = await registered(http, remote)
             to_provider = await http.get(authorize_url(remote, client_id))
@@ -126,9 +127,10 @@ async def test_a_plain_oauth2_provider_signs_users_in_by_its_endpoints(tmp_path:
     ("other.org", "", "access_denied"),
     ("", "admins=notes:read", "access_denied"),
 ])
-async def test_who_may_sign_in_and_with_which_scopes(tmp_path: Path, domains: str, groups: str, outcome: str) -> None:
+async def test_who_may_sign_in_and_with_which_scopes(providers: dict[str, IdP], domains: str, groups: str,
+                                                     outcome: str) -> None:
     env = {"WIREMCP_OAUTH_ALLOWED_EMAIL_DOMAINS": domains, "WIREMCP_OAUTH_GROUP_SCOPES": groups}
-    with signing_in(tmp_path, "oidc", **{k: v for k, v in env.items() if v}) as (remote, _, provider):
+    with signing_in(providers["oidc"], **{k: v for k, v in env.items() if v}) as (remote, _, provider):
         async with httpx.AsyncClient(timeout=30) as http:
             client_id = await registered(http, remote)
             agent = UserAgent(provider)
@@ -141,8 +143,8 @@ async def test_who_may_sign_in_and_with_which_scopes(tmp_path: Path, domains: st
 
 
 @pytest.mark.setting("WIREMCP_OAUTH_CLIENT_METADATA", "WIREMCP_OAUTH_DYNAMIC_REGISTRATION")
-async def test_registration_ways_switched_off(tmp_path: Path) -> None:
-    with signing_in(tmp_path, "oidc", WIREMCP_OAUTH_CLIENT_METADATA="false",
+async def test_registration_ways_switched_off(providers: dict[str, IdP]) -> None:
+    with signing_in(providers["oidc"], WIREMCP_OAUTH_CLIENT_METADATA="false",
                     WIREMCP_OAUTH_DYNAMIC_REGISTRATION="false") as (remote, _, _provider):
         async with httpx.AsyncClient(timeout=30) as http:
             metadata = (await http.get(remote.issuer + "/.well-known/oauth-authorization-server")).json()
@@ -155,7 +157,7 @@ async def test_registration_ways_switched_off(tmp_path: Path) -> None:
 
 
 @pytest.mark.setting("WIREMCP_OAUTH_TENANT")
-async def test_a_presets_tenant_names_where_its_discovery_document_is(tmp_path: Path) -> None:
+async def test_a_presets_tenant_names_where_its_discovery_document_is(providers: dict[str, IdP]) -> None:
     asked: list[str] = []
 
     class Realm(http.server.BaseHTTPRequestHandler):
@@ -171,7 +173,7 @@ async def test_a_presets_tenant_names_where_its_discovery_document_is(tmp_path: 
     threading.Thread(target=keycloak.serve_forever, daemon=True).start()
     realm = f"http://127.0.0.1:{keycloak.server_address[1]}/realms/staff"
     try:
-        with signing_in(tmp_path, "oidc", WIREMCP_OAUTH_PROVIDER="keycloak", WIREMCP_OAUTH_TENANT=realm) as (
+        with signing_in(providers["oidc"], WIREMCP_OAUTH_PROVIDER="keycloak", WIREMCP_OAUTH_TENANT=realm) as (
                 remote, _, _provider):
             async with httpx.AsyncClient(timeout=30) as client:
                 page = await client.get(authorize_url(remote, await registered(client, remote)))

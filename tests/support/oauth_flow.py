@@ -53,11 +53,19 @@ class Provider:
                         subject_claim="id", name="the test's provider")
 
 
+ISSUER_PATHS = ("", "/auth")
+"""The issuer paths the provider knows a callback for (``/auth``: an issuer below the origin)."""
+
+
 @contextlib.contextmanager
 def provider(folder: Path, mode: Literal["oidc", "oauth2"] = "oidc") -> Iterator[Provider]:
+    """A provider and the socket an OAuth server serves on, the provider knowing its callback (under each of
+    ``ISSUER_PATHS``). The suite's conftest keeps one of each mode per worker (``oauth_provider``,
+    ``oauth2_provider``): a test serves on its socket and stops before the next one does."""
     sock = bound_socket()
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     try:
-        with running_idp(folder, redirect_uri=f"http://127.0.0.1:{sock.getsockname()[1]}/oauth/callback",
+        with running_idp(folder, redirect_uri=" ".join(f"{base}{path}/oauth/callback" for path in ISSUER_PATHS),
                          mode=mode) as idp:
             yield Provider(idp, sock)
     finally:

@@ -8,21 +8,14 @@ HTTP (``tests/support/oauth_flow.py``), so that a test can send what a browser w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
-from tests.support.oauth_flow import REDIRECT, Provider, UserAgent, authorize_url, provider, query, serving
+from tests.support.oauth_flow import REDIRECT, Provider, UserAgent, authorize_url, query, serving
 from wiremcp.auth.oauth.server import Identity, OAuthServer
 
 pytestmark = pytest.mark.timeout(120)
 
-
-@pytest.fixture(scope="module")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
-    with provider(tmp_path_factory.mktemp("idp")) as running:
-        yield running
 
 
 async def registered(oauth: OAuthServer, redirect_uri: str = REDIRECT) -> str:
@@ -32,8 +25,8 @@ async def registered(oauth: OAuthServer, redirect_uri: str = REDIRECT) -> str:
 
 
 async def test_an_unknown_client_or_a_redirect_uri_it_did_not_register_is_a_page_not_a_redirect(
-        upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+        oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         client_id = await registered(oauth)
         unknown = await http.get(authorize_url(oauth, "nobody"))
         elsewhere = await http.get(authorize_url(oauth, client_id, redirect_uri="https://evil.example.com/cb"))
@@ -58,8 +51,8 @@ async def test_an_unknown_client_or_a_redirect_uri_it_did_not_register_is_a_page
     ({"scope": "notes:read admin"}, "invalid_scope", "unknown scopes: admin"),
 ])
 async def test_a_bad_request_goes_back_to_the_client_with_its_error_state_and_issuer(
-        upstream: Provider, overrides: dict[str, str | None], error: str, description: str) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+        oauth_provider: Provider, overrides: dict[str, str | None], error: str, description: str) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         answer = await http.get(authorize_url(oauth, await registered(oauth), **overrides))
     assert answer.status_code == 302
     location = answer.headers["location"]
@@ -69,13 +62,13 @@ async def test_a_bad_request_goes_back_to_the_client_with_its_error_state_and_is
     assert description in back["error_description"]
 
 
-async def test_a_signed_in_user_who_allows_gets_a_code_and_state_and_is_not_asked_again(upstream: Provider) -> None:
-    agent = UserAgent(upstream)
+async def test_a_signed_in_user_who_allows_gets_a_code_and_state_and_is_not_asked_again(oauth_provider: Provider) -> None:
+    agent = UserAgent(oauth_provider)
     try:
-        async with serving(upstream) as oauth:
+        async with serving(oauth_provider) as oauth:
             client_id = await registered(oauth)
             page = await agent.consent_page(authorize_url(oauth, client_id))
-            for shown in ("Notes CLI", "which registered itself", "127.0.0.1:1", "notes:read", upstream.idp.email,
+            for shown in ("Notes CLI", "which registered itself", "127.0.0.1:1", "notes:read", oauth_provider.idp.email,
                           "an application on this computer"):
                 assert shown in page.response.text, shown
             assert "form-action 'self' http://127.0.0.1:1" in page.response.headers["content-security-policy"]
@@ -89,10 +82,10 @@ async def test_a_signed_in_user_who_allows_gets_a_code_and_state_and_is_not_aske
     assert query(again.headers["location"])["state"] == "st-2"
 
 
-async def test_a_user_who_denies_sends_the_client_access_denied(upstream: Provider) -> None:
-    agent = UserAgent(upstream)
+async def test_a_user_who_denies_sends_the_client_access_denied(oauth_provider: Provider) -> None:
+    agent = UserAgent(oauth_provider)
     try:
-        async with serving(upstream) as oauth:
+        async with serving(oauth_provider) as oauth:
             page = await agent.consent_page(authorize_url(oauth, await registered(oauth)))
             back = query((await agent.answer(page, "deny")).headers["location"])
     finally:
@@ -100,10 +93,10 @@ async def test_a_user_who_denies_sends_the_client_access_denied(upstream: Provid
     assert (back["error"], back["state"]) == ("access_denied", "st-1")
 
 
-async def test_a_consent_without_its_csrf_token_or_from_another_browser_is_refused(upstream: Provider) -> None:
-    victim, attacker = UserAgent(upstream), UserAgent(upstream)
+async def test_a_consent_without_its_csrf_token_or_from_another_browser_is_refused(oauth_provider: Provider) -> None:
+    victim, attacker = UserAgent(oauth_provider), UserAgent(oauth_provider)
     try:
-        async with serving(upstream) as oauth:
+        async with serving(oauth_provider) as oauth:
             page = await victim.consent_page(authorize_url(oauth, await registered(oauth)))
             forged = await victim.answer(page, csrf=None)
             wrong = await victim.answer(page, csrf="x" * 43)
@@ -122,10 +115,10 @@ async def test_a_consent_without_its_csrf_token_or_from_another_browser_is_refus
     assert "already answered" in twice.text
 
 
-async def test_a_callback_with_an_unknown_state_or_in_another_browser_is_refused(upstream: Provider) -> None:
-    victim, attacker = UserAgent(upstream), UserAgent(upstream)
+async def test_a_callback_with_an_unknown_state_or_in_another_browser_is_refused(oauth_provider: Provider) -> None:
+    victim, attacker = UserAgent(oauth_provider), UserAgent(oauth_provider)
     try:
-        async with serving(upstream) as oauth:
+        async with serving(oauth_provider) as oauth:
             client_id = await registered(oauth)
             unknown = await victim.http.get(oauth.url("callback") + "?code=x&state=made-up")
             # the attacker starts a sign-in, and lures the victim's browser to its callback URL
@@ -142,10 +135,10 @@ async def test_a_callback_with_an_unknown_state_or_in_another_browser_is_refused
     assert "started in another browser" in lured.text
 
 
-async def test_a_user_the_operators_rule_refuses_is_sent_back_with_access_denied(upstream: Provider) -> None:
-    agent = UserAgent(upstream)
+async def test_a_user_the_operators_rule_refuses_is_sent_back_with_access_denied(oauth_provider: Provider) -> None:
+    agent = UserAgent(oauth_provider)
     try:
-        async with serving(upstream, identity=lambda claims: None) as oauth:
+        async with serving(oauth_provider, identity=lambda claims: None) as oauth:
             answer = await agent.follow(authorize_url(oauth, await registered(oauth)))
     finally:
         await agent.aclose()
@@ -153,11 +146,11 @@ async def test_a_user_the_operators_rule_refuses_is_sent_back_with_access_denied
     assert (back["error"], back["error_description"]) == ("access_denied", "this user may not use this server")
 
 
-async def test_scopes_the_rule_does_not_allow_are_not_granted(upstream: Provider) -> None:
-    agent = UserAgent(upstream)
+async def test_scopes_the_rule_does_not_allow_are_not_granted(oauth_provider: Provider) -> None:
+    agent = UserAgent(oauth_provider)
     rule = lambda claims: Identity(str(claims["sub"]), frozenset({"notes:read"}))  # noqa: E731
     try:
-        async with serving(upstream, scopes=("notes:read", "notes:write"), identity=rule) as oauth:
+        async with serving(oauth_provider, scopes=("notes:read", "notes:write"), identity=rule) as oauth:
             client_id = await registered(oauth)
             page = await agent.consent_page(authorize_url(oauth, client_id, scope="notes:read notes:write"))
             only_write = await agent.follow(authorize_url(oauth, client_id, scope="notes:write", state="w"))

@@ -3,13 +3,11 @@ front of the MCP app, and the user's upstream token given to tools (refreshed wh
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import orjson
 import pytest
 
-from tests.support.oauth_flow import REDIRECT, VERIFIER, Provider, UserAgent, provider, serving
+from tests.support.oauth_flow import REDIRECT, VERIFIER, Provider, UserAgent, serving
 from wiremcp.auth.oauth.forms import pkce_matches
 from wiremcp.auth.oauth.sealing import digest
 from wiremcp.auth.oauth.server import UPSTREAM_PURPOSE, OAuthServer
@@ -20,11 +18,6 @@ pytestmark = pytest.mark.timeout(120)
 
 UPSTREAM = Upstream(client_id="c", client_secret="s", authorize_url="https://idp/a", token_url="https://idp/t")
 
-
-@pytest.fixture(scope="module")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
-    with provider(tmp_path_factory.mktemp("idp")) as running:
-        yield running
 
 
 @pytest.mark.parametrize(("issuer", "resource", "problem"), [
@@ -76,10 +69,10 @@ async def test_wrap_sends_its_paths_to_itself_and_the_rest_to_the_app() -> None:
     assert seen == ["/mcp", "/oauth/nothing"]
 
 
-async def test_a_tool_gets_the_users_upstream_token_refreshed_once_it_has_expired(upstream: Provider) -> None:
-    agent = UserAgent(upstream)
+async def test_a_tool_gets_the_users_upstream_token_refreshed_once_it_has_expired(oauth_provider: Provider) -> None:
+    agent = UserAgent(oauth_provider)
     try:
-        async with serving(upstream) as oauth:
+        async with serving(oauth_provider) as oauth:
             client, _ = await oauth.registrations.register({"redirect_uris": [REDIRECT],
                                                             "token_endpoint_auth_method": "none"}, "t")
             code = (await agent.code(oauth, client.client_id))["code"]

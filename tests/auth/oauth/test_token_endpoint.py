@@ -7,23 +7,17 @@ introspection do what RFC 7009 and 7662 say. Every token is then tried where it 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from tests.support.http import ACCEPT_BOTH, CLIENT_INFO
-from tests.support.oauth_flow import REDIRECT, VERIFIER, Provider, UserAgent, provider, serving
+from tests.support.oauth_flow import REDIRECT, VERIFIER, Provider, UserAgent, serving
 from wiremcp.auth.oauth.server import OAuthServer
 from wiremcp.auth.oauth.tokens import Grant
 
 pytestmark = pytest.mark.timeout(120)
 
-
-@pytest.fixture(scope="module")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
-    with provider(tmp_path_factory.mktemp("idp")) as running:
-        yield running
 
 
 async def register(http: httpx.AsyncClient, oauth: OAuthServer, **document: object) -> dict[str, object]:
@@ -34,8 +28,8 @@ async def register(http: httpx.AsyncClient, oauth: OAuthServer, **document: obje
     return body
 
 
-async def signed_in_code(upstream: Provider, oauth: OAuthServer, client_id: str) -> str:
-    agent = UserAgent(upstream)
+async def signed_in_code(oauth_provider: Provider, oauth: OAuthServer, client_id: str) -> str:
+    agent = UserAgent(oauth_provider)
     try:
         return (await agent.code(oauth, client_id))["code"]
     finally:
@@ -62,10 +56,10 @@ async def mcp_status(http: httpx.AsyncClient, oauth: OAuthServer, access_token: 
     return answer.status_code
 
 
-async def test_a_code_and_its_verifier_give_tokens_the_mcp_endpoint_takes(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_a_code_and_its_verifier_give_tokens_the_mcp_endpoint_takes(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         client = await register(http, oauth)
-        answer = await exchange(http, oauth, str(client["client_id"]), await signed_in_code(upstream, oauth, str(client["client_id"])))
+        answer = await exchange(http, oauth, str(client["client_id"]), await signed_in_code(oauth_provider, oauth, str(client["client_id"])))
         tokens = answer.json()
         assert answer.status_code == 200, answer.text
         assert answer.headers["cache-control"] == "no-store"
@@ -81,20 +75,20 @@ async def test_a_code_and_its_verifier_give_tokens_the_mcp_endpoint_takes(upstre
     ({"resource": "https://other.example.com/mcp"}, "invalid_target", "issues tokens for"),
     ({"grant_type": "password"}, "unsupported_grant_type", "grant_type is"),
 ])
-async def test_a_code_exchanged_wrongly_is_refused(upstream: Provider, changes: dict[str, str | None], error: str,
+async def test_a_code_exchanged_wrongly_is_refused(oauth_provider: Provider, changes: dict[str, str | None], error: str,
                                                    description: str) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         client_id = str((await register(http, oauth))["client_id"])
-        answer = await exchange(http, oauth, client_id, await signed_in_code(upstream, oauth, client_id), **changes)
+        answer = await exchange(http, oauth, client_id, await signed_in_code(oauth_provider, oauth, client_id), **changes)
     assert answer.status_code == 400
     assert answer.json()["error"] == error
     assert description in answer.json()["error_description"]
 
 
-async def test_a_code_used_twice_revokes_the_tokens_of_its_first_use(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_a_code_used_twice_revokes_the_tokens_of_its_first_use(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         client_id = str((await register(http, oauth))["client_id"])
-        code = await signed_in_code(upstream, oauth, client_id)
+        code = await signed_in_code(oauth_provider, oauth, client_id)
         first = (await exchange(http, oauth, client_id, code)).json()
         assert await mcp_status(http, oauth, first["access_token"]) == 200
         second = await exchange(http, oauth, client_id, code)
@@ -105,10 +99,10 @@ async def test_a_code_used_twice_revokes_the_tokens_of_its_first_use(upstream: P
         assert (await refresh(http, oauth, client_id, first["refresh_token"])).json()["error"] == "invalid_grant"
 
 
-async def test_a_refresh_token_reused_after_rotation_revokes_its_family(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_a_refresh_token_reused_after_rotation_revokes_its_family(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         client_id = str((await register(http, oauth))["client_id"])
-        first = (await exchange(http, oauth, client_id, await signed_in_code(upstream, oauth, client_id))).json()
+        first = (await exchange(http, oauth, client_id, await signed_in_code(oauth_provider, oauth, client_id))).json()
         rotated = (await refresh(http, oauth, client_id, first["refresh_token"])).json()
         assert rotated["refresh_token"] != first["refresh_token"]
         assert await mcp_status(http, oauth, rotated["access_token"]) == 200
@@ -119,8 +113,8 @@ async def test_a_refresh_token_reused_after_rotation_revokes_its_family(upstream
         assert await mcp_status(http, oauth, rotated["access_token"]) == 401
 
 
-async def test_a_token_for_another_resource_is_refused_by_the_mcp_endpoint(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_a_token_for_another_resource_is_refused_by_the_mcp_endpoint(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         grant = Grant("someone", "ada", ("notes:read",), "https://other.example.com/mcp")
         code = await oauth.tokens.code(grant, redirect_uri=REDIRECT, code_challenge="c" * 43)
         issued = await oauth.tokens.redeem(code, client_id="someone", redirect_uri=REDIRECT,
@@ -128,12 +122,12 @@ async def test_a_token_for_another_resource_is_refused_by_the_mcp_endpoint(upstr
         assert await mcp_status(http, oauth, issued.access_token) == 401
 
 
-async def test_clients_authenticate_as_they_registered(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_clients_authenticate_as_they_registered(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         confidential = await register(http, oauth, token_endpoint_auth_method="client_secret_basic")
         public = await register(http, oauth)
         client_id, secret = str(confidential["client_id"]), str(confidential["client_secret"])
-        code = await signed_in_code(upstream, oauth, client_id)
+        code = await signed_in_code(oauth_provider, oauth, client_id)
         basic = base64.b64encode(f"{client_id}:wrong".encode()).decode()
         wrong = await http.post(oauth.url("token"), headers={"authorization": f"Basic {basic}"},
                                 data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
@@ -143,7 +137,7 @@ async def test_clients_authenticate_as_they_registered(upstream: Provider) -> No
             "grant_type": "refresh_token", "refresh_token": "x.y", "client_id": str(public["client_id"]),
             "client_secret": "anything"})
         good = await http.post(oauth.url("token"), auth=(client_id, secret), data={
-            "grant_type": "authorization_code", "code": await signed_in_code(upstream, oauth, client_id),
+            "grant_type": "authorization_code", "code": await signed_in_code(oauth_provider, oauth, client_id),
             "redirect_uri": REDIRECT, "code_verifier": VERIFIER})
     assert (wrong.status_code, wrong.json()["error"]) == (401, "invalid_client")
     assert wrong.headers["www-authenticate"] == 'Basic realm="oauth"'
@@ -152,8 +146,8 @@ async def test_clients_authenticate_as_they_registered(upstream: Provider) -> No
     assert good.status_code == 200, good.text
 
 
-async def test_registration_refuses_what_breaks_its_rules_and_floods(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_registration_refuses_what_breaks_its_rules_and_floods(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         bad_redirect = await http.post(oauth.url("register"), json={"redirect_uris": ["http://evil.example.com/cb"]})
         not_json = await http.post(oauth.url("register"), content=b"{", headers={"content-type": "application/json"})
         statuses = [(await http.post(oauth.url("register"), json={"redirect_uris": [REDIRECT]})).status_code
@@ -164,11 +158,11 @@ async def test_registration_refuses_what_breaks_its_rules_and_floods(upstream: P
     assert statuses[-1] == 429
 
 
-async def test_revoking_a_refresh_token_or_an_access_token_ends_both(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_revoking_a_refresh_token_or_an_access_token_ends_both(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         client_id = str((await register(http, oauth))["client_id"])
         for which in ("refresh_token", "access_token"):
-            tokens = (await exchange(http, oauth, client_id, await signed_in_code(upstream, oauth, client_id))).json()
+            tokens = (await exchange(http, oauth, client_id, await signed_in_code(oauth_provider, oauth, client_id))).json()
             revoked = await http.post(oauth.url("revoke"), data={"token": tokens[which], "client_id": client_id})
             assert revoked.status_code == 200
             assert await mcp_status(http, oauth, tokens["access_token"]) == 401, which
@@ -177,24 +171,24 @@ async def test_revoking_a_refresh_token_or_an_access_token_ends_both(upstream: P
         assert unknown.status_code == 200  # RFC 7009: nobody learns which tokens exist
 
 
-async def test_introspection_answers_confidential_clients_about_this_servers_tokens(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_introspection_answers_confidential_clients_about_this_servers_tokens(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         public = str((await register(http, oauth))["client_id"])
-        tokens = (await exchange(http, oauth, public, await signed_in_code(upstream, oauth, public))).json()
+        tokens = (await exchange(http, oauth, public, await signed_in_code(oauth_provider, oauth, public))).json()
         confidential = await register(http, oauth, token_endpoint_auth_method="client_secret_post")
         credentials = {"client_id": str(confidential["client_id"]), "client_secret": str(confidential["client_secret"])}
         active = await http.post(oauth.url("introspect"), data={"token": tokens["access_token"], **credentials})
         inactive = await http.post(oauth.url("introspect"), data={"token": "nope", **credentials})
         refused = await http.post(oauth.url("introspect"), data={"token": tokens["access_token"], "client_id": public})
     assert active.json()["active"] is True
-    assert active.json()["sub"] == upstream.idp.issuer.split("/o")[0] or active.json()["sub"]
+    assert active.json()["sub"] == oauth_provider.idp.issuer.split("/o")[0] or active.json()["sub"]
     assert active.json()["aud"] == oauth.resource
     assert inactive.json() == {"active": False}
     assert refused.status_code == 401
 
 
-async def test_the_metadata_and_keys_say_what_clients_need(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_the_metadata_and_keys_say_what_clients_need(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         metadata = (await http.get(f"{oauth.issuer}/.well-known/oauth-authorization-server")).json()
         resource = (await http.get(f"{oauth.issuer}/.well-known/oauth-protected-resource/mcp")).json()
         keys = (await http.get(metadata["jwks_uri"])).json()
@@ -207,8 +201,8 @@ async def test_the_metadata_and_keys_say_what_clients_need(upstream: Provider) -
     assert all("d" not in k for k in keys["keys"])
 
 
-async def test_one_address_gets_60_token_requests_a_minute(upstream: Provider) -> None:
-    async with serving(upstream) as oauth, httpx.AsyncClient() as http:
+async def test_one_address_gets_60_token_requests_a_minute(oauth_provider: Provider) -> None:
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
         statuses = [(await http.post(oauth.url("token"), data={"grant_type": "refresh_token", "refresh_token": "x.y",
                                                                 "client_id": "nobody"})).status_code
                     for _ in range(61)]

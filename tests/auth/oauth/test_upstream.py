@@ -6,21 +6,15 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.support.oauth_flow import Provider, provider
+from tests.support.oauth_flow import Provider
 from wiremcp.auth.oauth.upstream import Discovery, Upstream, UpstreamError, UpstreamTokens
 
 pytestmark = pytest.mark.timeout(60)
 
-
-@pytest.fixture(scope="module")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
-    with provider(tmp_path_factory.mktemp("idp")) as running:
-        yield running
 
 
 def _unsigned(claims: dict[str, object]) -> str:
@@ -34,13 +28,13 @@ OIDC = Upstream(client_id="us", client_secret="s", authorize_url="https://idp.ex
                 token_url="https://idp.example.com/token", issuer="https://idp.example.com")
 
 
-async def test_discovery_reads_the_providers_endpoints(upstream: Provider) -> None:
-    found = await Discovery(upstream.idp.discovery_url, client_id="c", client_secret="s").resolve()
-    assert found.issuer == upstream.idp.issuer
-    assert found.token_url == upstream.idp.token_url
-    assert found.userinfo_url == upstream.idp.userinfo_url
+async def test_discovery_reads_the_providers_endpoints(oauth_provider: Provider) -> None:
+    found = await Discovery(oauth_provider.idp.discovery_url, client_id="c", client_secret="s").resolve()
+    assert found.issuer == oauth_provider.idp.issuer
+    assert found.token_url == oauth_provider.idp.token_url
+    assert found.userinfo_url == oauth_provider.idp.userinfo_url
     with pytest.raises(UpstreamError, match="could not be read: HTTPStatusError"):
-        await Upstream.discover(upstream.idp.origin + "/nothing", client_id="c", client_secret="s")
+        await Upstream.discover(oauth_provider.idp.origin + "/nothing", client_id="c", client_secret="s")
 
 
 def test_the_sign_in_url_keeps_the_providers_query_and_adds_pkce_state_and_nonce() -> None:
@@ -68,11 +62,11 @@ async def test_an_id_token_that_is_not_for_this_sign_in_is_refused(claims: dict[
         await OIDC.identity(UpstreamTokens("at", id_token="x.y"), nonce="n1")
 
 
-async def test_a_code_that_is_no_code_is_the_providers_refusal(upstream: Provider) -> None:
-    found = await Discovery(upstream.idp.discovery_url, client_id=upstream.idp.client_id,
-                            client_secret=upstream.idp.client_secret).resolve()
+async def test_a_code_that_is_no_code_is_the_providers_refusal(oauth_provider: Provider) -> None:
+    found = await Discovery(oauth_provider.idp.discovery_url, client_id=oauth_provider.idp.client_id,
+                            client_secret=oauth_provider.idp.client_secret).resolve()
     with pytest.raises(UpstreamError, match="refused the code \\(invalid_grant\\)"):
-        await found.exchange("made-up", redirect_uri=f"{upstream.base}/oauth/callback", code_verifier="v" * 43)
+        await found.exchange("made-up", redirect_uri=f"{oauth_provider.base}/oauth/callback", code_verifier="v" * 43)
     with pytest.raises(UpstreamError, match="no refresh token"):
         await found.refresh(UpstreamTokens("at"))
 
