@@ -3,7 +3,7 @@ clients can sign users in with it (``OAuthServer``; ``wiremcp.auth.oauth.presets
 
 from wiremcp.auth.oauth.clients import Client
 from wiremcp.auth.oauth.presets import github, preset
-from wiremcp.auth.oauth.server import Identity, OAuthServer, default_identity
+from wiremcp.auth.oauth.server import Identity, OAuthServer, default_identity, upstream_token
 from wiremcp.auth.oauth.upstream import Discovery, Upstream
 
-__all__ = ["Client", "Discovery", "Identity", "OAuthServer", "Upstream", "default_identity", "github", "preset"]
+__all__ = ["Client", "Discovery", "Identity", "OAuthServer", "Upstream", "default_identity", "github", "preset", "upstream_token"]

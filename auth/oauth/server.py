@@ -38,6 +38,7 @@ from wiremcp.auth.oauth.tokens import Tokens
 from wiremcp.auth.oauth.upstream import Discovery, Upstream, UpstreamTokens
 from wiremcp.auth.oauth.verifier import OAuthVerifier
 from wiremcp.auth.verifier import TokenVerifier
+from wiremcp.context import Context
 from wiremcp.grant_store import GrantStore
 from wiremcp.principal import Principal
 from wiremcp.types import JSONObject
@@ -66,6 +67,21 @@ class Identity:
 
 IdentityRule = Callable[[JSONObject], "Identity | None"]
 """The operator's rule: the provider's claims in, an ``Identity`` out, or None to refuse the user."""
+
+
+SERVERS: dict[str, OAuthServer] = {}
+"""The OAuth servers of this process by issuer: how ``upstream_token`` finds the one that signed a caller in."""
+
+
+async def upstream_token(caller: Context | Principal | None) -> str:
+    """The identity provider's access token of the user who calls (a tool's ``ctx``, or its principal), refreshed
+    first if it has expired, for calling the provider's API as them: from whichever OAuth server of this process
+    signed them in. ``LookupError`` when none did, or the user must sign in again."""
+    principal = caller.principal if isinstance(caller, Context) else caller
+    server = SERVERS.get(principal.issuer) if principal is not None else None
+    if server is None:
+        raise LookupError("the caller was not signed in by an OAuth server of this process")
+    return await server.upstream_token(principal)
 
 
 def default_identity(claims: JSONObject) -> Identity:
@@ -104,6 +120,7 @@ class OAuthServer:
         self.paths = {name: f"{base}{PREFIX}/{name}" for name in
                       ("authorize", "callback", "consent", "token", "register", "revoke", "introspect", "jwks")}
         self.metadata_paths = {METADATA + base, METADATA} if base else {METADATA}
+        SERVERS[self.issuer] = self
 
     async def provider(self) -> Upstream:
         """The identity provider (read from its discovery document first, if it is given by one)."""

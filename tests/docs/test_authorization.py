@@ -27,7 +27,8 @@ from wiremcp.transports import Client
 pytestmark = pytest.mark.timeout(120)
 
 PAGE = DOCS / "authorization.md"
-CHECKED = {"static-serve", "static-call", "static-401", "auth-env", "scopes", "auth-mount", "dev-auth", "oauth-server"}
+CHECKED = {"static-serve", "static-call", "static-401", "auth-env", "scopes", "auth-mount", "dev-auth", "oauth-server",
+           "upstream-token"}
 
 
 def test_the_static_token_recipe_serves_the_token_and_refuses_without_it() -> None:
@@ -178,3 +179,15 @@ async def test_the_oauth_server_example_serves_its_metadata_and_takes_its_own_to
     assert resource["authorization_servers"] == ["https://mcp.example.com"]
     assert refused.status_code == 401
     assert answered.json()["result"]["content"][0]["text"] == "u2 (bob@example.com)"
+
+
+async def test_a_tool_without_a_signed_in_caller_says_to_sign_in(tmp_path: Path) -> None:
+    """The upstream-token example run as the reader saves it: a caller the OAuth server did not sign in (here, no
+    authentication at all) gets the tool's error, not a crash; the signed-in case is run against a real provider
+    by tests/e2e/test_oauth_server.py."""
+    server = exec_as_file(PAGE, "upstream-token", tmp_path / "server.py")["server"]
+    async with Client(server) as client:
+        result = await client.call_tool("my_repositories")
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == ("sign in with GitHub first: the caller was not signed in by an OAuth "
+                                            "server of this process")

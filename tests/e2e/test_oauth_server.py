@@ -35,6 +35,7 @@ from tests.support.http import serve_in_process
 from tests.support.idp import UpstreamIdP
 from tests.support.oauth_flow import Provider
 from wiremcp import Context, MCPServer
+from wiremcp.auth.oauth import upstream_token
 from wiremcp.auth.oauth.server import Identity, OAuthServer
 from wiremcp.transports import MCPHttpApp
 
@@ -71,7 +72,7 @@ def notes_server(oauth_of: list[OAuthServer]) -> MCPServer:
     async def upstream_me(ctx: Context) -> str:
         """The provider's own idea of the caller, asked with the caller's upstream token."""
         (oauth,) = oauth_of
-        token = await oauth.upstream_token(ctx.principal)
+        token = await upstream_token(ctx)  # the OAuth server that signed the caller in, found by its issuer
         upstream = await oauth.provider()
         assert upstream.userinfo_url is not None
         async with httpx.AsyncClient() as http:
