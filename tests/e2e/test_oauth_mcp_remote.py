@@ -83,7 +83,7 @@ def whoami_server() -> MCPServer:
 def fake_browsers(folder: Path, opened: Path) -> Path:
     """A folder of executables under every name a browser may be opened by, each writing its URL to ``opened``
     (whole: written aside, then renamed)."""
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     for name in BROWSER_HELPERS:
         helper = folder / name
         helper.write_text(FAKE_BROWSER.format(opened=opened))
@@ -144,8 +144,9 @@ class McpRemote:
 
 
 @asynccontextmanager
-async def mcp_remote(url: str, folder: Path) -> AsyncIterator[McpRemote]:
-    """``npx -y mcp-remote@MCP_REMOTE url <port>`` with fake browsers first on PATH and its config in ``folder``;
+async def mcp_remote(url: str, folder: Path, port: int | None = None) -> AsyncIterator[McpRemote]:
+    """``npx -y mcp-remote@MCP_REMOTE url <port>`` (a free port unless given) with fake browsers first on PATH,
+    its config, log and the browser's address in ``folder`` (a later run there finds what an earlier one kept);
     stopped at the end (stdin closed, then its process group ended)."""
     bin_dir = node_bin(FOR)
     opened, config, log = folder / "opened-url", folder / "mcp-auth", folder / "mcp-remote.log"
@@ -153,8 +154,8 @@ async def mcp_remote(url: str, folder: Path) -> AsyncIterator[McpRemote]:
     env = {name: value for name, value in node_env(bin_dir).items() if name not in DESKTOP_VARIABLES}
     env |= {"PATH": f"{browsers}{os.pathsep}{env['PATH']}", "BROWSER": str(browsers / "xdg-open"),
             "MCP_REMOTE_CONFIG_DIR": str(config)}
-    port = free_port()
-    with log.open("wb") as stderr:
+    port = port or free_port()
+    with log.open("ab") as stderr:
         process = await asyncio.create_subprocess_exec(
             npx(bin_dir), "-y", f"mcp-remote@{MCP_REMOTE}", url, str(port), "--auth-timeout", "120", "--debug",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, env=env,
@@ -202,37 +203,46 @@ class Person:
             return tab.wait_for_response(callback)
 
 
+async def signed_in(remote: McpRemote, oauth: OAuthServer, upstream: Provider, profile: Path) -> Person:
+    """The user, once mcp-remote has opened their browser, signed in through it to mcp-remote's callback."""
+    await until(lambda: remote.opened.exists() or remote.process.returncode is not None, OPENED_BOUND,
+                lambda: f"mcp-remote opening a browser:\n{remote.said()}")
+    assert remote.opened.exists(), f"mcp-remote exited ({remote.process.returncode}):\n{remote.said()}"
+    authorize = remote.opened.read_text().strip()
+    assert authorize.startswith(oauth.url("authorize") + "?"), authorize
+    person = Person(upstream, profile)
+    callback = f"http://localhost:{remote.callback_port}/oauth/callback"
+    status = await asyncio.to_thread(person.sign_in, authorize, callback)
+    assert status == 200, remote.said()
+    return person
+
+
+async def whoami(remote: McpRemote) -> tuple[str, str]:
+    """The handshake over mcp-remote's stdio, then ``whoami``: the caller's subject and email."""
+    initialized = await remote.request("initialize", {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "wiremcp-mcp-remote-test", "version": "0"}})
+    assert initialized["result"]["serverInfo"]["name"] == "notes", initialized
+    await remote.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    called = await remote.request("tools/call", {"name": "whoami", "arguments": {}})
+    assert "error" not in called, called
+    assert called["result"].get("isError") is not True, called
+    (block,) = called["result"]["content"]
+    subject, email = block["text"].split()
+    return subject, email
+
+
 async def test_mcp_remote_signs_a_user_in_and_calls_a_tool_as_them(tmp_path: Path) -> None:
     chromium(FOR)
     with provider(tmp_path / "idp") as upstream:
         async with serving(upstream, whoami_server()) as oauth, \
                 mcp_remote(oauth.resource, tmp_path) as remote:
-            await until(lambda: remote.opened.exists() or remote.process.returncode is not None, OPENED_BOUND,
-                        lambda: f"mcp-remote opening a browser:\n{remote.said()}")
-            assert remote.opened.exists(), f"mcp-remote exited ({remote.process.returncode}):\n{remote.said()}"
-            authorize = remote.opened.read_text().strip()
-            assert authorize.startswith(oauth.url("authorize") + "?"), authorize
+            person = await signed_in(remote, oauth, upstream, tmp_path / "profile")
+            subject, email = await whoami(remote)
 
-            person = Person(upstream, tmp_path / "profile")
-            callback = f"http://localhost:{remote.callback_port}/oauth/callback"
-            status = await asyncio.to_thread(person.sign_in, authorize, callback)
-            assert status == 200, remote.said()
-
-            initialized = await remote.request("initialize", {
-                "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "wiremcp-mcp-remote-test", "version": "0"}})
-            assert initialized["result"]["serverInfo"]["name"] == "notes", initialized
-            await remote.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            called = await remote.request("tools/call", {"name": "whoami", "arguments": {}})
-
-            assert "error" not in called, called
-            assert called["result"].get("isError") is not True, called
-            (block,) = called["result"]["content"]
-            subject, email = block["text"].split()
-            assert email == upstream.idp.email, called
+            assert email == upstream.idp.email
             for shown in ("MCP CLI Proxy", f"localhost:{remote.callback_port}", "notes:read", upstream.idp.email):
                 assert shown in person.consent, (shown, person.consent)
-
             await registered_as_a_loopback_client(oauth, remote)
             tokens = remote.stored("tokens.json")
             principal = await oauth.verifier.verify(tokens["access_token"])
@@ -241,6 +251,27 @@ async def test_mcp_remote_signs_a_user_in_and_calls_a_tool_as_them(tmp_path: Pat
             assert "notes:read" in principal.scopes
             assert tokens["refresh_token"]
             assert tokens["token_type"].lower() == "bearer"
+
+
+async def test_mcp_remote_started_again_refreshes_its_token_without_the_browser(tmp_path: Path) -> None:
+    """Access tokens of 30 s, inside mcp-remote's 60 s margin: a token it reads counts as expiring, so it trades
+    its refresh token for new tokens (rotated each time) before each use, one refresh at a time; the second run
+    does so with the tokens the first kept, and never opens the browser."""
+    chromium(FOR)
+    with provider(tmp_path / "idp") as upstream:
+        async with serving(upstream, whoami_server(), access_ttl=30.0) as oauth:
+            async with mcp_remote(oauth.resource, tmp_path) as first:
+                await signed_in(first, oauth, upstream, tmp_path / "profile")
+                subject, _ = await whoami(first)
+                kept = first.stored("tokens.json")
+            first.opened.unlink()
+
+            async with mcp_remote(oauth.resource, tmp_path, first.callback_port) as second:
+                assert await whoami(second) == (subject, upstream.idp.email)
+                assert not second.opened.exists(), second.opened.read_text()
+                refreshed = second.stored("tokens.json")
+            assert refreshed["refresh_token"] != kept["refresh_token"]
+            assert (await oauth.verifier.verify(refreshed["access_token"])).subject == subject
 
 
 async def registered_as_a_loopback_client(oauth: OAuthServer, remote: McpRemote) -> None:
