@@ -12,6 +12,9 @@ then goes there, the user signs in at the provider and allows the client on the 
 redirect lands on mcp-remote's real callback server, which trades the code for tokens. Then ``initialize`` and
 ``tools/call whoami`` go over mcp-remote's stdio and the answer names the signed-in user.
 
+Started again with the tokens it kept, mcp-remote refreshes them (rotated) and never opens the browser; given
+``--client-metadata-url``, it is known by its Client ID Metadata Document instead of registering.
+
 Needs Node >= 22.19 with npx (``tests/support/node.py``) and Chromium: skipped without them, failed under
 ``--require-parts``.
 """
@@ -34,12 +37,15 @@ from typing import Any
 import pytest
 
 from tests.support.browser import DevTools
+from tests.support.client_site import ClientSite
 from tests.support.cluster import until
 from tests.support.node import node_bin, node_env, npx
 from tests.support.oauth_flow import Provider, provider, serving
 from tests.support.parts import chromium
+from tests.support.tls import make_certificates, serve_https
 from wiremcp import Context, MCPServer
 from wiremcp.auth.oauth.clients import LOOPBACK_HOSTS, Client
+from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.auth.oauth.server import OAuthServer
 
 pytestmark = pytest.mark.timeout(300)
@@ -144,10 +150,10 @@ class McpRemote:
 
 
 @asynccontextmanager
-async def mcp_remote(url: str, folder: Path, port: int | None = None) -> AsyncIterator[McpRemote]:
-    """``npx -y mcp-remote@MCP_REMOTE url <port>`` (a free port unless given) with fake browsers first on PATH,
-    its config, log and the browser's address in ``folder`` (a later run there finds what an earlier one kept);
-    stopped at the end (stdin closed, then its process group ended)."""
+async def mcp_remote(url: str, folder: Path, port: int | None = None, *options: str) -> AsyncIterator[McpRemote]:
+    """``npx -y mcp-remote@MCP_REMOTE url <port> <options>`` (a free port unless given) with fake browsers first
+    on PATH, its config, log and the browser's address in ``folder`` (a later run there finds what an earlier one
+    kept); stopped at the end (stdin closed, then its process group ended)."""
     bin_dir = node_bin(FOR)
     opened, config, log = folder / "opened-url", folder / "mcp-auth", folder / "mcp-remote.log"
     browsers = fake_browsers(folder / "browsers", opened)
@@ -158,6 +164,7 @@ async def mcp_remote(url: str, folder: Path, port: int | None = None) -> AsyncIt
     with log.open("ab") as stderr:
         process = await asyncio.create_subprocess_exec(
             npx(bin_dir), "-y", f"mcp-remote@{MCP_REMOTE}", url, str(port), "--auth-timeout", "120", "--debug",
+            *options,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, env=env,
             cwd=folder, start_new_session=True)
     try:
@@ -247,6 +254,7 @@ async def test_mcp_remote_signs_a_user_in_and_calls_a_tool_as_them(tmp_path: Pat
             tokens = remote.stored("tokens.json")
             principal = await oauth.verifier.verify(tokens["access_token"])
             assert principal.subject == subject
+            assert principal.client_id == remote.stored("client_info.json")["client_id"]
             assert principal.claims.get("email") == upstream.idp.email
             assert "notes:read" in principal.scopes
             assert tokens["refresh_token"]
@@ -272,6 +280,34 @@ async def test_mcp_remote_started_again_refreshes_its_token_without_the_browser(
                 refreshed = second.stored("tokens.json")
             assert refreshed["refresh_token"] != kept["refresh_token"]
             assert (await oauth.verifier.verify(refreshed["access_token"])).subject == subject
+
+
+async def test_mcp_remote_named_by_its_client_id_metadata_document(tmp_path: Path) -> None:
+    """``--client-metadata-url``: the OAuth server says it accepts Client ID Metadata Documents, so mcp-remote
+    does not register; the server fetches the document (from the client's HTTPS site, its authority trusted by
+    the server's fetcher), the consent page names the client as the document does, and the tokens are that
+    client's."""
+    chromium(FOR)
+    certificates = make_certificates(tmp_path / "tls")
+    site = ClientSite()
+    port = free_port()
+    async with serve_https(site, certificates) as site.port, \
+            MetadataFetcher(allow_private_networks=True, verify=certificates.client_context()) as fetcher:
+        client_id = site.serve("/mcp-remote.json", client_name="Notes through mcp-remote", logo_uri=None,
+                               client_uri=None, redirect_uris=[f"http://localhost:{port}/oauth/callback"],
+                               grant_types=["authorization_code", "refresh_token"])
+        with provider(tmp_path / "idp") as upstream:
+            async with serving(upstream, whoami_server(), client_metadata=fetcher) as oauth, \
+                    mcp_remote(oauth.resource, tmp_path, port, "--client-metadata-url", client_id) as remote:
+                person = await signed_in(remote, oauth, upstream, tmp_path / "profile")
+                subject, email = await whoami(remote)
+
+                assert email == upstream.idp.email
+                assert "Notes through mcp-remote" in person.consent, person.consent
+                assert site.hits["/mcp-remote.json"] >= 1
+                assert not list(remote.config.glob("**/*_client_info.json"))  # nothing registered to keep
+                principal = await oauth.verifier.verify(remote.stored("tokens.json")["access_token"])
+                assert (principal.subject, principal.client_id) == (subject, client_id)
 
 
 async def registered_as_a_loopback_client(oauth: OAuthServer, remote: McpRemote) -> None:
