@@ -73,6 +73,14 @@ printf '%s\\n' "$url" > "{opened}.$$" && mv "{opened}.$$" "{opened}"
 """
 
 
+@pytest.fixture(scope="module")
+def node() -> Path:
+    """The folder of the Node (and npx) that runs mcp-remote; the test is skipped without it, or without Chromium
+    for the user's browser (failed under ``--require-parts``)."""
+    chromium(FOR)
+    return node_bin(FOR)
+
+
 def whoami_server() -> MCPServer:
     server = MCPServer("notes")
 
@@ -150,20 +158,21 @@ class McpRemote:
 
 
 @asynccontextmanager
-async def mcp_remote(url: str, folder: Path, port: int | None = None, *options: str) -> AsyncIterator[McpRemote]:
-    """``npx -y mcp-remote@MCP_REMOTE url <port> <options>`` (a free port unless given) with fake browsers first
+async def mcp_remote(node: Path, url: str, folder: Path, port: int | None = None,
+                     *options: str) -> AsyncIterator[McpRemote]:
+    """``npx -y mcp-remote@MCP_REMOTE url <port> <options>`` (a free port unless given; Node from the folder
+    ``node``) with fake browsers first
     on PATH, its config, log and the browser's address in ``folder`` (a later run there finds what an earlier one
     kept); stopped at the end (stdin closed, then its process group ended)."""
-    bin_dir = node_bin(FOR)
     opened, config, log = folder / "opened-url", folder / "mcp-auth", folder / "mcp-remote.log"
     browsers = fake_browsers(folder / "browsers", opened)
-    env = {name: value for name, value in node_env(bin_dir).items() if name not in DESKTOP_VARIABLES}
+    env = {name: value for name, value in node_env(node).items() if name not in DESKTOP_VARIABLES}
     env |= {"PATH": f"{browsers}{os.pathsep}{env['PATH']}", "BROWSER": str(browsers / "xdg-open"),
             "MCP_REMOTE_CONFIG_DIR": str(config)}
     port = port or free_port()
     with log.open("ab") as stderr:
         process = await asyncio.create_subprocess_exec(
-            npx(bin_dir), "-y", f"mcp-remote@{MCP_REMOTE}", url, str(port), "--auth-timeout", "120", "--debug",
+            npx(node), "-y", f"mcp-remote@{MCP_REMOTE}", url, str(port), "--auth-timeout", "120", "--debug",
             *options,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, env=env,
             cwd=folder, start_new_session=True)
@@ -239,11 +248,10 @@ async def whoami(remote: McpRemote) -> tuple[str, str]:
     return subject, email
 
 
-async def test_mcp_remote_signs_a_user_in_and_calls_a_tool_as_them(tmp_path: Path) -> None:
-    chromium(FOR)
+async def test_mcp_remote_signs_a_user_in_and_calls_a_tool_as_them(node: Path, tmp_path: Path) -> None:
     with provider(tmp_path / "idp") as upstream:
         async with serving(upstream, whoami_server()) as oauth, \
-                mcp_remote(oauth.resource, tmp_path) as remote:
+                mcp_remote(node, oauth.resource, tmp_path) as remote:
             person = await signed_in(remote, oauth, upstream, tmp_path / "profile")
             subject, email = await whoami(remote)
 
@@ -261,20 +269,19 @@ async def test_mcp_remote_signs_a_user_in_and_calls_a_tool_as_them(tmp_path: Pat
             assert tokens["token_type"].lower() == "bearer"
 
 
-async def test_mcp_remote_started_again_refreshes_its_token_without_the_browser(tmp_path: Path) -> None:
+async def test_mcp_remote_started_again_refreshes_its_token_without_the_browser(node: Path, tmp_path: Path) -> None:
     """Access tokens of 30 s, inside mcp-remote's 60 s margin: a token it reads counts as expiring, so it trades
     its refresh token for new tokens (rotated each time) before each use, one refresh at a time; the second run
     does so with the tokens the first kept, and never opens the browser."""
-    chromium(FOR)
     with provider(tmp_path / "idp") as upstream:
         async with serving(upstream, whoami_server(), access_ttl=30.0) as oauth:
-            async with mcp_remote(oauth.resource, tmp_path) as first:
+            async with mcp_remote(node, oauth.resource, tmp_path) as first:
                 await signed_in(first, oauth, upstream, tmp_path / "profile")
                 subject, _ = await whoami(first)
                 kept = first.stored("tokens.json")
             first.opened.unlink()
 
-            async with mcp_remote(oauth.resource, tmp_path, first.callback_port) as second:
+            async with mcp_remote(node, oauth.resource, tmp_path, first.callback_port) as second:
                 assert await whoami(second) == (subject, upstream.idp.email)
                 assert not second.opened.exists(), second.opened.read_text()
                 refreshed = second.stored("tokens.json")
@@ -282,12 +289,11 @@ async def test_mcp_remote_started_again_refreshes_its_token_without_the_browser(
             assert (await oauth.verifier.verify(refreshed["access_token"])).subject == subject
 
 
-async def test_mcp_remote_named_by_its_client_id_metadata_document(tmp_path: Path) -> None:
+async def test_mcp_remote_named_by_its_client_id_metadata_document(node: Path, tmp_path: Path) -> None:
     """``--client-metadata-url``: the OAuth server says it accepts Client ID Metadata Documents, so mcp-remote
     does not register; the server fetches the document (from the client's HTTPS site, its authority trusted by
     the server's fetcher), the consent page names the client as the document does, and the tokens are that
     client's."""
-    chromium(FOR)
     certificates = make_certificates(tmp_path / "tls")
     site = ClientSite()
     port = free_port()
@@ -298,7 +304,7 @@ async def test_mcp_remote_named_by_its_client_id_metadata_document(tmp_path: Pat
                                grant_types=["authorization_code", "refresh_token"])
         with provider(tmp_path / "idp") as upstream:
             async with serving(upstream, whoami_server(), client_metadata=fetcher) as oauth, \
-                    mcp_remote(oauth.resource, tmp_path, port, "--client-metadata-url", client_id) as remote:
+                    mcp_remote(node, oauth.resource, tmp_path, port, "--client-metadata-url", client_id) as remote:
                 person = await signed_in(remote, oauth, upstream, tmp_path / "profile")
                 subject, email = await whoami(remote)
 
