@@ -6,16 +6,13 @@ extensions among them: ~11 s a run) runs on the last two only: the first would r
 in-memory path without the mount.
 
 The suite needs Node >= 22.19. A Node on PATH that is new enough is used; otherwise one is installed
-once from the npm registry (the ``node-linux-<arch>@22`` package) into a cache directory. Without npm the
-tests are skipped, or fail under ``--require-parts`` (``tests/support/parts.py``).
+once from the npm registry (the ``node-linux-<arch>@22`` package) into a cache directory (``tests/support/node.py``).
+Without npm the tests are skipped, or fail under ``--require-parts`` (``tests/support/parts.py``).
 """
 
 from __future__ import annotations
 
-import os
-import platform
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,49 +21,15 @@ from typing import Any
 import pytest
 
 from tests.support.http import UvicornProcess, run_uvicorn
-from tests.support.parts import missing
+from tests.support.node import node_bin as find_node
+from tests.support.node import node_env, npx
 
-CACHE = Path(os.environ.get("WIREMCP_NODE_CACHE", Path.home() / ".cache" / "wiremcp" / "node22"))
-MIN_NODE = (22, 19)
 RUN_BOUND = 600  # seconds; a failure bound for one suite run (npx may download the suite first)
-
-
-def _node_version(node: str) -> tuple[int, ...] | None:
-    try:
-        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    found = re.match(r"v(\d+)\.(\d+)", out.strip())
-    return (int(found.group(1)), int(found.group(2))) if found else None
-
-
-def _find_node_bin() -> Path | None:
-    on_path = shutil.which("node")
-    if on_path and (_node_version(on_path) or (0,)) >= MIN_NODE:
-        return Path(on_path).parent
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
-    if arch is None:
-        return None
-    cached = CACHE / "node_modules" / f"node-linux-{arch}" / "bin"
-    if not (cached / "node").exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            return None
-        CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(CACHE),
-                        f"node-linux-{arch}@22"], check=True, timeout=RUN_BOUND)
-    return cached if (_node_version(str(cached / "node")) or (0,)) >= MIN_NODE else None
 
 
 @pytest.fixture(scope="module")
 def node_bin() -> Path:
-    found = _find_node_bin()
-    if found is None:
-        missing("no Node >= 22.19 on PATH and no npm to install it for the conformance suite "
-                "(Debian: apt-get install npm)")
-    if not (found / "npx").exists() and shutil.which("npx") is None:  # a cached Node brings no npx of its own
-        missing("no npx on PATH to run the conformance suite with (Debian: apt-get install npm)")
-    return found
+    return find_node("the conformance suite")
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +39,9 @@ def everything() -> Iterator[UvicornProcess]:
 
 
 def run_suite(node_bin: Path, version: str, url: str, *extra: str) -> str:
-    env = {**os.environ, "PATH": f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
-    npx = node_bin / "npx"
-    command = [str(npx) if npx.exists() else "npx", "-y", f"@modelcontextprotocol/conformance@{version}",
+    command = [npx(node_bin), "-y", f"@modelcontextprotocol/conformance@{version}",
                "server", "--url", url, "--suite", "all", *extra]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=RUN_BOUND)
+    done = subprocess.run(command, capture_output=True, text=True, env=node_env(node_bin), timeout=RUN_BOUND)
     return done.stdout + done.stderr
 
 

@@ -4,7 +4,8 @@ documentation site's crawl, and a user signing in at an identity provider).
 :class:`DevTools` is the browser (its commands, by a deadline, and the events it sends); :class:`Tab` a page in it,
 with what a sign-in needs: go to a URL, wait for a page whose URL or text matches, fill form fields by name, submit,
 read the URL and the text, and wait until a navigation (through any redirects) asks for a URL with a given prefix,
-e.g. an OAuth client's redirect URI. Every wait ends by the browser's deadline; none sleeps.
+e.g. an OAuth client's redirect URI, or until it is answered from one. Every wait ends by the browser's deadline;
+none sleeps.
 
     with DevTools(tmp_path / "profile", deadline=time.monotonic() + 60, needed_for="the sign-in test") as browser:
         tab = browser.open_tab()
@@ -237,3 +238,17 @@ class Tab:
                 return found
             self.browser.wait_for_event(self.session, seen,
                                         f"request for {url_prefix} (asked for so far: {self.requested()})")
+
+    def wait_for_response(self, url_prefix: str) -> int:
+        """The status of the first answer the page's main frame got from an address starting with ``url_prefix``,
+        once it has it, by the deadline: e.g. a native OAuth client's own callback server having taken the
+        authorization response."""
+        while True:
+            seen = len(self.browser.events.get(self.session, []))
+            for event in self.browser.events.get(self.session, []):
+                params = event["params"]
+                if event["method"] == "Network.responseReceived" and params.get("type") == "Document" \
+                        and params.get("frameId") == self.target and params["response"]["url"].startswith(url_prefix):
+                    return int(params["response"]["status"])
+            self.browser.wait_for_event(self.session, seen,
+                                        f"answer from {url_prefix} (asked for so far: {self.requested()})")

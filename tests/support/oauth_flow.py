@@ -85,13 +85,14 @@ def whoami_server() -> MCPServer:
 
 
 @contextlib.asynccontextmanager
-async def serving(upstream: Provider, **options: Any) -> AsyncIterator[OAuthServer]:
-    """An ``OAuthServer`` (``options`` passed on) in front of ``whoami_server``, on the provider's port."""
+async def serving(upstream: Provider, server: MCPServer | None = None, **options: Any) -> AsyncIterator[OAuthServer]:
+    """An ``OAuthServer`` (``options`` passed on) in front of ``server`` (by default ``whoami_server``), on the
+    provider's port."""
     base = upstream.base
     oauth = OAuthServer(issuer=base, resource=f"{base}/mcp", upstream=upstream.upstream(),
                         scopes=options.pop("scopes", ("notes:read",)), client_metadata=options.pop("client_metadata", False),
                         **options)
-    app = oauth.wrap(MCPHttpApp(whoami_server(), authenticate=oauth.authenticate()))
+    app = oauth.wrap(MCPHttpApp(server or whoami_server(), authenticate=oauth.authenticate()))
     async with serve_in_process(app, upstream.sock.dup()):
         yield oauth
 
