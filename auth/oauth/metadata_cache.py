@@ -1,7 +1,8 @@
 """Where fetched Client ID Metadata Documents are kept between fetches: the ``MetadataCache`` interface (by
-URL, each document for its own lifetime; the OAuth server backs it with its shared store), the bounded
-``MemoryMetadataCache``, and ``cache_lifetime``, how long an answer may be kept per its ``Cache-Control``
-(RFC 9111) within the authorization server's own bounds (the draft lets it have some).
+URL, each document for its own lifetime), the bounded ``MemoryMetadataCache`` (one process's),
+``StoreMetadataCache`` (the OAuth server's ``GrantStore``, so that every replica sharing the store shares the
+documents too), and ``cache_lifetime``, how long an answer may be kept per its ``Cache-Control`` (RFC 9111)
+within the authorization server's own bounds (the draft lets it have some).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
+
+from wiremcp.grant_store import GrantStore
 
 DEFAULT_TTL = 300.0
 """How long a document whose answer carries no ``Cache-Control`` lifetime is cached."""
@@ -55,6 +58,24 @@ class MemoryMetadataCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class StoreMetadataCache:
+    """A ``MetadataCache`` in a ``GrantStore``: each document a record of kind ``metadata`` under its URL, living
+    as long as the document may be cached, so that replicas sharing the store fetch a document once between
+    them. What the store answers is only a candidate: the fetcher validates a cached document again before
+    using it. ``StoreUnavailable`` from the store goes to the caller (the request answers 503)."""
+
+    KIND = "metadata"
+
+    def __init__(self, store: GrantStore) -> None:
+        self.store = store
+
+    async def get(self, url: str) -> Mapping[str, Any] | None:
+        return await self.store.get(self.KIND, url)
+
+    async def put(self, url: str, document: Mapping[str, Any], ttl: float) -> None:
+        await self.store.put(self.KIND, url, dict(document), ttl)
 
 
 def cache_lifetime(cache_control: str | None, *, default: float = DEFAULT_TTL, minimum: float = 0.0,

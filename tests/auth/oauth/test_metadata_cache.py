@@ -1,11 +1,13 @@
-"""The metadata cache: lifetimes from ``Cache-Control`` within bounds, and the bounded in-memory cache."""
+"""The metadata cache: lifetimes from ``Cache-Control`` within bounds, the bounded in-memory cache, and the cache in
+a ``GrantStore`` that replicas share."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.support.http import FakeClock
-from wiremcp.auth.oauth.metadata_cache import MemoryMetadataCache, cache_lifetime
+from wiremcp.auth.oauth.metadata_cache import MemoryMetadataCache, StoreMetadataCache, cache_lifetime
+from wiremcp.grant_store import InMemoryGrantStore
 
 
 @pytest.mark.parametrize(("header", "seconds"), [
@@ -42,3 +44,24 @@ async def test_the_memory_cache_expires_and_is_bounded() -> None:
 def test_the_memory_cache_is_bounded_by_a_positive_size() -> None:
     with pytest.raises(ValueError, match="max_entries"):
         MemoryMetadataCache(max_entries=0)
+
+
+async def test_the_store_cache_keeps_each_document_in_the_store_for_its_lifetime() -> None:
+    clock = FakeClock()
+    store = InMemoryGrantStore(clock=clock)
+    one, other = StoreMetadataCache(store), StoreMetadataCache(store)  # two replicas on one store
+    document = {"client_id": "https://a.test/1", "redirect_uris": ["https://a.test/cb"]}
+    await one.put("https://a.test/1", document, 60)
+    assert await other.get("https://a.test/1") == document
+    assert await store.get("metadata", "https://a.test/1") == document
+    assert await other.get("https://a.test/2") is None
+    clock.advance(60)
+    assert await one.get("https://a.test/1") is None
+
+
+async def test_the_store_cache_keeps_a_copy() -> None:
+    cache = StoreMetadataCache(InMemoryGrantStore())
+    document = {"client_id": "https://a.test/1", "client_name": "A"}
+    await cache.put("https://a.test/1", document, 60)
+    document["client_name"] = "changed afterwards"
+    assert await cache.get("https://a.test/1") == {"client_id": "https://a.test/1", "client_name": "A"}
