@@ -25,7 +25,7 @@ import pytest
 from tests.support.client_site import ClientSite, document, json_answer
 from tests.support.oauth_flow import REDIRECT, Provider, UserAgent, authorize_url, provider, query, serving
 from tests.support.tls import Certificates, make_certificates, serve_https
-from wiremcp.auth.oauth.metadata_fetcher import MAX_BYTES, MetadataFetcher
+from wiremcp.auth.oauth.metadata_fetcher import MAX_BYTES, TIMEOUT, MetadataFetcher
 from wiremcp.auth.oauth.server import Identity, OAuthServer
 from wiremcp.transports.asgi import SendASGI
 
@@ -249,20 +249,21 @@ async def held_answer(site: ClientSite, send: SendASGI) -> None:
     await json_answer(document(site.url("/client.json")))(send)
 
 
-@pytest.mark.parametrize(("answer", "reason"), [
+@pytest.mark.parametrize(("answer", "reason", "timeout"), [
     (lambda site: json_answer({}, status=302, headers=[("location", site.url("/elsewhere.json"))]),
-     "the client_id URL redirected (302), and redirects are not followed"),
+     "the client_id URL redirected (302), and redirects are not followed", TIMEOUT),
     (lambda site: json_answer(document(site.url("/client.json"), padding="x" * MAX_BYTES)),
-     f"the client_id URL's document is larger than {MAX_BYTES} bytes"),
+     f"the client_id URL's document is larger than {MAX_BYTES} bytes", TIMEOUT),
     (lambda site: json_answer(document("https://other.example.com/client.json")),
-     "the client metadata document's client_id is not the URL it was fetched from"),
-    (lambda site: json_answer({"error": "gone"}, status=404), "the client_id URL answered 404, not 200"),
-    (lambda site: lambda send: held_answer(site, send), "the client_id URL did not answer within 0.5 s"),
-])
+     "the client metadata document's client_id is not the URL it was fetched from", TIMEOUT),
+    (lambda site: json_answer({"error": "gone"}, status=404), "the client_id URL answered 404, not 200", TIMEOUT),
+    (lambda site: lambda send: held_answer(site, send), "the client_id URL did not answer within 0.5 s", 0.5),
+], ids=["redirect", "too large", "another client_id", "not found", "too slow"])
 async def test_a_metadata_document_the_fetcher_refuses_is_an_error_page_saying_why(
-        upstream: Provider, certificates: Certificates, site: ClientSite, answer: Any, reason: str) -> None:
+        upstream: Provider, certificates: Certificates, site: ClientSite, answer: Any, reason: str,
+        timeout: float) -> None:
     site.handlers["/client.json"] = answer(site)
-    async with trusting(upstream, certificates, timeout=0.5) as oauth, httpx.AsyncClient() as http:
+    async with trusting(upstream, certificates, timeout=timeout) as oauth, httpx.AsyncClient() as http:
         page = await http.get(authorize_url(oauth, site.url("/client.json")))
         site.release.set()  # a held answer may go now
     assert refusal(page) == f"the client's metadata document: {reason}"
