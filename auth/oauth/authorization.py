@@ -64,7 +64,7 @@ async def authorize(server: OAuthServer, request: Request) -> Response:
     try:
         client = await server.registrations.find(client_id)
     except ClientError as exc:
-        return error_page("Unknown client", exc.description)
+        return error_page("Invalid client", exc.description)
     if not redirect_uri:
         return error_page("Invalid request", "The request has no redirect_uri.")
     if not client.redirect_allowed(redirect_uri):
@@ -119,6 +119,12 @@ async def callback(server: OAuthServer, request: Request) -> Response:
     if not _same_browser(request, login):
         return error_page("Sign-in refused", "This sign-in was started in another browser.", 403)
     redirect_uri, state = str(login["redirect_uri"]), login.get("state")
+    try:  # again: a metadata document is fetched anew once its cache lifetime is over, and may have changed
+        client = await server.registrations.find(str(login["client_id"]))
+    except ClientError as exc:
+        return error_page("Invalid client", exc.description)
+    if not client.redirect_allowed(redirect_uri):
+        return error_page("Invalid redirect", "The redirect_uri is no longer one the client registered.")
     if query.get("error") or not query.get("code"):
         return _refuse(server, redirect_uri, state, "access_denied", "the identity provider did not sign you in")
     try:
@@ -144,7 +150,6 @@ async def callback(server: OAuthServer, request: Request) -> Response:
         return await _approved(server, approval)
     key = secrets.token_urlsafe(24)
     await server.store.put("approval", key, approval, SIGN_IN_TTL)
-    client = await server.registrations.find(grant.client_id)
     return consent_page(action=server.paths["consent"], approval=key,
                         csrf=server.seal.mac("consent", key, request.cookies.get(COOKIE, "")),
                         client_name=client.client_name, client_id=client.client_id, client_uri=client.client_uri,

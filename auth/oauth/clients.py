@@ -9,6 +9,7 @@ client listens on whichever port it gets.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from wiremcp.auth.oauth.client_metadata import ClientMetadataError, is_metadata_url
+from wiremcp.auth.oauth.client_metadata import ClientMetadataError, url_problem
 from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.auth.oauth.sealing import digest
 from wiremcp.grant_store import GrantStore
@@ -26,6 +27,8 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "[::1]", "localhost"})
 REGISTRATION_TTL = 180 * 86400.0
 """How long a dynamically registered client is kept (its registration is renewed when it signs a user in)."""
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+"""How a ``client_id`` that is a URL begins (a scheme and ``//``): dynamically registered ids never do."""
 
 
 class ClientError(Exception):
@@ -90,12 +93,18 @@ class Registrations:
     """Dynamic registrations one address may make an hour."""
 
     async def find(self, client_id: str) -> Client:
-        """The client ``client_id`` names; ``ClientError("invalid_client")`` when none does."""
+        """The client ``client_id`` names; ``ClientError("invalid_client")`` when none does. A ``client_id`` that is
+        a URL (and not a pre-registered one) can only be a metadata document's: one that is not an acceptable
+        document URL is refused with the rule it breaks (``url_problem``), one that is with the fetcher's
+        refusal, if it refuses."""
         if client_id in self.preregistered:
             return self.preregistered[client_id]
-        if is_metadata_url(client_id):
+        if URL.match(client_id):
             if self.fetcher is None:
                 raise ClientError("invalid_client", "this server does not accept client metadata documents")
+            problem = url_problem(client_id)
+            if problem:
+                raise ClientError("invalid_client", f"{problem}, so it cannot name a client metadata document")
             try:
                 metadata = await self.fetcher.fetch(client_id)
             except ClientMetadataError as exc:

@@ -132,7 +132,8 @@ class MetadataFetcher:
     policy; the draft lets an authorization server have one). ``verify``: the TLS trust (an SSL context, the
     path of a CA bundle, or True for the system's). ``client``: an httpx client to use instead of one of the
     fetcher's own (it must not go through a proxy, or the checked address is the proxy's business);
-    ``cache``: where documents are kept (in memory by default); ``resolver``: how host names are resolved."""
+    ``cache``: where documents are kept (by default in memory, until ``use_cache`` gives it another, as the
+    OAuth server gives it its store); ``resolver``: how host names are resolved."""
 
     def __init__(self, *, timeout: float = TIMEOUT, max_bytes: int = MAX_BYTES,
                  allow_private_networks: bool = False, allowed_hosts: Collection[str] | None = None,
@@ -148,6 +149,7 @@ class MetadataFetcher:
         self.allow_private_networks = allow_private_networks
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
         self.cache: MetadataCache = cache if cache is not None else MemoryMetadataCache()
+        self._given_cache = cache is not None
         self.default_ttl, self.min_ttl, self.max_ttl = default_ttl, min_ttl, max_ttl
         self._resolve = resolver
         self._owns_client = client is None
@@ -155,6 +157,11 @@ class MetadataFetcher:
             verify=_verification_context(verify), trust_env=False, follow_redirects=False,
             timeout=httpx.Timeout(timeout), limits=httpx.Limits(max_keepalive_connections=0))
         self._flights: dict[str, asyncio.Task[ClientMetadata]] = {}
+
+    def use_cache(self, cache: MetadataCache) -> None:
+        """Keep documents in ``cache`` from now on, unless the fetcher was made with a cache of its own."""
+        if not self._given_cache:
+            self.cache = cache
 
     async def aclose(self) -> None:
         if self._owns_client:

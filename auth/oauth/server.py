@@ -31,6 +31,7 @@ from wiremcp.auth.middleware import BearerAuth
 from wiremcp.auth.oauth import authorization, token_endpoint
 from wiremcp.auth.oauth.clients import Client, Registrations
 from wiremcp.auth.oauth.keys import SealedElsewhere, SigningKeys
+from wiremcp.auth.oauth.metadata_cache import StoreMetadataCache
 from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.auth.oauth.pages import error_page
 from wiremcp.auth.oauth.sealing import Seal, digest
@@ -150,6 +151,8 @@ class OAuthServer:
                             refresh_ttl=self._refresh_ttl, clock=self._clock)
             fetcher = self._client_metadata if isinstance(self._client_metadata, MetadataFetcher) else \
                 MetadataFetcher() if self._client_metadata else None
+            if fetcher is not None:  # every replica sharing the store shares the documents it fetched
+                fetcher.use_cache(StoreMetadataCache(self.store))
             registrations = Registrations(self.store, fetcher, self._dynamic, self._preregistered)
             self._parts = (registrations, tokens, OAuthVerifier(tokens, audience=self.resource, clock=self._clock))
         return self._parts

@@ -1,14 +1,16 @@
 """The OAuth server in front of a real identity provider, end to end: the official SDK's OAuth client discovers it
-from the resource's 401, registers (Dynamic Client Registration), sends the user's browser (headless Chromium) to
-``/oauth/authorize``; the user signs in at the provider (django-oauth-toolkit, OpenID Connect or plain OAuth 2),
-allows the client on the consent page, and the client calls a tool as that user, whose upstream token the tool
-can use.
+from the resource's 401, registers (Dynamic Client Registration, or by the URL of its Client ID Metadata Document,
+which a local HTTPS site serves), sends the user's browser (headless Chromium) to ``/oauth/authorize``; the user
+signs in at the provider (django-oauth-toolkit, OpenID Connect or plain OAuth 2), allows the client on the consent
+page, and the client calls a tool as that user, whose upstream token the tool can use.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,13 +33,19 @@ from mcp.types import TextContent
 from pydantic import AnyUrl
 
 from tests.support.browser import DevTools
+from tests.support.client_site import ClientSite
 from tests.support.http import serve_in_process
 from tests.support.idp import UpstreamIdP
 from tests.support.oauth_flow import Provider
+from tests.support.tls import make_certificates, serve_https
 from wiremcp import Context, MCPServer
 from wiremcp.auth.oauth import upstream_token
+from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.auth.oauth.server import Identity, OAuthServer
+from wiremcp.grant_store import InMemoryGrantStore
 from wiremcp.transports import MCPHttpApp
+from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
+from wiremcp.types import JSONObject
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -52,6 +60,8 @@ class Served:
     oauth: OAuthServer
     idp: UpstreamIdP
     profile: Path
+    paths: Counter[str]
+    """The paths of the requests the server got, counted."""
 
     @property
     def url(self) -> str:
@@ -84,21 +94,51 @@ def notes_server(oauth_of: list[OAuthServer]) -> MCPServer:
     return server
 
 
-@pytest.fixture(params=["oidc", "oauth2"])
-async def served(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Served]:
-    upstream: Provider = request.getfixturevalue("oauth_provider" if request.param == "oidc" else "oauth2_provider")
-    mode = upstream.idp.mode
+class KindsWritten(InMemoryGrantStore):
+    """The server's store, noting the kinds of record written to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kinds: Counter[str] = Counter()
+
+    async def put(self, kind: str, key: str, record: JSONObject, ttl: float) -> None:
+        self.kinds[kind] += 1
+        await super().put(kind, key, record, ttl)
+
+
+def counting_paths(app: ASGIApp, paths: Counter[str]) -> ASGIApp:
+    """``app``, counting the paths of the HTTP requests it gets."""
+    async def counted(scope: Scope, receive: Receive, send: SendASGI) -> None:
+        if scope["type"] == "http":
+            paths[scope["path"]] += 1
+        await app(scope, receive, send)
+    return counted
+
+
+@contextlib.asynccontextmanager
+async def serving(upstream: Provider, folder: Path, **options: Any) -> AsyncIterator[Served]:
+    """The notes server behind an ``OAuthServer`` (``options`` passed on) in front of ``upstream`` (the conftest's
+    provider of a mode), on the socket the provider knows the callback of."""
     base = upstream.base
+    mode = upstream.idp.mode
     oauth_of: list[OAuthServer] = []
     server = notes_server(oauth_of)
     oauth = OAuthServer(issuer=base, resource=f"{base}/mcp", upstream=upstream.upstream(), scopes=("notes:read",),
-                        client_metadata=False,
-                        identity=lambda claims: Identity(f"{mode}:{claims['sub']}", None, {"email": claims.get("email")}))
+                        identity=lambda claims: Identity(f"{mode}:{claims['sub']}", None,
+                                                         {"email": claims.get("email")}), **options)
     oauth_of.append(oauth)
-    app = oauth.wrap(MCPHttpApp(server, authenticate=oauth.authenticate()))
+    paths: Counter[str] = Counter()
+    app = counting_paths(oauth.wrap(MCPHttpApp(server, authenticate=oauth.authenticate())), paths)
     async with serve_in_process(app, upstream.sock.dup()) as served_at:
         assert served_at == base
-        yield Served(base, oauth, upstream.idp, tmp_path / "profile")
+        yield Served(base, oauth, upstream.idp, folder / "profile", paths)
+
+
+@pytest.fixture(params=["oidc", "oauth2"])
+async def served(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Served]:
+    upstream = request.getfixturevalue("oauth_provider" if request.param == "oidc" else "oauth2_provider")
+    async with serving(upstream, tmp_path, client_metadata=False) as out:
+        yield out
 
 
 @dataclass
@@ -146,12 +186,13 @@ class Person:
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
 
-def provider(served: Served, person: Person, storage: Storage) -> OAuthClientProvider:
+def provider(served: Served, person: Person, storage: Storage,
+             client_metadata_url: str | None = None) -> OAuthClientProvider:
     metadata = OAuthClientMetadata(redirect_uris=[AnyUrl(CLIENT_REDIRECT)], client_name="Notes CLI",
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
                                    token_endpoint_auth_method="none")
     return OAuthClientProvider(served.url, metadata, storage, redirect_handler=person.redirect,
-                               callback_handler=person.callback)
+                               callback_handler=person.callback, client_metadata_url=client_metadata_url)
 
 
 def text(result: Any) -> str:
@@ -176,3 +217,32 @@ async def test_the_official_client_signs_a_user_in_at_the_provider_and_calls_too
     assert storage.client_info.client_id.startswith("wmc-")
     assert storage.tokens is not None
     assert storage.tokens.refresh_token
+
+
+async def test_the_official_client_registers_by_its_metadata_document_url(oauth_provider: Provider,
+                                                                        tmp_path: Path) -> None:
+    certificates = make_certificates(tmp_path / "tls")
+    site = ClientSite()
+    store = KindsWritten()
+    async with serve_https(site, certificates) as port, \
+            MetadataFetcher(allow_private_networks=True, verify=str(certificates.ca)) as fetcher, \
+            serving(oauth_provider, tmp_path, client_metadata=fetcher, store=store) as served:
+        site.port = port
+        url = site.serve("/notes-cli/client.json", client_name="Notes by URL", client_uri=None, logo_uri=None,
+                         redirect_uris=[CLIENT_REDIRECT], grant_types=["authorization_code", "refresh_token"])
+        person, storage = Person(served), Storage()
+        auth = provider(served, person, storage, client_metadata_url=url)
+        async with httpx2.AsyncClient(auth=auth, timeout=httpx2.Timeout(60)) as http, \
+                Client(streamable_http_client(served.url, http_client=http), mode="legacy") as client:
+            who = text(await client.call_tool("whoami", {}))
+    assert who.split()[1:] == [served.idp.email, "['notes:read']"], who
+    assert who.startswith("oidc:")
+    (page,) = person.pages
+    for shown in ("Notes by URL", f"described by {url}", "127.0.0.1:1", "notes:read", served.idp.email):
+        assert shown in page, (shown, page)
+    assert storage.client_info is not None
+    assert storage.client_info.client_id == url
+    assert served.paths[served.oauth.paths["register"]] == 0  # no dynamic registration
+    assert store.kinds["client"] == 0
+    assert store.kinds["metadata"] == 1  # fetched once, kept in the store for the token request
+    assert site.hits["/notes-cli/client.json"] == 1

@@ -258,7 +258,10 @@ class Settings:
     signs consent forms with. Every replica needs the same; unset, each process makes its own, and its sign-ins
     and tokens end with it."""
     oauth_client_metadata: bool = True
-    """Accept clients that name themselves by the URL of their metadata document (Client ID Metadata Documents)."""
+    """Accept clients that name themselves by the URL of their metadata document (Client ID Metadata Documents):
+    fetched over https from public addresses only, and kept in the shared state (memory or Redis, so replicas
+    fetch a document once between them) for as long as its ``Cache-Control`` allows (5 minutes without one, an
+    hour at most; at most 10,000 new documents an hour)."""
     oauth_dynamic_registration: bool = True
     """Accept clients that register themselves (Dynamic Client Registration, RFC 7591; 20 an hour per address)."""
     oauth_allowed_email_domains: tuple[str, ...] = ()

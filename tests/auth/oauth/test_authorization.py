@@ -2,17 +2,32 @@
 never a redirect; every other refusal goes back to the client with ``state`` and ``iss``; the sign-in is bound to
 the browser that started it; the consent form needs its CSRF token; a consent is answered once and remembered.
 
+A client named by its metadata document (a ``client_id`` URL) is fetched by the real fetcher from a real HTTPS
+client site (``tests/support/client_site.py``, with a certificate authority made for the module): a URL that cannot
+name a document, and each refusal of the fetcher, is an error page saying why.
+
 A real identity provider signs the user in (django-oauth-toolkit, started once for this module); the user agent is
 HTTP (``tests/support/oauth_flow.py``), so that a test can send what a browser would not.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from html import unescape
+from pathlib import Path
+from typing import Any
+
 import httpx
 import pytest
 
+from tests.support.client_site import ClientSite, document, json_answer
 from tests.support.oauth_flow import REDIRECT, Provider, UserAgent, authorize_url, query, serving
+from tests.support.tls import Certificates, make_certificates, serve_https
+from wiremcp.auth.oauth.metadata_fetcher import MAX_BYTES, TIMEOUT, MetadataFetcher
 from wiremcp.auth.oauth.server import Identity, OAuthServer
+from wiremcp.transports.asgi import SendASGI
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -161,3 +176,129 @@ async def test_scopes_the_rule_does_not_allow_are_not_granted(oauth_provider: Pr
     assert query(only_write.headers["location"])["error"] == "access_denied"
 
 
+
+
+# -- clients named by their metadata document ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    return make_certificates(Path(tmp_path_factory.mktemp("tls")))
+
+
+@pytest.fixture
+async def site(certificates: Certificates) -> AsyncIterator[ClientSite]:
+    out = ClientSite()
+    try:
+        async with serve_https(out, certificates) as port:
+            out.port = port
+            yield out
+    finally:
+        out.release.set()  # nothing the site holds outlives the test
+
+
+@contextlib.asynccontextmanager
+async def trusting(oauth_provider: Provider, certificates: Certificates, **fetcher: Any) -> AsyncIterator[OAuthServer]:
+    """The OAuth server with a fetcher that may reach the client site (a loopback address) and trusts its
+    authority (``fetcher``: more of its settings)."""
+    async with MetadataFetcher(allow_private_networks=True, verify=str(certificates.ca), **fetcher) as own, \
+            serving(oauth_provider, client_metadata=own) as oauth:
+        yield oauth
+
+
+def refusal(page: httpx.Response) -> str:
+    """What an error page says (it must be one: 400, no redirect)."""
+    assert page.status_code == 400, (page.status_code, page.headers, page.text)
+    assert "location" not in page.headers
+    said = re.search(r"<p>(.*)</p>", page.text)
+    assert said is not None, page.text
+    return unescape(said.group(1))
+
+
+@pytest.mark.parametrize(("client_id", "problem"), [
+    ("http://app.example.com/client.json", "the client_id URL is not https"),
+    ("https://app.example.com", "the client_id URL has no path"),
+    ("https://app.example.com/", "the client_id URL has no path"),
+    ("https://app.example.com/client.json#main", "the client_id URL has a fragment"),
+    ("https://me:pw@app.example.com/client.json", "the client_id URL has a user name or password"),
+    ("https://app.example.com/a/../client.json", "the client_id URL has a dot segment in its path"),
+])
+async def test_a_client_id_url_that_cannot_name_a_metadata_document_is_refused_with_its_problem(
+        oauth_provider: Provider, client_id: str, problem: str) -> None:
+    async with serving(oauth_provider, client_metadata=True) as oauth, httpx.AsyncClient() as http:
+        page = await http.get(authorize_url(oauth, client_id))
+    assert refusal(page) == f"{problem}, so it cannot name a client metadata document"
+    assert "<title>Invalid client</title>" in page.text
+
+
+async def test_by_default_a_client_id_url_on_a_private_address_is_not_fetched(oauth_provider: Provider,
+                                                                              site: ClientSite) -> None:
+    url = site.serve("/client.json", host="127.0.0.1", redirect_uris=[REDIRECT])
+    async with serving(oauth_provider, client_metadata=True) as oauth, httpx.AsyncClient() as http:
+        page = await http.get(authorize_url(oauth, url))
+    assert refusal(page) == ("the client's metadata document: the client_id URL's host resolves to a loopback "
+                             "address (127.0.0.1)")
+    assert site.hits["/client.json"] == 0
+
+
+async def held_answer(site: ClientSite, send: SendASGI) -> None:
+    await site.release.wait()
+    await json_answer(document(site.url("/client.json")))(send)
+
+
+@pytest.mark.parametrize(("answer", "reason", "timeout"), [
+    (lambda site: json_answer({}, status=302, headers=[("location", site.url("/elsewhere.json"))]),
+     "the client_id URL redirected (302), and redirects are not followed", TIMEOUT),
+    (lambda site: json_answer(document(site.url("/client.json"), padding="x" * MAX_BYTES)),
+     f"the client_id URL's document is larger than {MAX_BYTES} bytes", TIMEOUT),
+    (lambda site: json_answer(document("https://other.example.com/client.json")),
+     "the client metadata document's client_id is not the URL it was fetched from", TIMEOUT),
+    (lambda site: json_answer({"error": "gone"}, status=404), "the client_id URL answered 404, not 200", TIMEOUT),
+    (lambda site: lambda send: held_answer(site, send), "the client_id URL did not answer within 0.5 s", 0.5),
+], ids=["redirect", "too large", "another client_id", "not found", "too slow"])
+async def test_a_metadata_document_the_fetcher_refuses_is_an_error_page_saying_why(
+        oauth_provider: Provider, certificates: Certificates, site: ClientSite, answer: Any, reason: str,
+        timeout: float) -> None:
+    site.handlers["/client.json"] = answer(site)
+    async with trusting(oauth_provider, certificates, timeout=timeout) as oauth, httpx.AsyncClient() as http:
+        page = await http.get(authorize_url(oauth, site.url("/client.json")))
+        site.release.set()  # a held answer may go now
+    assert refusal(page) == f"the client's metadata document: {reason}"
+    assert site.hits["/client.json"] == 1
+
+
+async def test_a_redirect_uri_the_metadata_document_does_not_list_is_refused(
+        oauth_provider: Provider, certificates: Certificates, site: ClientSite) -> None:
+    url = site.serve("/client.json", redirect_uris=[REDIRECT])
+    async with trusting(oauth_provider, certificates) as oauth, httpx.AsyncClient() as http:
+        elsewhere = await http.get(authorize_url(oauth, url, redirect_uri="https://evil.example.com/callback"))
+        other_path = await http.get(authorize_url(oauth, url, redirect_uri="http://127.0.0.1:1/other"))
+        listed = await http.get(authorize_url(oauth, url))
+    for page in (elsewhere, other_path):
+        assert refusal(page) == "The redirect_uri is not one the client registered."
+    assert listed.is_redirect  # to the provider's sign-in
+    assert site.hits["/client.json"] == 1  # cached, in the server's store
+    assert await oauth.store.get("metadata", url) == document(url, redirect_uris=[REDIRECT])
+
+
+@pytest.mark.parametrize(("changed", "said"), [
+    ({"redirect_uris": ["https://app.example.com/callback"]},
+     "The redirect_uri is no longer one the client registered."),
+    ({"client_id": "https://other.example.com/client.json"}, "the client's metadata document: the client metadata "
+                                                             "document's client_id is not the URL it was fetched from"),
+])
+async def test_a_metadata_document_that_changes_during_the_sign_in_is_read_again_at_the_callback(
+        oauth_provider: Provider, certificates: Certificates, site: ClientSite, changed: dict[str, object],
+        said: str) -> None:
+    url = site.url("/client.json")
+    no_store = [("cache-control", "no-store")]
+    site.handlers["/client.json"] = json_answer(document(url, redirect_uris=[REDIRECT]), headers=no_store)
+    agent = UserAgent(oauth_provider)
+    try:
+        async with trusting(oauth_provider, certificates) as oauth:
+            to_callback = await agent.follow(authorize_url(oauth, url), until=oauth.url("callback"))
+            site.handlers["/client.json"] = json_answer(document(url, **{"redirect_uris": [REDIRECT], **changed}),
+                                                        headers=no_store)
+            page = await agent.http.get(to_callback.headers["location"])
+    finally:
+        await agent.aclose()
+    assert refusal(page) == said
+    assert site.hits["/client.json"] == 2

@@ -1,11 +1,13 @@
 """Which clients the OAuth server knows and where it may send users back: exact redirect URIs, loopback ones on
-any port, dynamic registration's rules and its limit per address."""
+any port, dynamic registration's rules and its limit per address, a client_id URL that cannot name a metadata
+document."""
 
 from __future__ import annotations
 
 import pytest
 
 from wiremcp.auth.oauth.clients import Client, ClientError, Registrations, redirect_uri_problem
+from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.grant_store import InMemoryGrantStore
 
 
@@ -99,3 +101,30 @@ async def test_unknown_clients_and_switched_off_ways_are_invalid_client() -> Non
         await off.register({"redirect_uris": ["https://a.example.com/cb"]}, "10.0.0.1")
     pre = Registrations(InMemoryGrantStore(), dynamic=False, preregistered={"ops": Client("ops", ("https://o/cb",))})
     assert (await pre.find("ops")).registered_by == "operator"
+
+
+@pytest.mark.parametrize(("client_id", "problem"), [
+    ("http://app.example.com/client.json", "the client_id URL is not https"),
+    ("HTTP://app.example.com/client.json", "the client_id URL is not https"),
+    ("ftp://app.example.com/client.json", "the client_id URL is not https"),
+    ("https://app.example.com", "the client_id URL has no path"),
+    ("https://app.example.com/c.json#x", "the client_id URL has a fragment"),
+    ("https:///client.json", "the client_id URL has no host"),
+    ("https://app.example.com:x/c.json", "the client_id URL is not a valid URL"),
+])
+async def test_a_client_id_url_that_cannot_name_a_metadata_document_says_why(client_id: str, problem: str) -> None:
+    async with MetadataFetcher() as fetcher:  # never asked: the URL is refused before
+        registrations = Registrations(InMemoryGrantStore(), fetcher)
+        with pytest.raises(ClientError) as refused:
+            await registrations.find(client_id)
+    assert (refused.value.error, refused.value.description) == (
+        "invalid_client", f"{problem}, so it cannot name a client metadata document")
+
+
+async def test_a_preregistered_client_id_may_be_any_url_and_other_ids_are_unknown() -> None:
+    odd = Client("http://ops.example.com", ("https://o/cb",))
+    async with MetadataFetcher() as fetcher:
+        registrations = Registrations(InMemoryGrantStore(), fetcher, preregistered={odd.client_id: odd})
+        assert await registrations.find("http://ops.example.com") is odd
+        with pytest.raises(ClientError, match=r"^unknown client_id$"):
+            await registrations.find("urn:example:client")

@@ -17,8 +17,9 @@ from tests.support.client_site import ClientSite, document, json_answer
 from tests.support.http import FakeClock, refusing_port
 from tests.support.tls import Certificates, make_certificates, serve_https
 from wiremcp.auth.oauth.client_metadata import ClientMetadataError
-from wiremcp.auth.oauth.metadata_cache import MemoryMetadataCache
+from wiremcp.auth.oauth.metadata_cache import MemoryMetadataCache, StoreMetadataCache
 from wiremcp.auth.oauth.metadata_fetcher import MAX_BYTES, MetadataFetcher, special_use
+from wiremcp.grant_store import InMemoryGrantStore
 from wiremcp.transports.asgi import SendASGI
 
 BOUND = 10.0
@@ -367,6 +368,39 @@ async def test_no_cache_control_is_cached_for_the_default(site: ClientSite, cert
         clock.advance(119)
         await fetcher.fetch(url)
         assert site.hits["/client.json"] == 1
+
+
+async def test_fetchers_sharing_a_store_cache_fetch_a_document_once(site: ClientSite,
+                                                                     certificates: Certificates) -> None:
+    url = site.serve("/client.json")
+    store = InMemoryGrantStore()
+    async with MetadataFetcher(allow_private_networks=True, verify=certificates.client_context()) as one, \
+            MetadataFetcher(allow_private_networks=True, verify=certificates.client_context()) as other:
+        for replica in (one, other):
+            replica.use_cache(StoreMetadataCache(store))
+        assert (await one.fetch(url)).client_id == url
+        assert (await other.fetch(url)).client_id == url
+    assert site.hits["/client.json"] == 1
+    assert await store.get("metadata", url) == document(url)
+
+
+async def test_a_cache_given_to_the_fetcher_is_kept() -> None:
+    own = MemoryMetadataCache()
+    async with MetadataFetcher(cache=own) as fetcher:
+        fetcher.use_cache(StoreMetadataCache(InMemoryGrantStore()))
+        assert fetcher.cache is own
+
+
+async def test_a_cached_document_that_no_longer_validates_is_fetched_again(site: ClientSite,
+                                                                           certificates: Certificates) -> None:
+    url = site.serve("/client.json")
+    store = InMemoryGrantStore()
+    await store.put("metadata", url, {"client_id": url, "client_name": "Tampered"}, 600)  # no redirect_uris
+    async with MetadataFetcher(allow_private_networks=True, verify=certificates.client_context(),
+                               cache=StoreMetadataCache(store)) as fetcher:
+        assert (await fetcher.fetch(url)).client_name == "Example MCP Client"
+    assert site.hits["/client.json"] == 1
+    assert await store.get("metadata", url) == document(url)
 
 
 @pytest.mark.parametrize("cache_control", ["no-store", "no-cache", "max-age=0"])

@@ -1,17 +1,25 @@
 """``OAuthServer`` as a whole: its settings checked, its metadata saying what it does, its endpoints routed in
-front of the MCP app, and the user's upstream token given to tools (refreshed when it has expired)."""
+front of the MCP app, the user's upstream token given to tools (refreshed when it has expired), and the clients'
+metadata documents cached in its store, which replicas share."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import httpx
 import orjson
 import pytest
 
+from tests.support.client_site import ClientSite
 from tests.support.oauth_flow import REDIRECT, VERIFIER, Provider, UserAgent, serving
+from tests.support.tls import make_certificates, serve_https
 from wiremcp.auth.oauth.forms import pkce_matches
+from wiremcp.auth.oauth.metadata_cache import MemoryMetadataCache, StoreMetadataCache
+from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.auth.oauth.sealing import digest
 from wiremcp.auth.oauth.server import UPSTREAM_PURPOSE, OAuthServer
 from wiremcp.auth.oauth.upstream import Upstream
+from wiremcp.grant_store import InMemoryGrantStore
 from wiremcp.principal import Principal
 
 pytestmark = pytest.mark.timeout(120)
@@ -116,3 +124,42 @@ async def test_a_browser_based_client_may_call_the_client_endpoints_but_not_the_
     assert metadata.headers["access-control-allow-origin"] == "*"
     assert token.headers["access-control-allow-origin"] == "*"
     assert "access-control-allow-origin" not in authorize.headers
+
+
+def test_the_fetcher_keeps_documents_in_the_servers_store_unless_it_has_a_cache_of_its_own() -> None:
+    made = OAuthServer(issuer="https://mcp.example.com", resource="https://mcp.example.com/mcp", upstream=UPSTREAM)
+    own_fetcher = OAuthServer(issuer="https://mcp.example.com", resource="https://mcp.example.com/mcp",
+                              upstream=UPSTREAM, client_metadata=MetadataFetcher(timeout=2))
+    own_cache = MemoryMetadataCache()
+    own_both = OAuthServer(issuer="https://mcp.example.com", resource="https://mcp.example.com/mcp",
+                           upstream=UPSTREAM, client_metadata=MetadataFetcher(cache=own_cache))
+    for oauth in (made, own_fetcher):
+        fetcher = oauth.registrations.fetcher
+        assert fetcher is not None
+        assert isinstance(fetcher.cache, StoreMetadataCache)
+        assert fetcher.cache.store is oauth.store
+    assert own_fetcher.registrations.fetcher is not None
+    assert own_fetcher.registrations.fetcher.timeout == 2
+    assert own_both.registrations.fetcher is not None
+    assert own_both.registrations.fetcher.cache is own_cache
+
+
+async def test_replicas_on_one_store_fetch_a_clients_document_once(tmp_path: Path) -> None:
+    certificates = make_certificates(tmp_path)
+    site = ClientSite()
+    store = InMemoryGrantStore()
+    async with serve_https(site, certificates) as port:
+        site.port = port
+        url = site.serve("/client.json")
+        replicas = [OAuthServer(issuer="https://mcp.example.com", resource="https://mcp.example.com/mcp",
+                                upstream=UPSTREAM, store=store,
+                                client_metadata=MetadataFetcher(allow_private_networks=True, verify=str(certificates.ca)))
+                    for _ in range(2)]
+        try:
+            found = [await replica.registrations.find(url) for replica in replicas]
+        finally:
+            for replica in replicas:
+                assert replica.registrations.fetcher is not None
+                await replica.registrations.fetcher.aclose()
+    assert [client.client_name for client in found] == ["Example MCP Client"] * 2
+    assert site.hits["/client.json"] == 1
