@@ -82,10 +82,15 @@ async def signed_in_token(provider: Provider, remote: Remote) -> str:
     return str(tokens.json()["access_token"])
 
 
-@pytest.mark.parametrize(("spec_version", "count"), [("2025-11-25", 33), ("2026-07-28", 40)])
-def test_conformance_through_the_oauth_servers_tokens(node_bin: Path, behind_the_oauth_server: str,
-                                                      spec_version: str, count: int) -> None:
-    output = run_suite(node_bin, "0.2.0-alpha.12", behind_the_oauth_server, "--spec-version", spec_version)
+@pytest.mark.parametrize(("version", "spec_version", "count"), [
+    ("0.1.16", None, 32), ("0.2.0-alpha.12", "2025-11-25", 33), ("0.2.0-alpha.12", "2026-07-28", 40),
+    ("0.2.0-alpha.12", None, 65),
+])
+def test_conformance_through_the_oauth_servers_tokens(node_bin: Path, behind_the_oauth_server: str, version: str,
+                                                      spec_version: str | None, count: int) -> None:
+    """Every run the suite makes against the server with the OAuth server off, made again with it on."""
+    output = run_suite(node_bin, version, behind_the_oauth_server,
+                       *(("--spec-version", spec_version) if spec_version else ()))
     passed, failed = scenarios(output)
     assert not failed, output[-4000:]
     assert len(passed) == count, output[-4000:]
