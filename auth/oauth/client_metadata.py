@@ -145,7 +145,8 @@ class ClientMetadata:
     client_name: str
     redirect_uris: tuple[str, ...]
     """Where the authorization server may send the user back: an authorization request's ``redirect_uri``
-    must be one of them exactly (``allows_redirect``)."""
+    must match one of them (``wiremcp.auth.oauth.clients.Client.redirect_allowed``, the one rule for every
+    client: exactly, or a loopback one on any port)."""
     client_uri: str | None = None
     logo_uri: str | None = None
     grant_types: tuple[str, ...] = ("authorization_code",)
@@ -210,10 +211,6 @@ class ClientMetadata:
                    client_uri=_optional_url(document, "client_uri"), logo_uri=_optional_url(document, "logo_uri"),
                    grant_types=grant_types, response_types=response_types, token_endpoint_auth_method=method,
                    scope=scope, document=MappingProxyType(dict(document)))
-
-    def allows_redirect(self, redirect_uri: str) -> bool:
-        """Whether an authorization request may name ``redirect_uri``: one of the document's, exactly."""
-        return redirect_uri in self.redirect_uris
 
     @property
     def host(self) -> str:

@@ -59,9 +59,6 @@ def test_a_valid_document() -> None:
         scope="files:read")
     assert metadata.document["client_name"] == "Example MCP Client"
     assert metadata.host == "app.example.com"
-    assert metadata.allows_redirect("http://localhost:3000/callback")
-    assert not metadata.allows_redirect("http://localhost:3000/callback/")
-    assert not metadata.allows_redirect("http://localhost:3001/callback")
 
 
 def test_the_defaults_of_a_minimal_document() -> None:
