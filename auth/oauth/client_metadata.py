@@ -94,7 +94,9 @@ def _is_loopback_host(host: str) -> bool:
         return False
 
 
-def _redirect_uri_problem(uri: object) -> str | None:
+def redirect_uri_problem(uri: object) -> str | None:
+    """Why ``uri`` cannot be a redirect URI (the rest of a sentence that starts with it), or None: an absolute https
+    URI, or http on a loopback host (the MCP authorization spec allows nothing else); never a fragment."""
     if not isinstance(uri, str) or not uri:
         return "is not a non-empty string"
     if any(c.isspace() or ord(c) < 0x20 or c == "\x7f" for c in uri):
@@ -179,7 +181,7 @@ class ClientMetadata:
         if not isinstance(uris, list) or not uris:
             raise InvalidClientMetadata("the client metadata document has no redirect_uris")
         for uri in uris:
-            problem = _redirect_uri_problem(uri)
+            problem = redirect_uri_problem(uri)
             if problem:
                 raise InvalidClientMetadata(f"the client metadata document's redirect URI {_shown(uri)} {problem}")
         if "client_secret" in document or "client_secret_expires_at" in document:

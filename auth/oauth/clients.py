@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from wiremcp.auth.oauth.client_metadata import ClientMetadataError, url_problem
+from wiremcp.auth.oauth.client_metadata import ClientMetadataError, redirect_uri_problem, url_problem
 from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.auth.oauth.sealing import digest
 from wiremcp.grant_store import GrantStore
@@ -130,7 +130,7 @@ class Registrations:
         for uri in redirect_uris:
             problem = redirect_uri_problem(uri)
             if problem:
-                raise ClientError("invalid_redirect_uri", f"{uri}: {problem}")
+                raise ClientError("invalid_redirect_uri", f"{uri} {problem}")
         method = document.get("token_endpoint_auth_method", "client_secret_basic")
         if method not in AUTH_METHODS:
             raise ClientError("invalid_client_metadata", f"token_endpoint_auth_method is one of {', '.join(AUTH_METHODS)}")
@@ -161,24 +161,6 @@ class Registrations:
             response["client_secret"] = secret
             response["client_secret_expires_at"] = 0
         return client, response
-
-
-def redirect_uri_problem(uri: str) -> str | None:
-    """Why ``uri`` cannot be a redirect URI, or None: an absolute https URI, a loopback http one, or a private-use
-    scheme (``com.example.app:/callback``, RFC 8252 7.1); never a fragment, never ``javascript:`` or ``data:``."""
-    parts = urlsplit(uri)
-    if not parts.scheme:
-        return "not an absolute URI"
-    if parts.fragment or "#" in uri:
-        return "a redirect URI has no fragment"
-    scheme = parts.scheme.lower()
-    if scheme in ("javascript", "data", "file", "vbscript", "about", "blob"):
-        return f"the {scheme} scheme is not a redirect"
-    if scheme == "http":
-        return None if _host(uri) in LOOPBACK_HOSTS else "http only for a loopback address (127.0.0.1, [::1], localhost)"
-    if scheme == "https":
-        return None if parts.netloc else "no host"
-    return None if "." in scheme else "a private-use scheme is a reversed domain name (com.example.app)"
 
 
 def _host(uri: str) -> str:

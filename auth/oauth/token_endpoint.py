@@ -35,18 +35,14 @@ MAX_REGISTRATION_BYTES = 16 * 1024
 
 
 async def token(server: OAuthServer, request: Request) -> Response:
-    if request.method != "POST":
-        return oauth_error("invalid_request", "the token endpoint takes POST", 405)
-    limited = await _limited(server, request, "token requests", TOKEN_REQUESTS_PER_MINUTE, 60.0)
-    if limited is not None:
-        return limited
-    try:
-        form = await read_form(request)
-        client = await _client(server, request, form)
-    except FormError as exc:
-        return oauth_error("invalid_request", str(exc))
-    except ClientError as exc:
-        return _client_refused(request, exc)
+    if request.method == "POST":
+        limited = await _limited(server, request, "token requests", TOKEN_REQUESTS_PER_MINUTE, 60.0)
+        if limited is not None:
+            return limited
+    sent = await _from_a_client(server, request, "token")
+    if isinstance(sent, Response):
+        return sent
+    form, client = sent
     resource = form.get("resource")
     if resource is not None and not same_resource(resource, server.resource):
         return oauth_error("invalid_target", f"this server issues tokens for {server.resource} only")
@@ -93,15 +89,10 @@ async def register(server: OAuthServer, request: Request) -> Response:
 async def revoke(server: OAuthServer, request: Request) -> Response:
     """RFC 7009: the token's family is revoked (a refresh token, or an access token: everything issued from the
     same code); 200 whatever the token was, so that nobody learns which tokens exist."""
-    if request.method != "POST":
-        return oauth_error("invalid_request", "the revocation endpoint takes POST", 405)
-    try:
-        form = await read_form(request)
-        client = await _client(server, request, form)
-    except FormError as exc:
-        return oauth_error("invalid_request", str(exc))
-    except ClientError as exc:
-        return _client_refused(request, exc)
+    sent = await _from_a_client(server, request, "revocation")
+    if isinstance(sent, Response):
+        return sent
+    form, client = sent
     family = await _family(server, form.get("token", ""))
     if family is not None and family[1] == client.client_id:
         await server.tokens.revoke_family(family[0])
@@ -110,15 +101,10 @@ async def revoke(server: OAuthServer, request: Request) -> Response:
 
 async def introspect(server: OAuthServer, request: Request) -> Response:
     """RFC 7662, for confidential clients (a public client could ask about anyone's token)."""
-    if request.method != "POST":
-        return oauth_error("invalid_request", "the introspection endpoint takes POST", 405)
-    try:
-        form = await read_form(request)
-        client = await _client(server, request, form)
-    except FormError as exc:
-        return oauth_error("invalid_request", str(exc))
-    except ClientError as exc:
-        return _client_refused(request, exc)
+    sent = await _from_a_client(server, request, "introspection")
+    if isinstance(sent, Response):
+        return sent
+    form, client = sent
     if client.public:
         return oauth_error("invalid_client", "introspection is for confidential clients", 401)
     try:
@@ -128,6 +114,20 @@ async def introspect(server: OAuthServer, request: Request) -> Response:
     claims = principal.claims
     return JSONResponse({"active": True, "token_type": "Bearer", **{k: claims[k] for k in (
         "iss", "sub", "aud", "exp", "iat", "scope", "client_id") if k in claims}}, headers=NO_STORE)
+
+
+async def _from_a_client(server: OAuthServer, request: Request,
+                         endpoint: str) -> tuple[dict[str, str], Client] | Response:
+    """The form a client POSTed to ``endpoint`` and the client it authenticates as, or the refusal to answer."""
+    if request.method != "POST":
+        return oauth_error("invalid_request", f"the {endpoint} endpoint takes POST", 405)
+    try:
+        form = await read_form(request)
+        return form, await _client(server, request, form)
+    except FormError as exc:
+        return oauth_error("invalid_request", str(exc))
+    except ClientError as exc:
+        return _client_refused(request, exc)
 
 
 async def _client(server: OAuthServer, request: Request, form: dict[str, str]) -> Client:
