@@ -5,11 +5,13 @@ request's ``Host`` header; answers a test holds wait for its ``release`` event."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+from tests.support.tls import Certificates, serve_https
 from wiremcp.transports.asgi import Receive, Scope, SendASGI
 
 EXAMPLE_URL = "https://app.example.com/oauth/client-metadata.json"
@@ -74,3 +76,16 @@ class ClientSite:
         self.arrived.set()
         handler = self.handlers.get(scope["path"], json_answer({"error": "not found"}, status=404))
         await handler(send)
+
+
+@contextlib.asynccontextmanager
+async def serving_site(certificates: Certificates) -> AsyncIterator[ClientSite]:
+    """A ``ClientSite`` served over HTTPS with ``certificates`` (its port set) for the block; whatever a path was
+    made to hold back is released at the end, so that nothing it holds outlives the test."""
+    site = ClientSite()
+    try:
+        async with serve_https(site, certificates) as port:
+            site.port = port
+            yield site
+    finally:
+        site.release.set()

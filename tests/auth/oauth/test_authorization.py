@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.client_site import ClientSite, document, json_answer
+from tests.support.client_site import ClientSite, document, json_answer, serving_site
 from tests.support.oauth_flow import REDIRECT, Provider, UserAgent, authorize_url, query, serving
-from tests.support.tls import Certificates, make_certificates, serve_https
+from tests.support.tls import Certificates, make_certificates
 from wiremcp.auth.oauth.metadata_fetcher import MAX_BYTES, TIMEOUT, MetadataFetcher
 from wiremcp.auth.oauth.server import Identity, OAuthServer
 from wiremcp.transports.asgi import SendASGI
@@ -186,13 +186,8 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
 
 @pytest.fixture
 async def site(certificates: Certificates) -> AsyncIterator[ClientSite]:
-    out = ClientSite()
-    try:
-        async with serve_https(out, certificates) as port:
-            out.port = port
-            yield out
-    finally:
-        out.release.set()  # nothing the site holds outlives the test
+    async with serving_site(certificates) as out:
+        yield out
 
 
 @contextlib.asynccontextmanager

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.client_site import ClientSite, document, json_answer
+from tests.support.client_site import ClientSite, document, json_answer, serving_site
 from tests.support.http import FakeClock, refusing_port
-from tests.support.tls import Certificates, make_certificates, serve_https
+from tests.support.tls import Certificates, make_certificates
 from wiremcp.auth.oauth.client_metadata import ClientMetadataError
 from wiremcp.auth.oauth.metadata_cache import MemoryMetadataCache, StoreMetadataCache
 from wiremcp.auth.oauth.metadata_fetcher import MAX_BYTES, MetadataFetcher, special_use
@@ -54,13 +54,8 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
 
 @pytest.fixture
 async def site(certificates: Certificates) -> AsyncIterator[ClientSite]:
-    out = ClientSite()
-    try:
-        async with serve_https(out, certificates) as port:
-            out.port = port
-            yield out
-    finally:
-        out.release.set()  # nothing the server holds outlives the test
+    async with serving_site(certificates) as out:
+        yield out
 
 
 @pytest.fixture
