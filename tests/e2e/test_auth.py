@@ -31,10 +31,8 @@ from mcp.client.auth.utils import build_protected_resource_metadata_discovery_ur
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
     AuthorizationCodeResult,
-    OAuthClientInformationFull,
     OAuthClientMetadata,
     OAuthMetadata,
-    OAuthToken,
     ProtectedResourceMetadata,
 )
 from mcp.types import TextContent
@@ -53,6 +51,7 @@ from tests.support.http import (
     run_uvicorn,
     serve_in_process,
 )
+from tests.support.oauth_flow import MemoryStorage
 from tests.support.tokens import (
     ADMIN_SCOPES,
     LEGACY,
@@ -200,26 +199,6 @@ async def shared_stack() -> AsyncIterator[Stack]:
 
 
 # -- the official client ------------------------------------------------------------------------------------------
-@dataclass
-class MemoryStorage:
-    """The SDK's ``TokenStorage``, in memory."""
-
-    tokens: OAuthToken | None = None
-    client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
-
-
 REDIRECT_URI = "http://127.0.0.1:1/oauth/callback"  # never contacted: the code is read from the Location header
 
 

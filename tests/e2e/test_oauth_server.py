@@ -25,9 +25,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
     AuthorizationCodeResult,
-    OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 from mcp.types import TextContent
 from pydantic import AnyUrl
@@ -36,7 +34,7 @@ from tests.support.browser import DevTools
 from tests.support.client_site import ClientSite
 from tests.support.http import serve_in_process
 from tests.support.idp import UpstreamIdP
-from tests.support.oauth_flow import Provider
+from tests.support.oauth_flow import MemoryStorage, Provider
 from tests.support.tls import make_certificates, serve_https
 from wiremcp import Context, MCPServer
 from wiremcp.auth.oauth import upstream_token
@@ -142,24 +140,6 @@ async def served(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
 
 @dataclass
-class Storage:
-    tokens: OAuthToken | None = None
-    client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
-
-
-@dataclass
 class Person:
     """The user at a browser: signs in at the provider, reads the consent page, allows the client."""
 
@@ -186,7 +166,7 @@ class Person:
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
 
-def provider(served: Served, person: Person, storage: Storage,
+def provider(served: Served, person: Person, storage: MemoryStorage,
              client_metadata_url: str | None = None) -> OAuthClientProvider:
     metadata = OAuthClientMetadata(redirect_uris=[AnyUrl(CLIENT_REDIRECT)], client_name="Notes CLI",
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
@@ -202,7 +182,7 @@ def text(result: Any) -> str:
 
 
 async def test_the_official_client_signs_a_user_in_at_the_provider_and_calls_tools_as_them(served: Served) -> None:
-    person, storage = Person(served), Storage()
+    person, storage = Person(served), MemoryStorage()
     async with httpx2.AsyncClient(auth=provider(served, person, storage), timeout=httpx2.Timeout(60)) as http, \
             Client(streamable_http_client(served.url, http_client=http), mode="legacy") as client:
         who = text(await client.call_tool("whoami", {}))
@@ -230,7 +210,7 @@ async def test_the_official_client_registers_by_its_metadata_document_url(oauth_
         site.port = port
         url = site.serve("/notes-cli/client.json", client_name="Notes by URL", client_uri=None, logo_uri=None,
                          redirect_uris=[CLIENT_REDIRECT], grant_types=["authorization_code", "refresh_token"])
-        person, storage = Person(served), Storage()
+        person, storage = Person(served), MemoryStorage()
         auth = provider(served, person, storage, client_metadata_url=url)
         async with httpx2.AsyncClient(auth=auth, timeout=httpx2.Timeout(60)) as http, \
                 Client(streamable_http_client(served.url, http_client=http), mode="legacy") as client:

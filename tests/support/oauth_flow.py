@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import httpx
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from tests.support.http import bound_socket, serve_in_process
 from tests.support.idp import UpstreamIdP, running_idp
@@ -199,3 +200,23 @@ def consent_of(page: httpx.Response) -> ConsentPage:
     fields = {unescape(n): unescape(v) for n, v in re.findall(r"<input type=hidden name=(\w+) value='([^']*)'>",
                                                                page.text)}
     return ConsentPage(page, urljoin(str(page.url), unescape(action.group(1))), fields)
+
+
+@dataclass
+class MemoryStorage:
+    """The official SDK's ``TokenStorage`` (its OAuth client keeps its registration and tokens there), in memory."""
+
+    tokens: OAuthToken | None = None
+    client_info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
