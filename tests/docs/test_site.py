@@ -221,3 +221,13 @@ def test_a_screenshot_of_the_page_is_an_image_with_content(served: ServedSite, t
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 10_000, shot.stat().st_size  # a blank 1280x900 PNG is a few KB
     print(f"screenshot of /{page}: {shot} ({shot.stat().st_size} bytes)")
+
+
+def test_the_site_loads_nothing_from_another_host(site: Path) -> None:
+    """No stylesheet, script, font or image of another host: the site reads offline and tells no one it is read
+    (Material's default Google Fonts are off: ``font: false``)."""
+    loads = re.compile(r"<(?:link|script|img|iframe)\b[^>]*?\s(?:href|src)=\"(https?:)?//", re.I)
+    offenders = [str(page.relative_to(site)) for page in site.rglob("*.html")
+                 if any("rel=\"canonical\"" not in m.group(0) and "rel=canonical" not in m.group(0)
+                        for m in loads.finditer(page.read_text()))]
+    assert not offenders, offenders
