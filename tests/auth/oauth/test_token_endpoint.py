@@ -9,11 +9,14 @@ from __future__ import annotations
 import base64
 
 import httpx
+import orjson
 import pytest
+from joserfc import jwt
 
 from tests.support.http import ACCEPT_BOTH, CLIENT_INFO
 from tests.support.oauth_flow import REDIRECT, VERIFIER, Provider, UserAgent, serving
-from wiremcp.auth.oauth.server import OAuthServer
+from wiremcp.auth.oauth.sealing import digest
+from wiremcp.auth.oauth.server import UPSTREAM_PURPOSE, OAuthServer
 from wiremcp.auth.oauth.tokens import Grant
 
 pytestmark = pytest.mark.timeout(120)
@@ -208,3 +211,30 @@ async def test_one_address_gets_60_token_requests_a_minute(oauth_provider: Provi
                     for _ in range(61)]
     assert statuses[:60] == [401] * 60
     assert statuses[60] == 429
+
+
+async def test_no_code_or_token_reaches_a_log(oauth_provider: Provider, caplog: pytest.LogCaptureFixture) -> None:
+    """A whole sign-in, a refresh, a reuse and a second use of the code, every logger at DEBUG: no record of the
+    server's (wiremcp's, uvicorn's) holds a code or a token. (The test's own HTTP client traces the headers it
+    receives at DEBUG, the code in a Location among them: that is the browser's side, not the server's.)"""
+    caplog.set_level("DEBUG")
+    async with serving(oauth_provider) as oauth, httpx.AsyncClient() as http:
+        client_id = str((await register(http, oauth))["client_id"])
+        code = await signed_in_code(oauth_provider, oauth, client_id)
+        tokens = (await exchange(http, oauth, client_id, code)).json()
+        rotated = (await refresh(http, oauth, client_id, tokens["refresh_token"])).json()
+        await refresh(http, oauth, client_id, tokens["refresh_token"])  # a reuse: the family is revoked
+        await exchange(http, oauth, client_id, code)  # a second use of the code
+        await mcp_status(http, oauth, rotated["access_token"])
+        subject = jwt.decode(tokens["access_token"], await oauth.tokens.keys.key_set()).claims["sub"]
+        kept = await oauth.store.get("upstream", digest(subject))
+        assert kept is not None
+        provider_tokens = orjson.loads(oauth.seal.open(str(kept["sealed"]), UPSTREAM_PURPOSE))
+    secrets_seen = [code, tokens["access_token"], tokens["refresh_token"], rotated["access_token"],
+                    rotated["refresh_token"], provider_tokens["access_token"], provider_tokens["refresh_token"]]
+    ours = [record for record in caplog.records if record.name.startswith(("wiremcp", "uvicorn"))]
+    logged = "\n".join(record.getMessage() for record in ours)
+    assert ours  # the server logged, at DEBUG
+    for secret in secrets_seen:
+        assert secret not in logged
+        assert secret.split(".")[-1] not in logged  # not even a part of one
