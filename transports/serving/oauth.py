@@ -40,8 +40,9 @@ def build_oauth(settings: Settings) -> OAuthServer | None:
         scopes_by_group = group_scopes(settings.oauth_group_scopes) if settings.oauth_group_scopes else None
     except ValueError as exc:
         raise ConfigError(f"WIREMCP_OAUTH_GROUP_SCOPES: {exc}") from None
+    upstream = _upstream(settings)
     try:
-        return OAuthServer(issuer=issuer, resource=settings.auth_resource, upstream=_upstream(settings),
+        return OAuthServer(issuer=issuer, resource=settings.auth_resource, upstream=upstream,
                            secret=settings.oauth_secret or None,
                            scopes=settings.auth_scopes_supported or settings.auth_scopes,
                            identity=rule(allowed_email_domains=settings.oauth_allowed_email_domains,
@@ -53,6 +54,11 @@ def build_oauth(settings: Settings) -> OAuthServer | None:
         name = "WIREMCP_OAUTH_SECRET" if "secret" in str(exc) else \
             "WIREMCP_OAUTH_ISSUER" if "issuer" in str(exc) else "WIREMCP_AUTH_RESOURCE"
         raise ConfigError(f"{name}: {exc}") from None
+
+
+TENANT = {"tenant": "the tenant's id or domain", "domain": "the provider's domain, e.g. acme.okta.com",
+          "realm_url": "the realm's URL, e.g. https://sso.example.com/realms/staff"}
+"""What ``WIREMCP_OAUTH_TENANT`` is for each kind of preset option."""
 
 
 def _upstream(settings: Settings) -> Upstream | Discovery:
@@ -82,8 +88,7 @@ def _upstream(settings: Settings) -> Upstream | Discovery:
     else:
         option = the_option(provider)
         if option is not None and not settings.oauth_tenant:
-            raise ConfigError(f"WIREMCP_OAUTH_PROVIDER={provider} needs WIREMCP_OAUTH_TENANT "
-                              f"({option.replace('_', ' ')})")
+            raise ConfigError(f"WIREMCP_OAUTH_PROVIDER={provider} needs WIREMCP_OAUTH_TENANT ({TENANT[option]})")
         url, name = discovery_url(provider, **({option: settings.oauth_tenant} if option else {})), DISCOVERY[provider][1]
     return Discovery(url, client_id=client_id, client_secret=secret, scopes=scopes or ("openid", "email", "profile"),
                      name=name, subject_claim=subject or "sub")
