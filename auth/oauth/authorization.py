@@ -18,6 +18,7 @@ What is checked, in order (OAuth 2.1 4.1, the MCP authorization spec):
 
 from __future__ import annotations
 
+import logging
 import secrets
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,8 @@ from wiremcp.types import JSONObject
 
 if TYPE_CHECKING:
     from wiremcp.auth.oauth.server import OAuthServer
+
+log = logging.getLogger("wiremcp.oauth")
 
 COOKIE = "wiremcp_oauth"
 SIGN_IN_TTL = 600.0
@@ -82,6 +85,7 @@ async def authorize(server: OAuthServer, request: Request) -> Response:
     try:
         upstream = await server.provider()
     except UpstreamError as exc:
+        log.warning("a sign-in could not start: %s", exc)  # the operator's to fix, not the user's
         return error_page("Sign-in unavailable", str(exc), 502)
     location = upstream.sign_in_url(redirect_uri=server.url("callback"), state=sign_in,
                                            code_challenge=s256(upstream_verifier), nonce=nonce)
@@ -133,6 +137,7 @@ async def callback(server: OAuthServer, request: Request) -> Response:
                                          code_verifier=str(login["upstream_verifier"]), client=server.http)
         claims = await upstream.identity(tokens, nonce=str(login["nonce"]), client=server.http)
     except UpstreamError as exc:
+        log.warning("a sign-in failed at the identity provider: %s", exc)
         return error_page("Sign-in failed", str(exc), 502)
     identity = server.identity(claims)
     if identity is None:

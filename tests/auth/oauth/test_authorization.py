@@ -297,3 +297,20 @@ async def test_a_metadata_document_that_changes_during_the_sign_in_is_read_again
         await agent.aclose()
     assert refusal(page) == said
     assert site.hits["/client.json"] == 2
+
+
+async def test_a_provider_that_cannot_be_read_is_a_page_for_the_user_and_a_warning_for_the_operator(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from wiremcp.auth.oauth.upstream import Discovery
+
+    oauth = OAuthServer(issuer="http://127.0.0.1:8080", resource="http://127.0.0.1:8080/mcp",
+                        upstream=Discovery("http://127.0.0.1:9/.well-known/openid-configuration", client_id="c",
+                                           client_secret="s"))
+    client_id = await registered(oauth)
+    transport = httpx.ASGITransport(app=oauth.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as http:
+        page = await http.get(authorize_url(oauth, client_id))
+    assert page.status_code == 502
+    assert "the discovery document at http://127.0.0.1:9/.well-known/openid-configuration could not be read" in page.text
+    assert any(r.name == "wiremcp.oauth" and r.levelname == "WARNING" and "a sign-in could not start" in r.getMessage()
+               for r in caplog.records)
