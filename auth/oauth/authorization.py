@@ -77,6 +77,7 @@ async def authorize(server: OAuthServer, request: Request) -> Response:
         login = _login(server, client, redirect_uri, query)
     except _Refused as refusal:
         return _refuse(server, redirect_uri, state, refusal.error, refusal.description)
+    await server.registrations.renew(client)
     browser = request.cookies.get(COOKIE) or secrets.token_urlsafe(32)
     upstream_verifier, nonce = secrets.token_urlsafe(48), secrets.token_urlsafe(16)
     sign_in = secrets.token_urlsafe(24)

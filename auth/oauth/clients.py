@@ -116,6 +116,12 @@ class Registrations:
             raise ClientError("invalid_client", "unknown client_id")
         return Client.from_record(record)
 
+    async def renew(self, client: Client) -> None:
+        """Keep a client that registered itself for ``REGISTRATION_TTL`` from now: it is in use (a user is signing
+        in through it). Clients known otherwise are not the store's to keep."""
+        if client.registered_by == "itself":
+            await self.store.put("client", client.client_id, client.to_record(), REGISTRATION_TTL)
+
     async def register(self, document: Mapping[str, Any], source: str) -> tuple[Client, JSONObject]:
         """A client registered by itself (RFC 7591): the client and the registration response."""
         if not self.dynamic:

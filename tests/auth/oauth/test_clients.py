@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from wiremcp.auth.oauth.client_metadata import redirect_uri_problem
-from wiremcp.auth.oauth.clients import Client, ClientError, Registrations
+from wiremcp.auth.oauth.clients import REGISTRATION_TTL, Client, ClientError, Registrations
 from wiremcp.auth.oauth.metadata_fetcher import MetadataFetcher
 from wiremcp.grant_store import InMemoryGrantStore
 
@@ -129,3 +129,22 @@ async def test_a_preregistered_client_id_may_be_any_url_and_other_ids_are_unknow
         assert await registrations.find("http://ops.example.com") is odd
         with pytest.raises(ClientError, match=r"^unknown client_id$"):
             await registrations.find("urn:example:client")
+
+
+async def test_a_client_that_registered_itself_is_kept_while_it_is_used() -> None:
+    class Clock:
+        now = 0.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock()
+    registrations = Registrations(InMemoryGrantStore(clock=clock))
+    client, _ = await registrations.register({"redirect_uris": ["https://a.example.com/cb"]}, "10.0.0.1")
+    clock.now = REGISTRATION_TTL - 10
+    await registrations.renew(await registrations.find(client.client_id))  # a user signs in through it
+    clock.now = REGISTRATION_TTL + 10
+    assert (await registrations.find(client.client_id)).client_id == client.client_id
+    clock.now = 2 * REGISTRATION_TTL
+    with pytest.raises(ClientError, match="unknown client_id"):
+        await registrations.find(client.client_id)
