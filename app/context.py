@@ -129,6 +129,12 @@ class Context:
         return self.state.id
 
     @property
+    def lifespan_state(self) -> Any:
+        """What the served server's lifespan yielded (``MCPServer(lifespan=...)``; a mounted server's own is its
+        ``lifespan_state``); None without one."""
+        return self.server.lifespan_state
+
+    @property
     def principal(self) -> Principal | None:
         """Who sent this request, as the transport's authentication established it (over HTTP with auth on:
         a ``Principal`` with issuer, subject, client id, scopes and claims); None without auth."""

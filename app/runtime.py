@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from wiremcp.backend import Backend
 from wiremcp.dispatcher import Dispatcher
+from wiremcp.lifespan import Lifespans
 from wiremcp.observer import RequestObserver, joined, listed
 from wiremcp.replica_link import ClusterEvents
 from wiremcp.request_state import RequestStateSealer
@@ -53,6 +54,8 @@ class Runtime:
         """The requests being answered now, whatever their transport: the shutdown waits for them, then cuts
         off those still running."""
         self.dispatcher = Dispatcher(self)
+        self.lifespans = Lifespans(server)
+        """The lifespans of the server and of those mounted in it, held by each way of serving it."""
         self._task_settings = tasks
         self._task_runner: TaskRunner | None = None
         self._task_methods: TaskMethods | None = None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from wiremcp import apps, composition
 from wiremcp.completions import Completer
 from wiremcp.component import definition_site
 from wiremcp.definitions import Definitions
 from wiremcp.errors import DefinitionError
+from wiremcp.lifespan import Lifespan
 from wiremcp.middleware import MiddlewareFn
 from wiremcp.mount import Mount, MountHop
 from wiremcp.prompts import Prompt
@@ -43,7 +44,7 @@ class MCPServer(Definitions):
                  icons: list[JSONObject] | None = None, page_size: int = 100,
                  request_timeout: float = 300.0, cache_ttl_ms: int = 0,
                  cache_scope: Literal["public", "private"] = "private", filter_lists_by_scope: bool = True,
-                 error_details: bool = False) -> None:
+                 error_details: bool = False, lifespan: Lifespan | None = None) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
         self.name = name
@@ -65,6 +66,14 @@ class MCPServer(Definitions):
         self.filter_lists_by_scope = filter_lists_by_scope
         """With authentication on, lists show only the tools, prompts and resources the caller's scopes allow."""
         self.error_details = error_details
+        if lifespan is not None and not callable(lifespan):
+            raise DefinitionError(f"{definition_site()}: MCPServer {name}: lifespan is a function of the server that "
+                                  "returns an async context manager (@contextlib.asynccontextmanager)")
+        self.lifespan = lifespan
+        """What the server opens before it serves and closes after (``wiremcp.lifespan``): ``lifespan(server)``,
+        an async context manager, entered once per process by whichever way it is served."""
+        self.lifespan_state: Any = None
+        """What its lifespan yielded, while it runs (a handler reads it as ``ctx.lifespan_state``)."""
         """Show clients the type and text of unexpected exceptions (development only: they can hold secrets).
         Off, a client gets a generic message and a reference that names the traceback in the log
         (``wiremcp.failures``); ``WIREMCP_ERROR_DETAILS=true`` turns it on for a deployment."""
@@ -193,6 +202,11 @@ class MCPServer(Definitions):
         self._mounts.append(mount)
         child._mounted_in.append(mount)
         self._pipeline_changed()
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        """The servers mounted here, each with its prefix."""
+        return tuple(self._mounts)
 
     def _unmount(self, mount: Mount) -> None:
         """Stop serving what ``mount`` serves here."""

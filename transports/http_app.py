@@ -71,6 +71,7 @@ class MCPHttpApp:
                     await self.backend.start()
                     for hook in self.on_startup:
                         await hook()
+                    await self.server.runtime.lifespans.enter()
                 except Exception as exc:
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
@@ -84,6 +85,7 @@ class MCPHttpApp:
                 await bounded("the drain", self.drain.run(), self.drain.bound)
                 await bounded("closing the stateless requests", self.endpoint.stateless.close())
                 await bounded("closing the sessions", self.manager.close())
+                await bounded("closing the server's lifespan", self.server.runtime.lifespans.exit())
                 await bounded("closing the backend", self.backend.close())
                 await send({"type": "lifespan.shutdown.complete"})
                 return

@@ -77,20 +77,28 @@ class Client:
 
     # -- wiring ----------------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
-        session = ServerSession(self.server, post=self._deliver_posted)
-        self._connection = Connection(session, self._receive)
-        if self._initialize:
-            self.initialize_result = await self.request("initialize", {
-                "protocolVersion": self.protocol_version, "capabilities": self.capabilities,
-                "clientInfo": self.client_info})
-            await self.notify("notifications/initialized")
+        await self.server.runtime.lifespans.enter()  # the server's lifespan runs while a client is open
+        try:
+            session = ServerSession(self.server, post=self._deliver_posted)
+            self._connection = Connection(session, self._receive)
+            if self._initialize:
+                self.initialize_result = await self.request("initialize", {
+                    "protocolVersion": self.protocol_version, "capabilities": self.capabilities,
+                    "clientInfo": self.client_info})
+                await self.notify("notifications/initialized")
+        except BaseException:
+            await self.__aexit__()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._connection is not None:
-            await self._connection.close()
-        for task in list(self._tasks):
-            task.cancel()
+        try:
+            if self._connection is not None:
+                await self._connection.close()
+            for task in list(self._tasks):
+                task.cancel()
+        finally:
+            await self.server.runtime.lifespans.exit()
 
     @property
     def session(self) -> ServerSession:

@@ -160,6 +160,11 @@ async def serve_stdio(server: MCPServer, *, stdin_fd: int | None = None, stdout_
     SIGTERM cuts them off at once.
     """
     stdin_fd, stdout = _wire(stdin_fd, stdout_fd)
+    async with server.runtime.lifespans.held():
+        await _serve(server, stdin_fd, stdout, max_message_bytes, drain_seconds)
+
+
+async def _serve(server: MCPServer, stdin_fd: int, stdout: int, max_message_bytes: int, drain_seconds: float) -> None:
     gc.freeze()  # start-up objects live as long as the process; keep them out of full collections
     writer = LineWriter(stdout)
     await writer.start()

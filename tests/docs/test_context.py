@@ -18,7 +18,7 @@ from wiremcp.transports import Client
 pytestmark = pytest.mark.timeout(120)
 
 PAGE = DOCS / "context.md"
-CHECKED = {"handler", "without-capability", "input-required", "request-state-keys"}
+CHECKED = {"handler", "without-capability", "input-required", "request-state-keys", "lifespan"}
 ERAS = ["2025-11-25", "2026-07-28"]
 
 
@@ -146,3 +146,15 @@ def test_the_request_state_key_command_makes_a_key_the_server_takes() -> None:
     key = made.stdout.strip()
     assert len(base64.urlsafe_b64decode(key)) == 32
     RequestStateSealer.from_strings((key,))  # accepted
+
+
+async def test_the_lifespan_example_opens_its_pool_for_the_requests_and_closes_it_after(tmp_path: Path) -> None:
+    namespace = exec_as_file(PAGE, "lifespan", tmp_path / "server.py")
+    server = namespace["server"]
+    async with Client(server) as client:
+        answer = await client.call_tool("row", {"key": "7"})
+        pool = server.lifespan_state
+        assert pool.open
+    assert answer["content"] == [{"type": "text", "text": "row 7"}]
+    assert not pool.open
+    assert server.lifespan_state is None
