@@ -41,6 +41,8 @@ class RPCError(Failed):
 
     def __init__(self, error: Any) -> None:
         error = error if isinstance(error, dict) else {}
+        self.error: JSON = error
+        """The error as the server sent it (``code``, ``message``, ``data``)."""
         self.code = error.get("code")
         super().__init__(f"{error.get('message') or 'error'} ({self.code})")
 
