@@ -160,7 +160,7 @@ def test_no_module_is_over_the_limit() -> None:
 
 
 SOURCES = ("app", "transports", "auth")
-CLIENTS = ("transports/memory.py", "transports/serving/cli/client.py")
+CLIENTS = ("transports/memory.py", "transports/upstream.py")
 """Clients: they choose the era they speak and write it into ``_meta``; they tell no inbound message's era."""
 
 

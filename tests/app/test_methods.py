@@ -10,7 +10,7 @@ from wiremcp import MCPServer, methods, mirrored_headers
 from wiremcp.dispatcher import _HANDLERS, Dispatcher
 from wiremcp.input_required import INPUT_CAPABLE
 from wiremcp.runtime import Runtime
-from wiremcp.transports.serving.cli import client
+from wiremcp.transports import upstream as client
 
 
 def test_every_method_the_dispatcher_serves_is_declared_for_the_eras_it_is_served_in() -> None:

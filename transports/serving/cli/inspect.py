@@ -1,7 +1,7 @@
 """``wiremcp list`` and ``wiremcp call``: what a server offers, and one tool call, from the shell.
 
 TARGET is an ``http(s)://`` URL (Streamable HTTP) or a server spec, launched with ``wiremcp stdio``.
-The client (``wiremcp.transports.serving.cli.client``, with httpx) is imported only when one of these commands runs.
+The client (``wiremcp.transports.upstream``, with httpx) is imported only when one of these commands runs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from wiremcp.errors import METHOD_NOT_FOUND
 from wiremcp.transports.serving.settings import ConfigError
 
 if TYPE_CHECKING:
-    from wiremcp.transports.serving.cli.client import Client
+    from wiremcp.transports.upstream import Client
 
 PROTOCOLS = ("auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26")
 KINDS = (("tools", "tools/list", "tools", "Tools"),
@@ -72,7 +72,7 @@ def _target_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def _headers(args: argparse.Namespace) -> dict[str, str]:
-    from wiremcp.transports.serving.cli.client import is_url
+    from wiremcp.transports.upstream import is_url
 
     if args.header and not is_url(args.target):
         raise ConfigError("--header applies only to a URL target (a launched server reads its environment)")
@@ -88,7 +88,7 @@ def _headers(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _run(work: Coroutine[Any, Any, int]) -> int:
-    from wiremcp.transports.serving.cli.client import Failed
+    from wiremcp.transports.upstream import Failed
 
     try:
         return asyncio.run(work)
@@ -99,9 +99,13 @@ def _run(work: Coroutine[Any, Any, int]) -> int:
 
 
 def _connect(args: argparse.Namespace, headers: dict[str, str]) -> AbstractAsyncContextManager[Client]:
-    from wiremcp.transports.serving.cli.client import connect
+    from wiremcp.transports.serving.cli import package_version
+    from wiremcp.transports.serving.cli.serve import stdio_command
+    from wiremcp.transports.upstream import connect, is_url
 
-    return connect(args.target, protocol=args.protocol, headers=headers, app_dir=args.app_dir, timeout=args.timeout)
+    target = args.target if is_url(args.target) else stdio_command(args.target, args.app_dir)
+    return connect(target, protocol=args.protocol, headers=headers, timeout=args.timeout,
+                   client_info={"name": "wiremcp", "version": package_version()})
 
 
 # -- list ---------------------------------------------------------------------------------------------
@@ -110,7 +114,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 async def _list(args: argparse.Namespace, headers: dict[str, str]) -> int:
-    from wiremcp.transports.serving.cli.client import RPCError
+    from wiremcp.transports.upstream import RPCError
 
     async with _connect(args, headers) as client:
         listing: dict[str, Any] = {"protocolVersion": client.version, "serverInfo": client.server_info}
@@ -257,7 +261,7 @@ def coerce(key: str, raw: str, schema: Any) -> Any:
 
 async def _call(args: argparse.Namespace, headers: dict[str, str], base: dict[str, Any],
                 pairs: list[tuple[str, str]]) -> int:
-    from wiremcp.transports.serving.cli.client import param_headers
+    from wiremcp.transports.upstream import param_headers
 
     async with _connect(args, headers) as client:
         schema: Any = None

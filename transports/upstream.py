@@ -1,4 +1,5 @@
-"""A small MCP client for the command line: a server launched on stdio or reached over HTTP, either era.
+"""A client of another MCP server, launched on stdio or reached over HTTP, in either era: what the command line
+(``wiremcp list``, ``wiremcp call``) and a gateway's remote children (``wiremcp.transports.remote``) speak to it with.
 
 ``connect`` yields a ``Client`` that has settled the era: ``server/discover`` names the stateless one
 (2026-07-28), else the ``initialize`` handshake. Every failure is ``Failed``: one line for the
@@ -19,8 +20,6 @@ import httpx
 
 from wiremcp import methods
 from wiremcp import protocol as proto
-from wiremcp.transports.serving.cli import package_version
-from wiremcp.transports.serving.cli.serve import stdio_command
 
 JSON = dict[str, Any]
 """Stateless-era methods whose ``Mcp-Name`` header mirrors a parameter."""
@@ -42,6 +41,8 @@ class RPCError(Failed):
 
     def __init__(self, error: Any) -> None:
         error = error if isinstance(error, dict) else {}
+        self.error: JSON = error
+        """The error as the server sent it (``code``, ``message``, ``data``)."""
         self.code = error.get("code")
         super().__init__(f"{error.get('message') or 'error'} ({self.code})")
 
@@ -255,14 +256,15 @@ class HTTP:
 class Client:
     """Requests to one server in the era ``start`` settled on."""
 
-    def __init__(self, channel: Stdio | HTTP, timeout: float = 30.0) -> None:
+    def __init__(self, channel: Stdio | HTTP, timeout: float = 30.0,
+                 client_info: Mapping[str, str] | None = None) -> None:
         self.channel, self.timeout = channel, timeout
         self.ids = itertools.count(1)
         self.stateless = False
         self.version = ""
         self.capabilities: JSON = {}
         self.server_info: JSON = {}
-        self.client_info = {"name": "wiremcp", "version": package_version()}
+        self.client_info = dict(client_info or {"name": "wiremcp", "version": "unknown"})
 
     async def start(self, protocol: str = "auto") -> None:
         """``auto``: probe with ``server/discover``, else the handshake with the latest handshake version."""
@@ -350,12 +352,12 @@ async def launch(command: list[str]) -> Stdio:
 
 
 @contextlib.asynccontextmanager
-async def connect(target: str, *, protocol: str = "auto", headers: Mapping[str, str] | None = None,
-                  app_dir: str | None = None, timeout: float = 30.0) -> AsyncIterator[Client]:
-    """A started ``Client`` for a URL (Streamable HTTP) or a server spec (launched on stdio)."""
-    channel = HTTP(target, headers or {}) if is_url(target) else await launch(stdio_command(target, app_dir))
+async def connect(target: str | list[str], *, protocol: str = "auto", headers: Mapping[str, str] | None = None,
+                  timeout: float = 30.0, client_info: Mapping[str, str] | None = None) -> AsyncIterator[Client]:
+    """A started ``Client`` for a URL (Streamable HTTP) or a command (a server launched on stdio)."""
+    channel = HTTP(target, headers or {}) if isinstance(target, str) else await launch(target)
     try:
-        client = Client(channel, timeout)
+        client = Client(channel, timeout, client_info)
         await client.start(protocol)
         yield client
     finally:

@@ -1,4 +1,4 @@
-"""The command line's client (``wiremcp.transports.serving.cli.client``) against real peers, in this process.
+"""The client of another MCP server (``wiremcp.transports.upstream``: the command line's, a gateway's remote children's) against real peers, in this process.
 
 A real ``uvicorn app:asgi`` serves ``examples/everything.py`` (one per module) for both eras; scripted
 peers check what the shipped server never does: a handshake-only stdio server that sends requests of its
@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from tests.support.http import UvicornProcess, run_uvicorn, serve_in_process
+from wiremcp.transports import upstream as client
 from wiremcp.transports.asgi import Receive, Scope, SendASGI
-from wiremcp.transports.serving.cli import client
 
 BOUND = 20.0
 """Failure bound for one answer from a peer."""
@@ -280,7 +280,7 @@ async def test_a_handshake_only_http_server_with_sse_answers() -> None:
 def test_a_refusal_is_found_in_a_chain_of_causes_or_in_a_group_of_attempts() -> None:
     """anyio tries each address of a host and raises "All connection attempts failed" from the group of their
     errors: a refusal inside the group is still a refusal."""
-    from wiremcp.transports.serving.cli.client import _refused
+    from wiremcp.transports.upstream import _refused
 
     def chained(outer: BaseException, cause: BaseException) -> BaseException:
         outer.__cause__ = cause
