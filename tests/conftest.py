@@ -10,6 +10,7 @@ from tests.support import hang_report, parts
 from tests.support.oauth_flow import Provider, provider
 from tests.support.redis_fixtures import (  # noqa: F401 - the fixtures of every test that uses a real Redis
     redis_binary,
+    redis_clients,
     redis_cluster,
     redis_keys,
     redis_sentinel,

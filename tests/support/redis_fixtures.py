@@ -5,12 +5,14 @@ wheel's), one server at a time. The suite's ``conftest`` makes these fixtures ev
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from tests.support.cluster import TIMEOUT, ready
 from tests.support.redis import SERVERS, RedisServer, run_redis, server_binary
 from tests.support.redis_topologies import TOPOLOGIES, LocalRedisCluster, LocalRedisSentinel
+from wiremcp.transports.redis.connection import Redis, connect
 from wiremcp.transports.redis.keys import CLUSTER_SHARDS, Keys
 from wiremcp.transports.redis.target import parse_target
 
@@ -62,3 +64,12 @@ def redis_keys(request: pytest.FixtureRequest) -> Keys:
     if "redis_url" in request.fixturenames and parse_target(request.getfixturevalue("redis_url")).topology == "cluster":
         shards = CLUSTER_SHARDS
     return Keys(f"t{uuid.uuid4().hex[:12]}", session_shards=shards, broadcast_shards=shards)
+
+
+@pytest.fixture
+async def redis_clients(redis_url: str) -> AsyncIterator[tuple[Redis, Redis]]:
+    """Two clients of the test's Redis (each topology in turn), as two replicas have, ready to answer."""
+    first, second = await ready(connect(redis_url, timeout=TIMEOUT)), await ready(connect(redis_url, timeout=TIMEOUT))
+    yield first, second
+    await first.aclose()
+    await second.aclose()

@@ -7,14 +7,13 @@ back."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support.cluster import TIMEOUT, fail_while_away, ready
+from tests.support.cluster import fail_while_away
 from tests.support.redis import RedisServer
 from tests.support.redis_topologies import standalone_only
-from wiremcp.transports.redis.connection import Redis, connect
+from wiremcp.transports.redis.connection import Redis
 from wiremcp.transports.redis.grants import MAX_PLAIN_PART, MAX_TTL_MS, RedisGrantStore
 from wiremcp.transports.redis.keys import Keys
 
@@ -22,17 +21,9 @@ pytestmark = pytest.mark.timeout(30)
 
 
 @pytest.fixture
-async def clients(redis_url: str) -> AsyncIterator[tuple[Redis, Redis]]:
-    first, second = await ready(connect(redis_url, timeout=TIMEOUT)), await ready(connect(redis_url, timeout=TIMEOUT))
-    yield first, second
-    await first.aclose()
-    await second.aclose()
-
-
-@pytest.fixture
-def replicas(clients: tuple[Redis, Redis], redis_keys: Keys) -> tuple[RedisGrantStore, RedisGrantStore]:
+def replicas(redis_clients: tuple[Redis, Redis], redis_keys: Keys) -> tuple[RedisGrantStore, RedisGrantStore]:
     """Two replicas' stores on one Redis and prefix."""
-    return RedisGrantStore(clients[0], redis_keys), RedisGrantStore(clients[1], redis_keys)
+    return RedisGrantStore(redis_clients[0], redis_keys), RedisGrantStore(redis_clients[1], redis_keys)
 
 
 def test_plain_names_are_readable_and_the_others_hashed(
@@ -54,31 +45,31 @@ def test_plain_names_are_readable_and_the_others_hashed(
 
 
 async def test_a_record_is_kept_as_canonical_json_for_its_ttl_in_ms(
-        clients: tuple[Redis, Redis], replicas: tuple[RedisGrantStore, RedisGrantStore]) -> None:
+        redis_clients: tuple[Redis, Redis], replicas: tuple[RedisGrantStore, RedisGrantStore]) -> None:
     a, b = replicas
     await a.put("code", "c", {"z": 1, "a": [True, None]}, 60)
     name = a.key_name("code", "c")
-    assert await clients[0].get(name) == b'{"a":[true,null],"z":1}'
-    assert 0 < await clients[0].pttl(name) <= 60_000
+    assert await redis_clients[0].get(name) == b'{"a":[true,null],"z":1}'
+    assert 0 < await redis_clients[0].pttl(name) <= 60_000
     assert await b.get("code", "c") == {"a": [True, None], "z": 1}
     assert await b.replace("code", "c", {"a": [True, None], "z": 1}, {"v": 2}, 1e30)  # capped, not refused
-    assert MAX_TTL_MS - 60_000 < await clients[1].pttl(name) <= MAX_TTL_MS
+    assert MAX_TTL_MS - 60_000 < await redis_clients[1].pttl(name) <= MAX_TTL_MS
     await a.put("code", "c", {}, 1e-9)  # a nanosecond is a millisecond: the least Redis keeps
 
 
 async def test_a_counter_s_lifetime_is_set_by_its_first_count_only(
-        clients: tuple[Redis, Redis], replicas: tuple[RedisGrantStore, RedisGrantStore]) -> None:
+        redis_clients: tuple[Redis, Redis], replicas: tuple[RedisGrantStore, RedisGrantStore]) -> None:
     a, b = replicas
     assert await a.count("calls", "k", 60) == 1
     name = a.counter_name("calls", "k")
     assert name != a.key_name("calls", "k")
-    first = await clients[0].pttl(name)
+    first = await redis_clients[0].pttl(name)
     assert 0 < first <= 60_000
     assert await b.count("calls", "k", 3600) == 2  # a longer window given later does not extend it
-    assert 0 < await clients[0].pttl(name) <= first
-    await clients[0].persist(name)  # a counter without a lifetime (not the script's doing) is given one
+    assert 0 < await redis_clients[0].pttl(name) <= first
+    await redis_clients[0].persist(name)  # a counter without a lifetime (not the script's doing) is given one
     assert await a.count("calls", "k", 60) == 3
-    assert 0 < await clients[0].pttl(name) <= 60_000
+    assert 0 < await redis_clients[0].pttl(name) <= 60_000
 
 
 async def test_one_replica_of_many_takes_a_code(replicas: tuple[RedisGrantStore, RedisGrantStore]) -> None:

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.support.cluster import TIMEOUT, fail_while_away, ready, until
+from tests.support.cluster import fail_while_away, until
 from tests.support.redis import RedisServer
 from tests.support.redis_topologies import standalone_only
 from wiremcp.rate_limits import Taken
-from wiremcp.transports.redis.connection import Redis, connect
+from wiremcp.transports.redis.connection import Redis
 from wiremcp.transports.redis.keys import Keys
 from wiremcp.transports.redis.rate_limits import RedisRateLimits
 
@@ -26,17 +25,9 @@ SLOW = 1e-6
 
 
 @pytest.fixture
-async def clients(redis_url: str) -> AsyncIterator[tuple[Redis, Redis]]:
-    first, second = await ready(connect(redis_url, timeout=TIMEOUT)), await ready(connect(redis_url, timeout=TIMEOUT))
-    yield first, second
-    await first.aclose()
-    await second.aclose()
-
-
-@pytest.fixture
-def replicas(clients: tuple[Redis, Redis], redis_keys: Keys) -> tuple[RedisRateLimits, RedisRateLimits]:
+def replicas(redis_clients: tuple[Redis, Redis], redis_keys: Keys) -> tuple[RedisRateLimits, RedisRateLimits]:
     """Two replicas' stores on one Redis and prefix."""
-    return RedisRateLimits(clients[0], redis_keys), RedisRateLimits(clients[1], redis_keys)
+    return RedisRateLimits(redis_clients[0], redis_keys), RedisRateLimits(redis_clients[1], redis_keys)
 
 
 async def test_a_new_bucket_lets_a_burst_through_then_refuses_saying_when_to_retry(
@@ -81,36 +72,36 @@ async def test_a_token_comes_back_after_the_wait_the_refusal_named(
 
 
 async def test_a_bucket_never_holds_more_than_its_burst(
-        clients: tuple[Redis, Redis], replicas: tuple[RedisRateLimits, RedisRateLimits]) -> None:
+        redis_clients: tuple[Redis, Redis], replicas: tuple[RedisRateLimits, RedisRateLimits]) -> None:
     a, _ = replicas
     assert (await a.take("k", 1.0, 4)).remaining == 3
-    await clients[0].hset(a.bucket_key("k"), mapping={"t": "0", "at": "0"})  # empty since 1970
+    await redis_clients[0].hset(a.bucket_key("k"), mapping={"t": "0", "at": "0"})  # empty since 1970
     assert (await a.take("k", 1.0, 4)).remaining == 3  # refilled to 4, not to 1.7 billion
 
 
 async def test_a_bucket_key_lives_until_the_bucket_would_be_full_again(
-        clients: tuple[Redis, Redis], replicas: tuple[RedisRateLimits, RedisRateLimits]) -> None:
+        redis_clients: tuple[Redis, Redis], replicas: tuple[RedisRateLimits, RedisRateLimits]) -> None:
     a, b = replicas
     key = a.bucket_key("k")
     assert key.startswith(b.bucket_key(""))
     assert (await a.take("k", 10.0, 5)).allowed
     assert (await b.take("k", 10.0, 5)).allowed
-    assert await clients[0].type(key) == b"hash"
-    assert 0 < await clients[0].pttl(key) <= 200  # two tokens at ten a second
+    assert await redis_clients[0].type(key) == b"hash"
+    assert 0 < await redis_clients[0].pttl(key) <= 200  # two tokens at ten a second
 
     async def gone() -> bool:
-        return not await clients[1].exists(key)
+        return not await redis_clients[1].exists(key)
 
     await until(gone, what="the bucket's expiry")
     assert (await b.take("k", 10.0, 5)).remaining == 4  # back, full
 
 
 async def test_a_fast_bucket_expires_in_a_millisecond_not_at_once(
-        clients: tuple[Redis, Redis], replicas: tuple[RedisRateLimits, RedisRateLimits]) -> None:
+        redis_clients: tuple[Redis, Redis], replicas: tuple[RedisRateLimits, RedisRateLimits]) -> None:
     a, _ = replicas
     for _ in range(20):
         assert (await a.take("k", 1e9, 1)).allowed  # full again within a microsecond
-    assert await clients[0].pttl(a.bucket_key("k")) in (-2, 0, 1)  # (1 ms at most; perhaps already gone)
+    assert await redis_clients[0].pttl(a.bucket_key("k")) in (-2, 0, 1)  # (1 ms at most; perhaps already gone)
 
 
 async def test_concurrent_takes_from_two_replicas_allow_exactly_the_burst(
@@ -124,24 +115,24 @@ async def test_concurrent_takes_from_two_replicas_allow_exactly_the_burst(
 
 
 async def test_enter_counts_calls_running_up_to_the_limit_across_replicas(
-        clients: tuple[Redis, Redis], replicas: tuple[RedisRateLimits, RedisRateLimits]) -> None:
+        redis_clients: tuple[Redis, Redis], replicas: tuple[RedisRateLimits, RedisRateLimits]) -> None:
     a, b = replicas
     key = a.running_key("caller")
     assert key != a.bucket_key("caller")
     assert await a.enter("caller", 2)
     assert await b.enter("caller", 2)
     assert not await a.enter("caller", 2)
-    assert await clients[0].get(key) == b"2"
-    assert 0 < await clients[0].pttl(key) <= 600_000
+    assert await redis_clients[0].get(key) == b"2"
+    assert 0 < await redis_clients[0].pttl(key) <= 600_000
     await b.leave("caller")
-    assert await clients[0].get(key) == b"1"
+    assert await redis_clients[0].get(key) == b"1"
     assert await a.enter("caller", 2)
     assert not await b.enter("caller", 2)
     await a.leave("caller")
     await a.leave("caller")
-    assert not await clients[0].exists(key)  # deleted at 0
+    assert not await redis_clients[0].exists(key)  # deleted at 0
     await b.leave("caller")  # one leave too many (its count had expired): nothing goes below 0
-    assert not await clients[0].exists(key)
+    assert not await redis_clients[0].exists(key)
     assert await a.enter("caller", 1)
     assert not await b.enter("caller", 1)
 
@@ -154,9 +145,9 @@ async def test_concurrent_enters_from_two_replicas_count_exactly_the_limit(
 
 
 async def test_the_count_of_a_replica_that_vanished_expires(
-        clients: tuple[Redis, Redis], redis_keys: Keys) -> None:
-    crashed = RedisRateLimits(clients[0], redis_keys, running_ttl=0.2)
-    survivor = RedisRateLimits(clients[1], redis_keys, running_ttl=0.2)
+        redis_clients: tuple[Redis, Redis], redis_keys: Keys) -> None:
+    crashed = RedisRateLimits(redis_clients[0], redis_keys, running_ttl=0.2)
+    survivor = RedisRateLimits(redis_clients[1], redis_keys, running_ttl=0.2)
     assert await crashed.enter("caller", 1)  # and never leaves
     assert not await survivor.enter("caller", 1)
 
@@ -167,13 +158,13 @@ async def test_the_count_of_a_replica_that_vanished_expires(
 
 
 async def test_what_redis_cannot_do_is_refused_before_it_is_sent(
-        clients: tuple[Redis, Redis], redis_keys: Keys) -> None:
-    store = RedisRateLimits(clients[0], redis_keys)
+        redis_clients: tuple[Redis, Redis], redis_keys: Keys) -> None:
+    store = RedisRateLimits(redis_clients[0], redis_keys)
     for rate, burst in ((0.0, 1), (-1.0, 1), (float("inf"), 1), (float("nan"), 1), (1.0, 0)):
         with pytest.raises(ValueError, match="rate must be positive and finite, burst at least 1"):
             await store.take("k", rate, burst)
     with pytest.raises(ValueError, match="running_ttl must be positive"):
-        RedisRateLimits(clients[0], redis_keys, running_ttl=0)
+        RedisRateLimits(redis_clients[0], redis_keys, running_ttl=0)
 
 
 @standalone_only
