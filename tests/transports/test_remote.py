@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from examples.everything import server as everything
 from tests.support.http import UvicornProcess, run_uvicorn
 from wiremcp import MCPError, MCPServer
 from wiremcp.transports import Client
@@ -61,6 +62,29 @@ async def test_the_upstreams_json_rpc_error_is_the_callers(word_count: UvicornPr
             await client.call_tool("wc_gone", {})
     assert refused.value.code == -32602
     assert "gone" in refused.value.message
+
+
+async def test_the_upstreams_resources_are_listed_under_the_prefix_and_read_through() -> None:
+    child = remote(command=[sys.executable, "-m", "wiremcp", "stdio", "examples/everything.py"])
+    served = MCPServer("gateway")
+    served.mount(child, prefix="ev")
+    async with Client(served) as client:
+        listed = {resource["uri"]: resource for resource in await client.list_resources()}
+        text = await client.read_resource("test://ev/static-text")
+        binary = await client.read_resource("test://ev/static-binary")
+        with pytest.raises(MCPError) as unknown:
+            await client.read_resource("test://ev/nothing-here")
+    assert listed["test://ev/static-text"]["mimeType"] == "text/plain"
+    assert listed["test://ev/static-binary"]["mimeType"] == "image/png"
+    # as a local mount reads them: at the gateway's URI
+    assert text["contents"] == [{"uri": "test://ev/static-text", "mimeType": "text/plain",
+                                 "text": "This is the content of the static text resource."}]
+    assert binary["contents"][0]["uri"] == "test://ev/static-binary"
+    assert binary["contents"][0]["mimeType"] == "image/png"
+    async with Client(everything) as client:  # the same bytes as the upstream's own
+        assert (await client.read_resource("test://static-binary"))["contents"][0]["blob"] == binary["contents"][0]["blob"]
+    assert unknown.value.code == -32002
+    assert served.resources.static == {}  # withdrawn when the gateway stopped
 
 
 def test_remote_takes_a_url_or_a_command() -> None:
