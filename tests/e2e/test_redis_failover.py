@@ -39,7 +39,7 @@ LEASE = 15.0
 """Longer than a failover: the replica running the call stays alive for the others meanwhile."""
 STEPS = 8
 SSE_AFTER = 5.0
-"""Far longer than a WAIT (0.1 s by default)."""
+"""Far longer than a WAIT (0.1 s by default) or a failover holds a request up: the release steps answer with JSON."""
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.spec("2025-11-25/basic/transports#resumability-and-redelivery")]
 
@@ -140,7 +140,9 @@ class Call:
 
 @pytest.fixture
 def replicas(served: Topology) -> Iterator[tuple[UvicornProcess, UvicornProcess]]:
-    env = {name: replica_env(served, name, lease=LEASE) for name in ("RA", "RB")}
+    # the release steps are answered with application/json, however long a failover holds them up
+    env = {name: {**replica_env(served, name, lease=LEASE), "WIREMCP_SSE_AFTER_SECONDS": str(SSE_AFTER)}
+           for name in ("RA", "RB")}
     with run_uvicorn(SERVER, env["RA"]) as a, run_uvicorn(SERVER, env["RB"]) as b:
         yield a, b
         outputs = a.output() + b.output()
