@@ -118,9 +118,14 @@ class OAuthServer:
         self._access_ttl, self._refresh_ttl, self._clock = access_ttl, refresh_ttl, clock
         self._parts: tuple[Registrations, Tokens, OAuthVerifier] | None = None
         base = urlsplit(self.issuer).path
-        self.paths = {name: f"{base}{PREFIX}/{name}" for name in
-                      ("authorize", "callback", "consent", "token", "register", "revoke", "introspect", "jwks")}
+        self.paths = {name: f"{base}{PREFIX}/{name}" for name in _ENDPOINTS}
         self.metadata_paths = {METADATA + base, METADATA} if base else {METADATA}
+        self._routes: dict[str, Callable[[OAuthServer, Request], Any]] = {
+            self.paths[name]: handler for name, handler in _ENDPOINTS.items()}
+        self._client_paths = frozenset(self.paths[name] for name in CLIENT_ENDPOINTS)
+        """The endpoints clients call themselves (not a person's browser), open to browser-based clients."""
+        self._handled = frozenset(self.metadata_paths | set(self._routes))
+        """Every path this server answers: what ``wrap`` sends here (decided once, not per request)."""
         SERVERS[self.issuer] = self
 
     async def provider(self) -> Upstream:
@@ -231,16 +236,6 @@ class OAuthServer:
         return tokens.access_token
 
     # -- the endpoints --------------------------------------------------------------------------------------
-    def handles(self, path: str) -> bool:
-        return path in self.metadata_paths or path in self._routes
-
-    @property
-    def _routes(self) -> dict[str, Callable[[OAuthServer, Request], Any]]:
-        return {self.paths["authorize"]: authorization.authorize, self.paths["callback"]: authorization.callback,
-                self.paths["consent"]: authorization.consent, self.paths["token"]: token_endpoint.token,
-                self.paths["register"]: token_endpoint.register, self.paths["revoke"]: token_endpoint.revoke,
-                self.paths["introspect"]: token_endpoint.introspect, self.paths["jwks"]: _jwks}
-
     def wrap(self, app: ASGIApp) -> ASGIApp:
         """``app`` (an ``MCPHttpApp``, or any ASGI app) with this server's endpoints in front of it: its metadata and
         ``/oauth/*`` are answered here, everything else by ``app``. An ``MCPHttpApp``'s backend keeps this
@@ -250,7 +245,7 @@ class OAuthServer:
             self.use_store(backend.grants)
 
         async def routed(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] == "http" and self.handles(scope["path"]):
+            if scope["type"] == "http" and scope["path"] in self._handled:
                 await self.app(scope, receive, send)
             else:
                 await app(scope, receive, send)
@@ -284,11 +279,6 @@ class OAuthServer:
             response.headers.update(CORS)
         await response(scope, receive, send)
 
-    @property
-    def _client_paths(self) -> set[str]:
-        """The endpoints clients call themselves (not a person's browser), open to browser-based clients."""
-        return {self.paths[name] for name in ("token", "register", "revoke", "introspect", "jwks")}
-
 
 class _Deferred(TokenVerifier):
     """The server's verifier, looked up at each token: made once the server knows its store."""
@@ -313,6 +303,14 @@ def _unavailable(for_a_person: bool) -> Response:
 
 async def _jwks(server: OAuthServer, request: Request) -> Response:
     return JSONResponse(await server.tokens.keys.jwks(), headers={"cache-control": "max-age=60"})
+
+
+_ENDPOINTS: dict[str, Callable[[OAuthServer, Request], Any]] = {
+    "authorize": authorization.authorize, "callback": authorization.callback, "consent": authorization.consent,
+    "token": token_endpoint.token, "register": token_endpoint.register, "revoke": token_endpoint.revoke,
+    "introspect": token_endpoint.introspect, "jwks": _jwks}
+"""Each endpoint under ``/oauth/``, by name: its handler."""
+CLIENT_ENDPOINTS = ("token", "register", "revoke", "introspect", "jwks")
 
 
 def checked_url(name: str, value: str) -> str:
