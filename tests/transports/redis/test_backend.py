@@ -120,7 +120,8 @@ async def test_two_replicas_answer_from_their_copies_and_see_each_others_changes
             assert await _store_commands(stats) - before == 0  # B's copy: no round trip
 
             assert (await at_a.request("logging/setLevel", {"level": "error"})).status_code == 200
-            assert await next_item(heard_b.changes) == at_a.sid
+            # B's one copy is dropped (an earlier announcement may be what the queue holds first)
+            await until(lambda: backends["B"].sessions.cached == 0, what="B's copy to be dropped")
             quiet = await at_b.request("tools/call", chatty)
             assert quiet.status_code == 200
             assert quiet.headers["content-type"] == "application/json"  # the info message is below "error"
