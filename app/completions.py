@@ -13,6 +13,7 @@ from wiremcp.errors import CompletionError, InvalidParams, MCPError, ToolError
 from wiremcp.failures import internal_error
 from wiremcp.threads import run_sync
 from wiremcp.types import JSONObject
+from wiremcp.unavailable import Unavailable
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
@@ -101,7 +102,7 @@ async def complete(params: JSONObject, ctx: Context) -> JSONObject:
         return {"completion": {"values": [], "hasMore": False}}
     try:
         return await completer.complete(value, arguments if isinstance(arguments, dict) else {})
-    except MCPError:
+    except (MCPError, Unavailable):
         raise
     except ToolError as exc:  # words meant for the client, whichever kind raised them
         raise CompletionError(str(exc) or f"Completion of {arg_name} for {target} failed") from None

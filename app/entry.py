@@ -33,10 +33,10 @@ from wiremcp.middleware import Call, chain
 from wiremcp.outcome import Outcome
 from wiremcp.principal import Principal
 from wiremcp.protocol import BATCH_VERSIONS
-from wiremcp.refusals import STORE_UNAVAILABLE
+from wiremcp.refusals import STORE_UNAVAILABLE, UPSTREAM_UNAVAILABLE
 from wiremcp.shutdown import cut_off_outcome
 from wiremcp.types import JSONObject, Send, StreamControl
-from wiremcp.unavailable import StoreUnavailable
+from wiremcp.unavailable import StoreUnavailable, Unavailable
 
 if TYPE_CHECKING:
     from wiremcp.server import MCPServer
@@ -88,10 +88,10 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
             done = cut_off_outcome(server, request.id)
             return done
         raise
-    except StoreUnavailable as exc:
+    except Unavailable as exc:
         log.warning("%s: %s", request.method, exc)
-        done = Outcome(jsonrpc.error(request.id, STORE_UNAVAILABLE.code, STORE_UNAVAILABLE.message),
-                       unavailable=True)
+        refusal = STORE_UNAVAILABLE if isinstance(exc, StoreUnavailable) else UPSTREAM_UNAVAILABLE
+        done = Outcome(jsonrpc.error(request.id, refusal.code, refusal.message), unavailable=True)
         return done
     except Exception as exc:
         failure = internal_error(f"Internal error handling {request.method}", exc, details=server.error_details)

@@ -15,6 +15,7 @@ from wiremcp.errors import InvalidParams, MCPError, PromptError, ToolError
 from wiremcp.failures import internal_error
 from wiremcp.input_required import InputRequired
 from wiremcp.types import JSONObject
+from wiremcp.unavailable import Unavailable
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
@@ -52,16 +53,36 @@ def _description(annotation: Any, default: Any) -> str | None:
     return None
 
 
+def _argument(given: JSONObject) -> JSONObject:
+    """One argument as given to ``Prompt(arguments=...)``, in the wire's shape."""
+    if not isinstance(given, dict) or not isinstance(given.get("name"), str) or not given["name"]:
+        raise TypeError(f"a prompt argument is an object with a name, not {given!r}")
+    out: JSONObject = {"name": given["name"]}
+    for key in ("title", "description"):
+        if isinstance(given.get(key), str) and given[key]:
+            out[key] = given[key]
+    out["required"] = given.get("required") is True
+    return out
+
+
 class Prompt(Component):
     __slots__ = ("arguments",)
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, icons: list[JSONObject] | None = None,
-                 meta: JSONObject | None = None, scopes: list[str] | None = None) -> None:
+                 meta: JSONObject | None = None, scopes: list[str] | None = None,
+                 arguments: list[JSONObject] | None = None) -> None:
+        """``arguments``: the arguments as ``prompts/list`` shows them (``name``, ``description``, ``required``),
+        for a function that takes them all as ``**arguments``; by default they are the function's parameters."""
         super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
                          scopes=scopes)
         hints = self._hints
         self.arguments: list[JSONObject] = []
+        if arguments is not None:
+            if not any(p.kind is p.VAR_KEYWORD for p in self._parameters()):
+                raise TypeError(f"prompt {self.name}: a function given arguments= takes them as **arguments")
+            self.arguments = [_argument(given) for given in arguments]
+            return
         for param in self._parameters():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(f"prompt {self.name}: *args and **kwargs are not supported")
@@ -105,7 +126,7 @@ class Prompt(Component):
             if isinstance(value, InputRequired):
                 raise value
             messages = self._messages(value)
-        except (MCPError, InputRequired):
+        except (MCPError, InputRequired, Unavailable):  # not now: 503, to be retried
             raise
         except ToolError as exc:  # words meant for the client, whichever kind raised them
             raise PromptError(str(exc) or f"Error rendering prompt {self.name}") from None

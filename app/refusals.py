@@ -45,10 +45,14 @@ TOO_MANY_SESSIONS = Refusal("Service Unavailable: too many sessions; try again l
 STORE_UNAVAILABLE = Refusal("Service Unavailable: a shared store cannot be reached; try again shortly",
                             retry_after=1)
 """A shared store (Redis: sessions, events, tasks) did not answer, before or while the request was served."""
+UPSTREAM_UNAVAILABLE = Refusal("Service Unavailable: an upstream server cannot be reached; try again shortly",
+                               retry_after=1)
+"""A gateway's remote child could not be reached, or did not answer in time (``wiremcp.transports.remote``)."""
 VERIFIER_UNAVAILABLE = Refusal("Service Unavailable: the authorization server cannot be reached to check the "
                                "token; try again shortly", retry_after=1)
 """The token could not be checked (the verifier says when it tries again: its ``Retry-After`` wins)."""
 
 REFUSALS = {"shutting-down": SHUTTING_DOWN, "too-many-sessions": TOO_MANY_SESSIONS,
-            "store-unavailable": STORE_UNAVAILABLE, "verifier-unavailable": VERIFIER_UNAVAILABLE}
+            "store-unavailable": STORE_UNAVAILABLE, "upstream-unavailable": UPSTREAM_UNAVAILABLE,
+            "verifier-unavailable": VERIFIER_UNAVAILABLE}
 """Every refusal, by name (the Operations page's table gives a row to each)."""

@@ -15,6 +15,7 @@ from wiremcp.errors import MCPError, ResourceError, ResourceNotFound, ToolError
 from wiremcp.failures import internal_error
 from wiremcp.input_required import InputRequired
 from wiremcp.types import JSONObject
+from wiremcp.unavailable import Unavailable
 from wiremcp.uritemplate import UriTemplate, has_dot_segments
 
 if TYPE_CHECKING:
@@ -53,9 +54,11 @@ class Resource(Component):
         template = UriTemplate(uri)
         self.template = template if template.is_template else None
         hints = self._hints
-        params = [p.name for p in self._parameters()]
+        parameters = self._parameters()
+        params = [p.name for p in parameters if p.kind is not p.VAR_KEYWORD]
         expected = template.variables
-        if set(params) != set(expected):
+        takes_all = len(params) < len(parameters)  # ``**variables``: every variable the others do not name
+        if set(params) != set(expected) and not (takes_all and set(params) <= set(expected)):
             raise TypeError(f"resource {uri}: function parameters {params} must be the template variables {expected}")
         self._adapters: dict[str, TypeAdapter[Any]] = {
             p: TypeAdapter(hints[p]) for p in params if p in hints and hints[p] is not str
@@ -84,7 +87,7 @@ class Resource(Component):
             value = await self._invoke(kwargs, ctx)
             if isinstance(value, InputRequired):
                 raise value
-        except (MCPError, InputRequired):
+        except (MCPError, InputRequired, Unavailable):  # not now: 503, to be retried
             raise
         except ToolError as exc:  # words meant for the client, whichever kind raised them
             raise ResourceError(str(exc) or f"Error reading resource {uri}") from None

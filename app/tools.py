@@ -25,6 +25,7 @@ from wiremcp.schema import (
     validation_message,
 )
 from wiremcp.types import JSONObject
+from wiremcp.unavailable import Unavailable
 
 
 def error_result(message: str) -> JSONObject:
@@ -165,7 +166,7 @@ class Tool(Component):
             return error_result(str(exc) or f"Tool {self.name} failed")
         except ClientError as exc:
             return error_result(f"Tool {self.name} failed: the client answered with an error: {exc.message}")
-        except (MCPError, InputRequired):
+        except (MCPError, InputRequired, Unavailable):  # not now: 503, to be retried
             raise
         except ClientTimeout:
             return error_result(f"Tool {self.name} failed: the client did not answer in time")

@@ -7,7 +7,7 @@ Supported: simple ``{var}``, reserved ``{+var}``, fragment ``{#var}``, path segm
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import parse_qsl, quote, unquote
 
 _EXPR = re.compile(r"\{([+#./;?&]?)([A-Za-z0-9_.,*%]+)\}")
 _SEGMENT_SEPARATORS = re.compile(r"[/\\]")
@@ -49,13 +49,19 @@ def is_absolute_path(value: str) -> bool:
     return bool(_ABSOLUTE.match(value))
 
 
+_RESERVED = ":/?#[]@!$&'()*+,;="
+"""What ``{+var}`` and ``{#var}`` leave as they are (RFC 6570, 3.2.3)."""
+
+
 class UriTemplate:
-    __slots__ = ("_pattern", "_query_vars", "template", "variables")
+    __slots__ = ("_pattern", "_pieces", "_query_vars", "template", "variables")
 
     def __init__(self, template: str) -> None:
         self.template = template
         self.variables: list[str] = []
         self._query_vars: list[str] = []
+        self._pieces: list[tuple[str, str, list[str]]] = []
+        """The template as (literal text before, operator, variable names), and a last piece for what follows."""
         parts: list[str] = []
         pos = 0
         query_seen = False
@@ -64,6 +70,7 @@ class UriTemplate:
                 raise ValueError(f"{template}: a query expression must come last")
             parts.append(re.escape(template[pos:match.start()]))
             op, names = match.group(1), [n.rstrip("*") for n in match.group(2).split(",")]
+            self._pieces.append((template[pos:match.start()], op, names))
             for name in names:
                 if not _VARNAME.fullmatch(name) or name in self.variables or name in self._query_vars:
                     raise ValueError(f"{template}: bad or repeated variable {name!r}")
@@ -83,6 +90,7 @@ class UriTemplate:
         if "{" in template[pos:] or "}" in template[pos:]:
             raise ValueError(f"{template}: unbalanced braces")
         parts.append(re.escape(template[pos:]))
+        self._pieces.append((template[pos:], "", []))
         self._pattern = re.compile("".join(parts))
         self.variables.extend(self._query_vars)
 
@@ -108,6 +116,25 @@ class UriTemplate:
                 if key in self._query_vars:
                     values[key] = value
         return values
+
+
+    def expand(self, values: dict[str, str]) -> str:
+        """The URI for ``values`` (RFC 6570 expansion, for the expressions ``match`` reads): what ``match``
+        took apart, put back together. A variable without a value is left out, as the RFC says."""
+        out: list[str] = []
+        for literal, op, names in self._pieces:
+            out.append(literal)
+            given = [(name, values[name]) for name in names if values.get(name) is not None]
+            if not given:
+                continue
+            safe = _RESERVED if op in ("+", "#") else ""
+            if op in ("?", "&"):
+                out.append(op + "&".join(f"{name}={quote(value, safe='')}" for name, value in given))
+            elif op == ";":
+                out.append("".join(f";{name}={quote(value, safe='')}" if value else f";{name}" for name, value in given))
+            else:
+                out.append(op.replace("+", "") + ",".join(quote(value, safe=safe) for _, value in given))
+        return "".join(out)
 
 
 def _group(name: str) -> str:

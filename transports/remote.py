@@ -1,122 +1,269 @@
 """A remote child: another MCP server, reached over Streamable HTTP or launched on stdio, served as an ``MCPServer``
-whose tools and resources are the upstream's, for a gateway to mount (``gateway.mount(remote(url), prefix="x")``)
-under its own policy: its middleware, scopes, rate limits and audit apply to them as to its own.
+whose tools, resources, resource templates, prompts and completions are the upstream's, for a gateway to mount
+(``gateway.mount(remote(url), prefix="x")``) under its own policy: its middleware, scopes, rate limits and audit
+apply to them as to its own.
 
-The child's lifespan (``wiremcp.lifespan``) connects: when the gateway starts serving, the upstream is reached (in
-the era it offers: stateless where it can, else the handshake), and its tools and resources are listed and served
-here as the upstream describes them. A call is sent on as the caller made it and answered with what the upstream
-answered (its content, structured content, ``isError``); a read, with the upstream's contents; the upstream's
-JSON-RPC error is the caller's. When the gateway stops, the connection closes (a launched upstream exits) and what
-was listed is withdrawn.
-
-This is the first part of the gateway: tools and resources, listed once at start. Resource templates, prompts and
-completions, lists that follow the upstream's changes, progress, logging and requests for input relayed both ways,
-reconnection and credentials other than fixed headers come next; until then this module is not part of the public
-API.
+The child's lifespan (``wiremcp.lifespan``) keeps a link to the upstream (``wiremcp.transports.upstream_link``):
+when the gateway starts serving, the upstream is reached, its catalog listed and served here as the upstream
+describes it; when it says a list changed, that list is read again (and the gateway's clients hear of it); when
+the connection is lost, the link connects again (a launched server is started again) and the catalog is read
+afresh. A call, a read, a prompt or a completion is sent on as the caller made it, with what the upstream sends
+about it relayed to the caller, and answered with what the upstream answered (its JSON-RPC error is the
+caller's). When the gateway stops, the link closes (a launched upstream exits).
 """
 
 from __future__ import annotations
 
-import base64
+import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from wiremcp.errors import MCPError
+from wiremcp.completions import Completer, Completion
+from wiremcp.context import Context
+from wiremcp.prompts import Prompt
 from wiremcp.resources import Resource
 from wiremcp.server import MCPServer
 from wiremcp.tools import Tool, ToolResult
-from wiremcp.transports.upstream import Client, RPCError, connect
+from wiremcp.transports.upstream import Client, Failed
+from wiremcp.transports.upstream_link import LEVELS, UpstreamLink
 from wiremcp.types import JSONObject
+from wiremcp.uritemplate import UriTemplate
 
-CLIENT_INFO = {"name": "wiremcp-gateway", "version": "1"}
+log = logging.getLogger("wiremcp.gateway")
+
 PROTOCOL_META = "io.modelcontextprotocol/"
 """The prefix of the ``_meta`` keys the protocol itself puts on a result (the stateless era's ``serverInfo``)."""
+KINDS = ("tools", "prompts", "resources")
 
 
-def remote(url: str | None = None, *, command: Sequence[str] | None = None,
+def remote(url: str | None = None, *, command: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
            headers: Mapping[str, str] | None = None, name: str | None = None, protocol: str = "auto",
            timeout: float = 30.0) -> MCPServer:
     """The server at ``url`` (Streamable HTTP; ``headers`` sent with every request) or the one ``command`` launches
-    (stdio), as a child to mount. ``timeout``: how long one request to it may take."""
+    (stdio; ``env`` added to the gateway's environment), as a child to mount. ``timeout``: how long one request to
+    it may take. ``name``: what the logs and the health report call it (by default the URL or the command)."""
     if (url is None) == (command is None):
         raise ValueError("remote() takes a url or a command: one of them")
-    target: str | list[str] = url if url is not None else list(command or ())
+    if isinstance(command, str):
+        raise TypeError("remote(command=...) takes the command as a list of its words, e.g. ['npx', '-y', 'pkg']")
+    target: str | list[str] = url if url is not None else [str(word) for word in command or ()]
     if isinstance(target, list) and not target:
         raise ValueError("remote(command=...) needs the command to run, as a list of its words")
     label = name or (url if url is not None else " ".join(target))
+    environment = None
+    if env is not None:
+        import os
+        environment = {**os.environ, **env}
 
     @contextlib.asynccontextmanager
-    async def connected(server: MCPServer) -> AsyncIterator[Client]:
-        async with connect(target, protocol=protocol, headers=headers, timeout=timeout,
-                           client_info=CLIENT_INFO) as upstream:
-            offered = upstream.capabilities
-            listed = await upstream.list_all("tools/list", "tools") if "tools" in offered else []
-            for tool in listed:
-                server.add_tool(_forwarded(upstream, tool), replace=True)
-            resources = await upstream.list_all("resources/list", "resources") if "resources" in offered else []
-            server.resources.replace([], [_read_through(upstream, resource) for resource in resources])
-            try:
-                yield upstream
-            finally:
-                for tool in listed:
-                    server.tools.pop(str(tool["name"]), None)
-                server.list_changed("tools")
-                server.resources.replace([str(resource["uri"]) for resource in resources], [])
+    async def connected(server: MCPServer) -> AsyncIterator[UpstreamLink]:
+        catalog = Catalog(server)
+        link = catalog.link = UpstreamLink(str(label), target, protocol=protocol, headers=headers, timeout=timeout,
+                                           env=environment, on_connect=catalog.read_all, on_notice=catalog.heard)
+        running = asyncio.create_task(link.run())
+        try:
+            await link.attempted.wait()
+            if link.client is None and isinstance(link.failure, OSError):  # the command cannot be run at all
+                raise Failed(f"remote {label}: cannot run {target[0]}: {link.failure.strerror or link.failure}")
+            yield link
+        finally:
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await running
+            await catalog.close()
 
     return MCPServer(str(label), lifespan=connected)
 
 
-def _read_through(upstream: Client, described: JSONObject) -> Resource:
-    """A resource of the upstream, served here: listed as the upstream lists it, read from it on each read."""
-    uri = str(described["uri"])
+class Catalog:
+    """What the upstream serves, served by ``server``: read at each connection, and again when a list changes."""
 
-    async def read() -> list[JSONObject | str | bytes]:
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+        self.link: UpstreamLink
+        self._reading: dict[str, asyncio.Task[None]] = {}
+        self._stale: set[str] = set()
+
+    async def read_all(self, client: Client) -> None:
+        for kind in KINDS:
+            await self._read(client, kind)
+
+    def heard(self, message: JSONObject) -> None:
+        """A notification that belongs to no call: a list that changed is read again, an updated resource is
+        announced, a log message goes to the gateway's log."""
+        method = str(message.get("method") or "")
+        given = message.get("params")
+        params: JSONObject = given if isinstance(given, dict) else {}
+        kind = method.removeprefix("notifications/").removesuffix("/list_changed")
+        if kind in KINDS and method.endswith("/list_changed"):
+            self._reread(kind)
+        elif method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+            self.server.resource_updated(params["uri"])
+        elif method == "notifications/message":
+            log.log(LEVELS.get(str(params.get("level")), logging.INFO), "upstream %s: %s", self.link.name,
+                    params.get("data"))
+
+    def _reread(self, kind: str) -> None:
+        """Read ``kind`` again, once more after a read in progress if it changed meanwhile."""
+        if kind in self._reading:
+            self._stale.add(kind)
+            return
+        self._reading[kind] = task = asyncio.create_task(self._reread_now(kind))
+        task.add_done_callback(lambda _: self._reading.pop(kind, None))
+
+    async def _reread_now(self, kind: str) -> None:
+        while True:
+            client = self.link.client
+            if client is None:
+                return  # read again at the next connection
+            try:
+                await self._read(client, kind)
+            except Failed as exc:
+                log.warning("upstream %s: listing %s: %s", self.link.name, kind, exc)
+            if kind not in self._stale:
+                return
+            self._stale.discard(kind)
+
+    async def _read(self, client: Client, kind: str) -> None:
+        offered = isinstance(client.capabilities.get(kind), dict)
+        if kind == "tools":
+            tools = await client.list_all("tools/list", "tools") if offered else []
+            self._replace(self.server.tools, {str(t["name"]): self._tool(t) for t in tools if t.get("name")}, kind)
+        elif kind == "prompts":
+            prompts = await client.list_all("prompts/list", "prompts") if offered else []
+            made = {str(p["name"]): self._prompt(p) for p in prompts if p.get("name")}
+            self._replace(self.server.prompts, made, kind)
+        else:
+            static = await client.list_all("resources/list", "resources") if offered else []
+            templates = await client.list_all("resources/templates/list", "resourceTemplates") if offered else []
+            resources = self.server.resources
+            resources.static.clear()
+            resources.static.update({str(r["uri"]): self._resource(r) for r in static if r.get("uri")})
+            resources.templates.clear()
+            for described in templates:
+                made_template = self._template(described)
+                if made_template is not None:
+                    resources.templates[made_template.uri] = made_template
+            self.server.list_changed("resources")
+        self._complete(client)
+
+    def _replace(self, served: dict[str, Any], made: Mapping[str, Any], kind: str) -> None:
+        served.clear()
+        served.update(made)
+        self.server.list_changed(kind)
+
+    async def close(self) -> None:
+        for task in list(self._reading.values()):
+            task.cancel()
+        for served in (self.server.tools, self.server.prompts, self.server.resources.static,
+                       self.server.resources.templates, self.server.completers):
+            served.clear()
+        for kind in (*KINDS, "completions"):
+            self.server.list_changed(kind)
+
+    # -- the components, each sent on to the upstream ------------------------------------------------------
+    def _tool(self, described: JSONObject) -> Tool:
+        name, link = str(described["name"]), self.link
+
+        async def forward(ctx: Context, **arguments: Any) -> ToolResult:
+            result = await link.call("tools/call", {"name": name, "arguments": arguments}, ctx)
+            return ToolResult(list(result.get("content") or []), result.get("structuredContent"),
+                              is_error=bool(result.get("isError")), meta=_own_meta(result))
+
+        return Tool(forward, name=name, title=described.get("title"), description=described.get("description"),
+                    annotations=described.get("annotations"), icons=described.get("icons"),
+                    input_schema=described.get("inputSchema") or {"type": "object"},
+                    output_schema=described.get("outputSchema"), meta=_own_meta(described))
+
+    def _prompt(self, described: JSONObject) -> Prompt:
+        name, link = str(described["name"]), self.link
+
+        async def forward(ctx: Context, **arguments: str) -> list[JSONObject]:
+            result = await link.call("prompts/get", {"name": name, "arguments": arguments}, ctx)
+            return [m for m in result.get("messages") or [] if isinstance(m, dict)]
+
+        given = described.get("arguments")
+        arguments = [a for a in given if isinstance(a, dict) and isinstance(a.get("name"), str)] \
+            if isinstance(given, list) else []
+        return Prompt(forward, name=name, title=described.get("title"), description=described.get("description"),
+                      icons=described.get("icons"), meta=_own_meta(described), arguments=arguments)
+
+    def _resource(self, described: JSONObject) -> Resource:
+        size = described.get("size")
+        return ReadThrough(str(described["uri"]), self.link, size=size if isinstance(size, int) else None,
+                           **_resource_fields(described))
+
+    def _template(self, described: JSONObject) -> Resource | None:
         try:
-            result = await upstream.request("resources/read", {"uri": uri})
-        except RPCError as exc:
-            raise _their_error(exc) from None
-        # The resource's own contents as text or bytes, so that they carry the URI they were read at here (a
-        # mounted child's URIs are the gateway's); contents of other URIs as the upstream gave them.
-        contents: list[JSONObject | str | bytes] = []
-        for content in result.get("contents") or []:
-            if isinstance(content, dict) and content.get("uri") == uri and isinstance(content.get("text"), str):
-                contents.append(content["text"])
-            elif isinstance(content, dict) and content.get("uri") == uri and isinstance(content.get("blob"), str):
-                contents.append(base64.b64decode(content["blob"]))
-            elif isinstance(content, dict):
-                contents.append(content)
-        return contents
+            return ReadThrough(str(described.get("uriTemplate")), self.link, **_resource_fields(described))
+        except ValueError as exc:  # one the gateway cannot match URIs against: not served, said in the log
+            log.warning("upstream %s: resource template not served: %s", self.link.name, exc)
+            return None
 
-    size = described.get("size")
-    return Resource(uri, read, name=described.get("name"), title=described.get("title"),
-                    description=described.get("description"), mime_type=described.get("mimeType"),
-                    size=size if isinstance(size, int) else None, annotations=described.get("annotations"),
-                    icons=described.get("icons"))
+    def _complete(self, client: Client) -> None:
+        """A completer for every prompt argument and template variable, when the upstream completes them."""
+        completers = self.server.completers
+        completers.clear()
+        if isinstance(client.capabilities.get("completions"), dict):
+            for prompt in self.server.prompts.values():
+                for argument in prompt.arguments:
+                    key = ("ref/prompt", prompt.name, str(argument["name"]))
+                    completers[key] = self._completer({"type": "ref/prompt", "name": prompt.name}, key[2])
+            for resource in self.server.resources.templates.values():
+                assert resource.template is not None
+                for variable in resource.template.variables:
+                    key = ("ref/resource", resource.uri, variable)
+                    completers[key] = self._completer({"type": "ref/resource", "uri": resource.uri}, variable)
+        self.server.list_changed("completions")
+
+    def _completer(self, ref: JSONObject, argument: str) -> Completer:
+        link = self.link
+
+        async def complete(value: str, arguments: dict[str, str]) -> Completion:
+            params: JSONObject = {"ref": ref, "argument": {"name": argument, "value": value}}
+            if arguments:
+                params["context"] = {"arguments": arguments}
+            found = (await link.call("completion/complete", params)).get("completion")
+            found = found if isinstance(found, dict) else {}
+            total, more = found.get("total"), found.get("hasMore")
+            return Completion([str(v) for v in found.get("values") or []], total if isinstance(total, int) else None,
+                              more if isinstance(more, bool) else None)
+
+        return Completer(complete)
 
 
-def _their_error(exc: RPCError) -> MCPError:
-    """The upstream's JSON-RPC error, as the caller's."""
-    code = exc.error.get("code")
-    return MCPError(code if isinstance(code, int) else -32603, str(exc.error.get("message") or "the upstream failed"),
-                    exc.error.get("data"))
+def _own_meta(described: JSONObject) -> JSONObject | None:
+    """``_meta`` less the protocol's own keys (the upstream's envelope, e.g. its ``serverInfo``)."""
+    meta = described.get("_meta")
+    kept = {k: v for k, v in meta.items() if not k.startswith(PROTOCOL_META)} if isinstance(meta, dict) else {}
+    return kept or None
 
 
-def _forwarded(upstream: Client, described: JSONObject) -> Tool:
-    """A tool of the upstream, served here: its definition as written, a call sent on."""
-    name = str(described["name"])
+def _resource_fields(described: JSONObject) -> dict[str, Any]:
+    return {"name": described.get("name"), "title": described.get("title"),
+            "description": described.get("description"), "mime_type": described.get("mimeType"),
+            "annotations": described.get("annotations"), "icons": described.get("icons"),
+            "meta": _own_meta(described)}
 
-    async def forward(**arguments: Any) -> ToolResult:
-        try:
-            result = await upstream.request("tools/call", {"name": name, "arguments": arguments})
-        except RPCError as exc:  # the upstream's JSON-RPC error is the caller's
-            raise _their_error(exc) from None
-        meta = {key: value for key, value in (result.get("_meta") or {}).items()
-                if not key.startswith(PROTOCOL_META)}  # the upstream's envelope (its serverInfo), not the result's
-        return ToolResult(list(result.get("content") or []), result.get("structuredContent"),
-                          is_error=bool(result.get("isError")), meta=meta or None)
 
-    return Tool(forward, name=name, title=described.get("title"), description=described.get("description"),
-                annotations=described.get("annotations"), icons=described.get("icons"),
-                input_schema=described.get("inputSchema") or {"type": "object"},
-                output_schema=described.get("outputSchema"))
+async def _unused(**variables: str) -> None:
+    """The function a ``ReadThrough`` is registered with: its reads go to the upstream instead."""
+
+
+class ReadThrough(Resource):
+    """A resource (or template) of the upstream, read from it at each read. The contents the upstream gives for
+    the URI asked carry the URI read here (a mounted child's URIs are the gateway's); others are as given."""
+
+    def __init__(self, uri: str, link: UpstreamLink, **fields: Any) -> None:
+        super().__init__(uri, _unused, **fields)
+        self.link = link
+        self.upstream = UriTemplate(uri)
+        """The upstream's URI template (or URI): what a read here asks the upstream for."""
+
+    async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[JSONObject]:
+        asked = self.upstream.expand(variables) if self.upstream.is_template else self.upstream.template
+        result = await self.link.call("resources/read", {"uri": asked}, ctx)
+        return [{**content, "uri": uri} if content.get("uri") == asked else content
+                for content in result.get("contents") or [] if isinstance(content, dict)]

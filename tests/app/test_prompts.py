@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from tests.support.failures import masked_error
-from wiremcp import Context, EmbeddedResource, Image, MCPServer, assistant, user
+from wiremcp import Context, EmbeddedResource, Image, MCPError, MCPServer, assistant, user
 from wiremcp.errors import INVALID_PARAMS
 from wiremcp.prompts import Prompt
 from wiremcp.transports.memory import Client
@@ -161,3 +161,32 @@ async def test_remove_prompt() -> None:
     assert "simple" not in names
     with pytest.raises(KeyError):
         server.remove_prompt("simple")
+
+
+async def test_a_prompt_given_its_arguments_takes_them_as_keywords() -> None:
+    """``Prompt(arguments=...)``: the arguments as listed (a gateway's remote prompt), checked as any prompt's."""
+    async def render(**arguments: str) -> str:
+        return ", ".join(f"{key}={value}" for key, value in sorted(arguments.items()))
+
+    server = MCPServer("t")
+    server.add_prompt(Prompt(render, name="remote", arguments=[
+        {"name": "first-name", "description": "Not an identifier", "required": True}, {"name": "tone"}]))
+    async with Client(server) as client:
+        (listed,) = await client.list_prompts()
+        got = await client.get_prompt("remote", {"first-name": "Ada"})
+        with pytest.raises(MCPError) as missing:
+            await client.get_prompt("remote", {"tone": "warm"})
+    assert listed["arguments"] == [{"name": "first-name", "description": "Not an identifier", "required": True},
+                                   {"name": "tone", "required": False}]
+    assert got["messages"][0]["content"]["text"] == "first-name=Ada"
+    assert missing.value.code == INVALID_PARAMS
+
+
+def test_a_prompt_given_its_arguments_needs_a_function_that_takes_them_all() -> None:
+    def fixed(name: str) -> str:
+        return name
+
+    with pytest.raises(TypeError, match="takes them as \\*\\*arguments"):
+        Prompt(fixed, arguments=[{"name": "name"}])
+    with pytest.raises(TypeError, match="an object with a name"):
+        Prompt(lambda **kw: "", arguments=[{"description": "no name"}])

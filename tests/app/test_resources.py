@@ -267,3 +267,17 @@ async def test_no_template_sees_a_uri_with_dot_segments_and_none_is_registered()
     assert seen == []
     with pytest.raises(ValueError, match=r"no '\.' or '\.\.' path segments"):
         Resource("files://a/../b", lambda: "x")
+
+
+async def test_a_template_function_may_take_its_variables_as_keywords() -> None:
+    server = MCPServer("t")
+
+    @server.resource("items://{shelf}/{item}")
+    def item(shelf: str, **rest: str) -> str:
+        return f"{shelf}: {rest}"
+
+    async with Client(server) as client:
+        read = await client.read_resource("items://top/lamp")
+    assert read["contents"][0]["text"] == "top: {'item': 'lamp'}"
+    with pytest.raises(TypeError, match="must be the template variables"):
+        server.resource("items://{shelf}")(lambda other, **rest: "")

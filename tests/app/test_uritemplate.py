@@ -119,3 +119,25 @@ def test_a_variable_that_would_be_an_absolute_path_matches_nothing(template: str
 ])
 def test_relative_values_still_match(template: str, uri: str, expected: dict[str, str]) -> None:
     assert UriTemplate(template).match(uri) == expected
+
+
+@pytest.mark.parametrize(("template", "uri"), [
+    ("weather://forecast/{city}", "weather://forecast/New%20York"),
+    ("file:///{+path}", "file:///docs/guide/intro.md"),
+    ("x://a{/segment}{.ext}", "x://a/report.json"),
+    ("x://search{?q,page}", "x://search?q=rain%20today&page=2"),
+    ("x://matrix{;key}", "x://matrix;key=v"),
+    ("x://page{#section}", "x://page#part/two"),
+])
+def test_expanding_what_a_match_took_apart_gives_the_uri_back(template: str, uri: str) -> None:
+    parsed = UriTemplate(template)
+    values = parsed.match(uri)
+    assert values is not None
+    assert parsed.expand(values) == uri
+
+
+def test_expansion_encodes_what_each_operator_must_and_leaves_out_what_has_no_value() -> None:
+    assert UriTemplate("users://{name}").expand({"name": "a/b c"}) == "users://a%2Fb%20c"
+    assert UriTemplate("docs://{+path}").expand({"path": "a/b c"}) == "docs://a/b%20c"
+    assert UriTemplate("x://search{?q,page}").expand({"q": "a&b"}) == "x://search?q=a%26b"
+    assert UriTemplate("x://search{?q,page}").expand({}) == "x://search"

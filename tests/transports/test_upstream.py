@@ -280,7 +280,7 @@ async def test_a_handshake_only_http_server_with_sse_answers() -> None:
 def test_a_refusal_is_found_in_a_chain_of_causes_or_in_a_group_of_attempts() -> None:
     """anyio tries each address of a host and raises "All connection attempts failed" from the group of their
     errors: a refusal inside the group is still a refusal."""
-    from wiremcp.transports.upstream import _refused
+    from wiremcp.transports.upstream_channels import refused as _refused
 
     def chained(outer: BaseException, cause: BaseException) -> BaseException:
         outer.__cause__ = cause

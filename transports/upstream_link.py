@@ -1,0 +1,194 @@
+"""A gateway's connection to one upstream server (``wiremcp.transports.remote``), kept up for as long as the gateway
+serves, and the one way its requests reach it (``UpstreamLink.call``).
+
+- **Kept up.** The link connects (in the era the upstream offers), and when the connection is lost (a launched
+  server exits, an HTTP upstream stops answering) it connects again after a wait that doubles from
+  ``BACKOFF[0]`` to ``BACKOFF[1]``; a launched server is started again. Each time it is connected, ``on_connect``
+  lists the upstream's catalog afresh. While it is down, a call fails at once with ``UpstreamUnavailable`` (503
+  and ``Retry-After``, so callers retry) rather than waiting on a server that is not there: a circuit that
+  opens when the connection is lost and closes when it is back.
+- **A call is the caller's.** What the upstream sends about a call comes back to its caller: progress (when
+  the caller asked for it), log messages (at the caller's level), and its requests for input (elicitation,
+  sampling, roots), asked of the caller the way the caller's era asks (a request on its stream, or an input
+  round). An upstream in the stateless era that answers ``input_required`` gets its answers from the caller the
+  same way, and the call is sent again with them. A caller who cancels cancels the call upstream.
+- **Errors.** The upstream's JSON-RPC error is the caller's; no answer in time, or no connection, is
+  ``UpstreamUnavailable``; the details go to the log, never to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+from wiremcp.context import Context
+from wiremcp.errors import INTERNAL_ERROR, MCPError
+from wiremcp.input_required import INPUT_METHODS, MAX_ROUNDS, InputRequired
+from wiremcp.protocol import META_LOG_LEVEL
+from wiremcp.transports.upstream import Client, Failed, NotAnswered, RPCError, connect
+from wiremcp.types import JSONObject
+from wiremcp.unavailable import UpstreamUnavailable
+
+log = logging.getLogger("wiremcp.gateway")
+
+BACKOFF = (0.25, 30.0)
+"""The first and the longest wait before connecting again."""
+CLIENT_INFO = {"name": "wiremcp-gateway", "version": "1"}
+CAPABILITIES: JSONObject = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
+"""What the gateway declares upstream: it can ask its callers for each."""
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
+          "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
+          "emergency": logging.CRITICAL}
+
+
+class CallerRelay:
+    """What the upstream sends about one call, taken to the caller (``ctx``)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.waiting = asyncio.current_task()
+        self.interrupt: InputRequired | None = None
+        """The caller's era asks for input by ending the round: the call upstream is abandoned for it."""
+
+    async def notified(self, message: JSONObject) -> None:
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        method = message.get("method")
+        if method == "notifications/progress" and isinstance(params.get("progress"), int | float):
+            total, said = params.get("total"), params.get("message")
+            await self.ctx.report_progress(params["progress"], total if isinstance(total, int | float) else None,
+                                           said if isinstance(said, str) else None)
+        elif method == "notifications/message" and params.get("level") in LEVELS:
+            logger = params.get("logger")
+            await self.ctx.log(str(params["level"]), params.get("data"), logger if isinstance(logger, str) else None)
+
+    async def asked(self, message: JSONObject) -> JSONObject:
+        method, params = message.get("method"), message.get("params")
+        if method not in INPUT_METHODS:
+            return {"error": {"code": -32601, "message": f"{method} is not relayed"}}
+        try:
+            return {"result": await self.ctx.request(str(method), params if isinstance(params, dict) else None)}
+        except InputRequired as exc:
+            self.interrupt = exc
+            if self.waiting is not None:
+                self.waiting.cancel()
+            raise
+        except MCPError as exc:
+            return {"error": exc.to_error()}
+
+
+class UpstreamLink:
+    """One upstream, connected while the gateway serves (``run``), and called through ``call``."""
+
+    def __init__(self, name: str, target: str | list[str], *, protocol: str, headers: Mapping[str, str] | None,
+                 timeout: float, env: Mapping[str, str] | None,
+                 on_connect: Callable[[Client], Awaitable[None]], on_notice: Callable[[JSONObject], None]) -> None:
+        self.name, self.target, self.protocol, self.headers = name, target, protocol, headers
+        self.timeout, self.env = timeout, env
+        self.on_connect, self.on_notice = on_connect, on_notice
+        self.client: Client | None = None
+        """The connected client; None while the upstream is down."""
+        self.attempted = asyncio.Event()
+        """Set once the first attempt to connect has ended, whichever way."""
+        self.failure: BaseException | None = None
+        """Why the last attempt failed (None: connected)."""
+        self.connections = 0
+        """How many times the link has connected."""
+        self.changed = asyncio.Condition()
+        """Notified whenever the link connects or loses its connection."""
+        self._lost = asyncio.Event()
+
+    async def run(self) -> None:
+        """Connect, and connect again whenever the connection is lost, until cancelled."""
+        wait = BACKOFF[0]
+        while True:
+            try:
+                await self._connected_once()
+                wait = BACKOFF[0]
+            except (Failed, OSError) as exc:
+                self.failure = exc
+                log.warning("upstream %s: %s", self.name, str(exc) or type(exc).__name__)
+            finally:
+                self.client = None
+                self.attempted.set()
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, BACKOFF[1])
+
+    async def _connected_once(self) -> None:
+        self._lost.clear()
+        async with connect(self.target, protocol=self.protocol, headers=self.headers, timeout=self.timeout,
+                           client_info=CLIENT_INFO, capabilities=CAPABILITIES, listener=self.on_notice,
+                           env=self.env) as client:
+            await self.on_connect(client)
+            self.client, self.failure = client, None
+            self.connections += 1
+            self.attempted.set()
+            await self._announce()
+            kinds = {f"{kind}ListChanged": True for kind in ("tools", "prompts", "resources")
+                     if isinstance(client.capabilities.get(kind), dict)
+                     and client.capabilities[kind].get("listChanged")}
+            follower = asyncio.create_task(client.follow(self.on_notice, kinds))
+            ended = getattr(client.channel, "reader", None)  # a launched server: its output ending
+            lost = asyncio.create_task(self._lost.wait())
+            try:
+                await asyncio.wait([lost, *([ended] if ended is not None else [])],
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                self.client = None
+                await self._announce()
+                for task in (follower, lost):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Failed):
+                        await task
+            raise Failed(f"the connection was lost ({self.failure or 'the server exited'})")
+
+    async def _announce(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
+
+    async def call(self, method: str, params: JSONObject, ctx: Context | None = None) -> JSONObject:
+        """The upstream's result for ``method``, made as ``ctx``'s caller's request (see the module's notes)."""
+        client = self.client
+        if client is None:
+            raise UpstreamUnavailable(f"upstream {self.name} is not connected")
+        relay = CallerRelay(ctx) if ctx is not None else None
+        level = ctx.state.log_level if ctx is not None else None
+        if ctx is not None and level is None and not ctx.stateless:
+            level = "debug"  # a session that set no level hears every message
+        if client.stateless and level is not None:  # the caller's level, which the stateless era sends each time
+            params = {**params, "_meta": {**params.get("_meta", {}), META_LOG_LEVEL: level}}
+        for _ in range(MAX_ROUNDS):
+            result = await self._request(client, method, params, relay)
+            if result.get("resultType") != "input_required" or ctx is None:
+                return result
+            asks = result.get("inputRequests")
+            answers = {key: await ctx.request(str(ask.get("method")), ask.get("params"))
+                       for key, ask in (asks.items() if isinstance(asks, dict) else ()) if isinstance(ask, dict)}
+            params = {**params, "inputResponses": answers}
+            if isinstance(result.get("requestState"), str):
+                params["requestState"] = result["requestState"]
+        raise MCPError(INTERNAL_ERROR, f"upstream {self.name} asked for input more than {MAX_ROUNDS} times")
+
+    async def _request(self, client: Client, method: str, params: JSONObject, relay: CallerRelay | None) -> JSONObject:
+        try:
+            return await client.request(method, params, relay=relay)
+        except RPCError as exc:  # the upstream's JSON-RPC error is the caller's
+            code = exc.error.get("code")
+            raise MCPError(code if isinstance(code, int) else INTERNAL_ERROR,
+                           str(exc.error.get("message") or f"upstream {self.name} failed"), exc.error.get("data")) from None
+        except asyncio.CancelledError:
+            if relay is not None and relay.interrupt is not None:
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                raise relay.interrupt from None
+            raise
+        except Failed as exc:
+            log.warning("upstream %s: %s: %s", self.name, method, exc)
+            if client is self.client and not isinstance(exc, NotAnswered):  # no answer in time: the link stays up
+                self.failure = exc
+                self._lost.set()  # reconnect: the circuit is open until it is back
+            raise UpstreamUnavailable(f"upstream {self.name}: {exc}") from None
+
