@@ -1,8 +1,8 @@
 """Transports: the edges that carry JSON-RPC messages between clients and the core.
 
 What users compose is exported here: ``MCPHttpApp`` (the Streamable HTTP ASGI app, both eras, to mount
-in your own Starlette or FastAPI app) with its ``HttpOptions``, ``serve_stdio`` and the in-memory
-``Client`` for tests. Each is imported on first use, so importing one transport loads no other.
+in your own Starlette or FastAPI app) with its ``HttpOptions``, ``serve_stdio``, the in-memory
+``Client`` for tests, and ``remote``, another server (over HTTP or launched on stdio) to mount in a gateway. Each is imported on first use, so importing one transport loads no other.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from wiremcp.exports import lazy_exports
 if TYPE_CHECKING:
     from wiremcp.transports.http_app import MCPHttpApp
     from wiremcp.transports.memory import Client
+    from wiremcp.transports.remote import remote
     from wiremcp.transports.stdio import serve_stdio
     from wiremcp.transports.streamable_http import HttpOptions
 
-__all__ = ["Client", "HttpOptions", "MCPHttpApp", "serve_stdio"]
+__all__ = ["Client", "HttpOptions", "MCPHttpApp", "remote", "serve_stdio"]
 
-_HOMES = {"Client": "memory", "HttpOptions": "streamable_http", "MCPHttpApp": "http_app", "serve_stdio": "stdio"}
+_HOMES = {"Client": "memory", "HttpOptions": "streamable_http", "MCPHttpApp": "http_app", "remote": "remote",
+          "serve_stdio": "stdio"}
 
 __getattr__ = lazy_exports(__name__, _HOMES)

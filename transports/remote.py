@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from wiremcp.completions import Completer, Completion
@@ -36,6 +37,8 @@ log = logging.getLogger("wiremcp.gateway")
 PROTOCOL_META = "io.modelcontextprotocol/"
 """The prefix of the ``_meta`` keys the protocol itself puts on a result (the stateless era's ``serverInfo``)."""
 KINDS = ("tools", "prompts", "resources")
+REMOTES: weakref.WeakSet[MCPServer] = weakref.WeakSet()
+"""The servers ``remote`` made."""
 
 
 def remote(url: str | None = None, *, command: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
@@ -74,7 +77,47 @@ def remote(url: str | None = None, *, command: Sequence[str] | None = None, env:
                 await running
             await catalog.close()
 
-    return MCPServer(str(label), lifespan=connected)
+    made = MCPServer(str(label), lifespan=connected)
+    REMOTES.add(made)
+    return made
+
+
+def is_remote(server: MCPServer) -> bool:
+    """Whether ``server`` was made by ``remote``."""
+    return server in REMOTES
+
+
+def readiness_details(server: MCPServer) -> dict[str, Callable[[], object]] | None:
+    """What ``/readyz`` reports of the upstreams of ``server``'s remote children (None: it has none): each by
+    name, ``connected`` or ``down`` (``UpstreamLink.health``). A down upstream does not make the gateway unready:
+    its other upstreams and its own components are still served."""
+    if not any(is_remote(served) for served in _served(server)):
+        return None
+
+    def upstreams() -> dict[str, object]:
+        return {link.name: link.health() for link in upstream_links(server)}
+
+    return {"upstreams": upstreams}
+
+
+def _served(server: MCPServer) -> list[MCPServer]:
+    """``server`` and every server mounted in it, at any depth."""
+    found: list[MCPServer] = []
+    seen: set[int] = set()
+    pending = [server]
+    while pending:
+        served = pending.pop()
+        if id(served) not in seen:
+            seen.add(id(served))
+            found.append(served)
+            pending.extend(mount.child for mount in served.mounts)
+    return found
+
+
+def upstream_links(server: MCPServer) -> list[UpstreamLink]:
+    """The links of the remote children served by ``server`` (itself one, or mounted in it at any depth) that are
+    running now."""
+    return [served.lifespan_state for served in _served(server) if isinstance(served.lifespan_state, UpstreamLink)]
 
 
 class Catalog:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 
 from wiremcp.context import Context
@@ -98,6 +99,9 @@ class UpstreamLink:
         """How many times the link has connected."""
         self.changed = asyncio.Condition()
         """Notified whenever the link connects or loses its connection."""
+        self.served: dict[tuple[str, str], list[float]] = {}
+        """Requests sent on, by (method, outcome: ``ok``, ``error``, ``unavailable``, ``cancelled``): their count and
+        seconds."""
         self._lost = asyncio.Event()
 
     async def run(self) -> None:
@@ -160,7 +164,7 @@ class UpstreamLink:
         if client.stateless and level is not None:  # the caller's level, which the stateless era sends each time
             params = {**params, "_meta": {**params.get("_meta", {}), META_LOG_LEVEL: level}}
         for _ in range(MAX_ROUNDS):
-            result = await self._request(client, method, params, relay)
+            result = await self._forward(client, method, params, relay)
             if result.get("resultType") != "input_required" or ctx is None:
                 return result
             asks = result.get("inputRequests")
@@ -171,9 +175,36 @@ class UpstreamLink:
                 params["requestState"] = result["requestState"]
         raise MCPError(INTERNAL_ERROR, f"upstream {self.name} asked for input more than {MAX_ROUNDS} times")
 
+    def health(self) -> JSONObject:
+        """What ``/readyz`` says of this upstream: ``connected`` (and the era), or ``down`` and why (the kind of
+        failure only: a message may hold what the caller should not see)."""
+        client = self.client
+        if client is not None:
+            return {"status": "connected", "protocolVersion": client.version, "connections": self.connections}
+        reason = type(self.failure).__name__ if self.failure is not None else "connecting"
+        return {"status": "down", "reason": reason, "connections": self.connections}
+
     async def _request(self, client: Client, method: str, params: JSONObject, relay: CallerRelay | None) -> JSONObject:
+        began, outcome = time.perf_counter(), "unavailable"
         try:
-            return await client.request(method, params, relay=relay)
+            result = await client.request(method, params, relay=relay)
+            outcome = "ok"
+            return result
+        except RPCError:
+            outcome = "error"
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            counted = self.served.setdefault((method, outcome), [0, 0.0])
+            counted[0] += 1
+            counted[1] += time.perf_counter() - began
+
+    async def _forward(self, client: Client, method: str, params: JSONObject,
+                       relay: CallerRelay | None) -> JSONObject:
+        try:
+            return await self._request(client, method, params, relay)
         except RPCError as exc:  # the upstream's JSON-RPC error is the caller's
             code = exc.error.get("code")
             raise MCPError(code if isinstance(code, int) else INTERNAL_ERROR,

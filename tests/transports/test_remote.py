@@ -15,12 +15,12 @@ import pytest
 
 from examples.everything import server as everything
 from tests.support.docs_pages import STATELESS_META
-from tests.support.http import UvicornProcess, run_uvicorn, serve_in_process
+from tests.support.http import UvicornProcess, initialize, request_body, run_uvicorn, serve_in_process
 from tests.support.http_fixture_server import FIXTURE_SERVER
 from wiremcp import MCPError, MCPServer
 from wiremcp.refusals import UPSTREAM_UNAVAILABLE
 from wiremcp.transports import Client, MCPHttpApp
-from wiremcp.transports.remote import remote
+from wiremcp.transports.remote import readiness_details, remote
 from wiremcp.transports.upstream import Failed
 from wiremcp.types import JSONObject
 
@@ -256,3 +256,54 @@ async def test_an_upstream_killed_mid_call_answers_the_caller_503_to_retry_and_i
         again = await call(2, "wc_echo", {"text": "back"})
         assert again.status_code == 200
         assert again.json()["result"]["content"][0]["text"] == "back"
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/cancellation")
+@pytest.mark.parametrize(("over", "protocol"), ERAS)
+async def test_a_call_the_caller_cancels_is_cancelled_upstream(over: str, protocol: str,
+                                                              fixture_http: UvicornProcess) -> None:
+    served = gateway(upstream(over, fixture_http, protocol))
+    name = f"cancelled-{over}-{protocol}"
+    async with served.runtime.lifespans.held(), serve_in_process(MCPHttpApp(served)) as base, \
+            httpx.AsyncClient(timeout=BOUND) as http:
+        session = await initialize(http, f"{base}/mcp")
+        waiting = asyncio.create_task(session.post(request_body(7, "tools/call", {
+            "name": "wc_until_cancelled", "arguments": {"name": name}})))
+        assert await session.tool("wc_until_cancelled_started", name=name) == f"{name}: started"
+        assert (await session.notify("notifications/cancelled", {"requestId": 7})).status_code == 202
+        assert await session.tool("wc_cancel_outcome", name=name) == f"{name}: CancelledError"
+        waiting.cancel()
+
+
+@pytest.mark.spec("2025-11-25/basic/transports#session-management")
+async def test_a_session_the_upstream_forgets_is_made_again(fixture_http: UvicornProcess) -> None:
+    """A handshake-era upstream that no longer knows the gateway's session (it restarted; here, the session is
+    deleted behind the gateway's back) answers 404: the gateway makes a new session and sends the call again."""
+    child = remote(fixture_http.url, protocol="2025-11-25")
+    async with Client(gateway(child)) as client, httpx.AsyncClient(timeout=BOUND) as http:
+        link = child.lifespan_state
+        first = link.client.channel.session
+        deleted = await http.delete(fixture_http.url, headers={"Mcp-Session-Id": first,
+                                                                "MCP-Protocol-Version": "2025-11-25"})
+        assert deleted.status_code == 200
+        answer = await client.call_tool("wc_echo", {"text": "still here"})
+        assert answer["content"][0]["text"] == "still here"
+        assert link.client.channel.session not in (None, first)
+        assert link.connections == 1  # the same link: a new session, not a reconnection
+
+
+async def test_an_http_upstream_down_at_start_leaves_the_gateway_serving_and_is_reported_down() -> None:
+    """The gateway starts all the same (its own tools and other upstreams are served); ``/readyz`` reports the
+    upstream down with the kind of failure only, and the link keeps trying."""
+    served = gateway(remote("http://127.0.0.1:9/mcp", name="away"))
+
+    @served.tool
+    def own() -> str:
+        return "served"
+
+    async with Client(served) as client:
+        assert (await client.call_tool("own"))["content"][0]["text"] == "served"
+        details = readiness_details(served)
+        assert details is not None
+        assert details["upstreams"]() == {"away": {"status": "down", "reason": "Failed", "connections": 0}}
+    assert readiness_details(MCPServer("plain")) is None

@@ -5,6 +5,7 @@ registry is asked for), so that serving does not import ``prometheus_client`` un
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from prometheus_client.metrics_core import Metric
 from wiremcp.transports.observability.metrics import LATENCY_BUCKETS, REQUESTS_HELP
 
 if TYPE_CHECKING:
+    from wiremcp.server import MCPServer
     from wiremcp.transports.observability.metrics import Metrics
 
 
@@ -104,8 +106,35 @@ class _Gauges:
             for status in ("completed", "failed", "cancelled"):
                 ended.add_metric((status,), runner.ended[status])
             yield ended
+        yield from _upstreams(server)
         size = getattr(app.manager.events, "size", None)
         if isinstance(size, tuple) and len(size) == 2:
             yield GaugeMetricFamily("wiremcp_event_store_events", "Events kept for resumption.", value=size[0])
             yield GaugeMetricFamily("wiremcp_event_store_bytes", "Bytes of the events kept for resumption.",
                                     value=size[1])
+
+
+def _upstreams(server: MCPServer) -> Iterator[Metric]:
+    """A gateway's upstream servers (its remote children): whether each is connected, how many times it
+    connected, and the requests sent on to it, by method and outcome, with the seconds they took."""
+    remote = sys.modules.get("wiremcp.transports.remote")  # imported where a remote child is defined, only there
+    links = remote.upstream_links(server) if remote is not None else []
+    if not links:
+        return
+    up = GaugeMetricFamily("wiremcp_upstream_up", "Whether the gateway is connected to the upstream server now.",
+                           labels=("upstream",))
+    connections = CounterMetricFamily("wiremcp_upstream_connections", "Times the gateway connected to the "
+                                      "upstream server (more than one: it reconnected).", labels=("upstream",))
+    requests = CounterMetricFamily("wiremcp_upstream_requests", "Requests sent on to the upstream server, by "
+                                   "method and outcome (ok, error, unavailable, cancelled).",
+                                   labels=("upstream", "method", "outcome"))
+    seconds = CounterMetricFamily("wiremcp_upstream_request_seconds", "Seconds the requests sent on to the "
+                                  "upstream server took, by method and outcome.",
+                                  labels=("upstream", "method", "outcome"))
+    for link in links:
+        up.add_metric((link.name,), 1 if link.client is not None else 0)
+        connections.add_metric((link.name,), link.connections)
+        for (method, outcome), (count, spent) in list(link.served.items()):
+            requests.add_metric((link.name, method, outcome), count)
+            seconds.add_metric((link.name, method, outcome), spent)
+    yield from (up, connections, requests, seconds)

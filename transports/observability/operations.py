@@ -7,7 +7,8 @@ logs and its W3C trace context headers to tracing, and its response status is co
 
 - ``/healthz``: liveness, 200 ``{"status": "ok"}`` whenever the event loop answers.
 - ``/readyz``: readiness, 200 ``{"status": "ready"}``, or 503 ``{"status": "unready", "checks": {...}}``
-  while draining (or shutting down) or when a readiness check fails or is too slow.
+  while draining (or shutting down) or when a readiness check fails or is too slow; with the ``details``
+  given (a gateway's ``upstreams``) either way.
 - ``/metrics``: the Prometheus text format, when a ``Metrics`` is given.
 """
 
@@ -48,8 +49,11 @@ class Operations:
     def __init__(self, app: ASGIApp, *, checks: Mapping[str, ReadinessCheck] | None = None,
                  check_timeout: float = 2.0, draining: Callable[[], bool] | None = None,
                  metrics: Metrics | None = None, health_path: str = "/healthz", ready_path: str = "/readyz",
-                 metrics_path: str = "/metrics") -> None:
+                 metrics_path: str = "/metrics", details: Mapping[str, Callable[[], object]] | None = None) -> None:
         self.app = app
+        self.details = dict(details or {})
+        """What ``/readyz`` reports besides readiness, each read when asked (e.g. ``upstreams``: how each of a
+        gateway's upstream servers is), whether ready or not; none of them makes the server unready."""
         self.checks = dict(checks or {})
         self.check_timeout = check_timeout
         self.draining = draining
@@ -118,10 +122,11 @@ class Operations:
 
     async def _ready(self, send: SendASGI) -> None:
         checks = await self.readiness()
+        details = {name: read() for name, read in self.details.items()}
         if all(result == "ok" for result in checks.values()):
-            await respond_json(send, 200, {"status": "ready"}, _NO_STORE)
+            await respond_json(send, 200, {"status": "ready", **details}, _NO_STORE)
         else:
-            await respond_json(send, 503, {"status": "unready", "checks": checks}, _NO_STORE)
+            await respond_json(send, 503, {"status": "unready", "checks": checks, **details}, _NO_STORE)
 
     async def _metrics(self, send: SendASGI) -> None:
         assert self.metrics is not None
