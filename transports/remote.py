@@ -62,7 +62,7 @@ def remote(url: str | None = None, *, command: Sequence[str] | None = None, env:
 
     @contextlib.asynccontextmanager
     async def connected(server: MCPServer) -> AsyncIterator[UpstreamLink]:
-        catalog = Catalog(server)
+        catalog = Catalog(server, named=name is not None)
         link = catalog.link = UpstreamLink(str(label), target, protocol=protocol, headers=headers, timeout=timeout,
                                            env=environment, on_connect=catalog.read_all, on_notice=catalog.heard)
         running = asyncio.create_task(link.run())
@@ -123,13 +123,24 @@ def upstream_links(server: MCPServer) -> list[UpstreamLink]:
 class Catalog:
     """What the upstream serves, served by ``server``: read at each connection, and again when a list changes."""
 
-    def __init__(self, server: MCPServer) -> None:
+    def __init__(self, server: MCPServer, named: bool) -> None:
         self.server = server
+        self.named = named
+        """Whether ``remote`` was given the name to serve it by."""
         self.link: UpstreamLink
         self._reading: dict[str, asyncio.Task[None]] = {}
         self._stale: set[str] = set()
 
     async def read_all(self, client: Client) -> None:
+        """Everything the upstream serves, and how it introduces itself (its version, title and instructions;
+        its name too, unless ``remote`` was given one): what a client of the child served on its own sees."""
+        info, server = client.server_info, self.server
+        if not self.named and isinstance(info.get("name"), str):
+            server.name = info["name"]
+        for field in ("version", "title", "description"):
+            if isinstance(info.get(field), str):
+                setattr(server, field, info[field])
+        server.instructions = client.instructions
         for kind in KINDS:
             await self._read(client, kind)
 

@@ -79,6 +79,7 @@ class Client:
         self.capabilities: JSON = {}
         """The server's capabilities."""
         self.server_info: JSON = {}
+        self.instructions: str | None = None
         self.client_info = dict(client_info or {"name": "wiremcp", "version": "unknown"})
         self.client_capabilities: JSON = capabilities or {}
         """Ours, as declared to the server (what a relay can answer: elicitation, sampling, roots)."""
@@ -105,6 +106,7 @@ class Client:
             return False
         self.capabilities = result.get("capabilities") or {}
         self.server_info = (result.get("_meta") or {}).get(proto.META_SERVER_INFO) or {}
+        self.instructions = result.get("instructions") if isinstance(result.get("instructions"), str) else None
         return True
 
     async def _handshake(self, requested: str) -> None:
@@ -116,6 +118,7 @@ class Client:
         self.version = str(result.get("protocolVersion") or requested)  # the server may answer another
         self.capabilities = result.get("capabilities") or {}
         self.server_info = result.get("serverInfo") or {}
+        self.instructions = result.get("instructions") if isinstance(result.get("instructions"), str) else None
         await self._send({"jsonrpc": "2.0", "method": "notifications/initialized"}, self._headers("", {}))
 
     def _headers(self, method: str, params: JSON) -> dict[str, str]:

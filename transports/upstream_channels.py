@@ -102,9 +102,11 @@ def answers(message: JSON, rid: Any) -> bool:
 
 
 def unrelayed(request: JSON) -> JSON:
-    """Our answer to a request that no relay takes: ``ping`` is answered, anything else is refused."""
-    if request.get("method") == "ping":
-        return {"jsonrpc": "2.0", "id": request["id"], "result": {}}
+    """Our answer to a request that no relay takes: ``ping`` is answered, ``roots/list`` with no roots (outside a
+    call there is no one caller whose roots they would be), anything else is refused."""
+    if request.get("method") in ("ping", "roots/list"):
+        result: JSON = {"roots": []} if request["method"] == "roots/list" else {}
+        return {"jsonrpc": "2.0", "id": request["id"], "result": result}
     error = {"code": -32601, "message": f"{request.get('method')} is not offered here"}
     return {"jsonrpc": "2.0", "id": request["id"], "error": error}
 

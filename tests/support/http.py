@@ -161,6 +161,16 @@ def run_wiremcp_http(server: str, env: Mapping[str, str] | None = None, *,
 
 
 @contextlib.contextmanager
+def run_wiremcp_http_command(command: list[str], env: Mapping[str, str] | None = None, *,
+                             attempts: int = 3) -> Iterator[UvicornProcess]:
+    """``python -m wiremcp http -- COMMAND ARGS...``: the stdio server ``command`` launches, served over HTTP."""
+    with _serving(" ".join(command), env, attempts, lambda port: [
+            sys.executable, "-m", "wiremcp", "http", "--host", "127.0.0.1", "--port", str(port), "--",
+            *command]) as running:
+        yield running
+
+
+@contextlib.contextmanager
 def _serving(server: str, env: Mapping[str, str] | None, attempts: int,
              command: Callable[[int], list[str]]) -> Iterator[UvicornProcess]:
     """The process ``command(port)`` runs, serving ``server``, once its port accepts connections."""

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from wiremcp.transports.serving.cli import hosts, inspect, serve
+from wiremcp.transports.serving.cli import bridge, hosts, inspect, serve
 from wiremcp.transports.serving.cli.documentation import SITE
 from wiremcp.transports.serving.settings import ConfigError
 
@@ -48,14 +48,23 @@ def parser() -> argparse.ArgumentParser:
                                   epilog=f"Documentation: {SITE} (each command's options: wiremcp COMMAND --help)")
     top.add_argument("--version", action=_Version)
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (serve, inspect, hosts):
+    for module in (serve, bridge, inspect, hosts):
         module.register(commands)
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     top = parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    upstream: list[str] | None = None
+    if "--" in argv:  # `wiremcp http -- COMMAND ARGS...`: the words after -- are a command to launch, not ours
+        upstream, argv = argv[argv.index("--") + 1:], argv[:argv.index("--")]
     args, rest = top.parse_known_args(argv)
+    if upstream is not None:
+        if not hasattr(args, "upstream"):
+            top.error(f"wiremcp {args.command} takes no command after --; `wiremcp http -- COMMAND ARGS...` serves "
+                      "a stdio server over HTTP")
+        args.upstream = upstream
     if rest and isinstance(getattr(args, "pairs", None), list) and all("=" in r and r[0] != "-" for r in rest):
         args.pairs += rest  # `call ... TOOL --json a=1`: key=value pairs after an option are pairs still
     elif rest:

@@ -78,8 +78,13 @@ def _headers(args: argparse.Namespace) -> dict[str, str]:
         raise ConfigError("--header applies only to a URL target (a launched server reads its environment)")
     if args.timeout <= 0:
         raise ConfigError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
+    return header_lines(args.header)
+
+
+def header_lines(lines: list[str]) -> dict[str, str]:
+    """``--header 'Name: value'`` options as headers; one that is not is the user's mistake."""
     headers = {}
-    for line in args.header:
+    for line in lines:
         name, colon, value = line.partition(":")
         if not colon or not name.strip() or any(c.isspace() for c in name.strip()):
             raise ConfigError(f"--header {line!r} is not 'Name: value'")

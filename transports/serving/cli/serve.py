@@ -32,9 +32,15 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     _spec_arguments(stdio)
     stdio.set_defaults(run=run_stdio)
 
-    http = commands.add_parser("http", help="serve Streamable HTTP at /mcp (both protocol eras)",
-                               epilog=SETTINGS_EPILOG)
+    http = commands.add_parser(
+        "http", help="serve Streamable HTTP at /mcp (both protocol eras)",
+        usage="wiremcp http [-h] [SPEC] [--app-dir DIR] [--host HOST] [--port PORT] [--reload] [-- COMMAND ARGS...]",
+        description="Serve a server over Streamable HTTP at /mcp, in both protocol eras. After --, any stdio MCP "
+                    "server's command instead: it is launched once, and served with this server's "
+                    "authentication, limits, audit, metrics and probes in front.",
+        epilog=SETTINGS_EPILOG)
     _spec_arguments(http)
+    http.set_defaults(upstream=None)
     http.add_argument("--host", default="127.0.0.1", help="the interface to listen on (default: %(default)s)")
     http.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
     http.add_argument("--reload", action="store_true",
@@ -69,8 +75,22 @@ def _spec(args: argparse.Namespace, settings: Settings) -> str:
 
 
 def _server(args: argparse.Namespace) -> Callable[[Settings], MCPServer]:
-    """What loads the server the command names (loaded once the wire is taken: ``deployment.serve``)."""
-    return lambda settings: load_server(_spec(args, settings), args.app_dir)
+    """What loads the server the command names (loaded once the wire is taken: ``deployment.serve``): the spec's,
+    or a stdio server's command (``wiremcp http -- COMMAND ARGS...``) served as a remote child."""
+    upstream: list[str] | None = getattr(args, "upstream", None)
+    if upstream is None:
+        return lambda settings: load_server(_spec(args, settings), args.app_dir)
+    if args.server is not None or args.reload:
+        raise ConfigError("wiremcp http serves a SPEC or a command after --, not both (and --reload watches a SPEC's "
+                          "files)")
+    if not upstream:
+        raise ConfigError("wiremcp http --: give the command of the stdio server to serve after --, e.g. "
+                          "wiremcp http -- npx -y @modelcontextprotocol/server-everything")
+    if shutil.which(upstream[0]) is None:
+        raise ConfigError(f"wiremcp http --: cannot run {upstream[0]}: it is not a program on PATH")
+    from wiremcp.transports.remote import remote
+
+    return lambda settings: remote(command=upstream)
 
 
 def run_stdio(args: argparse.Namespace) -> int:

@@ -87,6 +87,14 @@ def test_version() -> None:
     (["http", "server.py"], {"WIREMCP_MAX_SESSIONS": "many"}, "WIREMCP_MAX_SESSIONS must be an integer"),
     (["http", "server.py"], {"WIREMCP_AUTH_JWKS_URL": "http://x/jwks"}, "WIREMCP_AUTH_RESOURCE"),
     (["stdio", "server.py"], {"WIREMCP_REQUEST_STATE_KEYS": "short"}, "WIREMCP_REQUEST_STATE_KEYS"),
+    (["http", "--", "no-such-program", "--flag"], {}, "wiremcp http --: cannot run no-such-program: it is not a "
+                                                     "program on PATH"),
+    (["http", "--"], {}, "give the command of the stdio server to serve after --"),
+    (["http", "server.py", "--", "ls"], {}, "serves a SPEC or a command after --, not both"),
+    (["list", "server.py", "--", "ls"], {}, "wiremcp list takes no command after --"),
+    (["bridge", "example.com/mcp"], {}, "wiremcp bridge: 'example.com/mcp' is not an http:// or https:// URL"),
+    (["bridge", "https://example.com/mcp", "--header", "Bearer x"], {}, "--header 'Bearer x' is not 'Name: value'"),
+    (["bridge", "https://example.com/mcp", "--timeout", "0"], {}, "--timeout must be a positive number"),
 ])
 def test_a_mistake_is_one_line_and_exit_2(project: Path, argv: list[str], extra: dict[str, str],
                                            expected: str) -> None:
