@@ -47,7 +47,7 @@ STORE_UNAVAILABLE = Refusal("Service Unavailable: a shared store cannot be reach
 """A shared store (Redis: sessions, events, tasks) did not answer, before or while the request was served."""
 UPSTREAM_UNAVAILABLE = Refusal("Service Unavailable: an upstream server cannot be reached; try again shortly",
                                retry_after=1)
-"""A gateway's remote child could not be reached, or did not answer in time (``wiremcp.transports.remote``)."""
+"""A gateway's remote child could not be reached, or did not answer in time (``wiremcp.transports.gateway``)."""
 VERIFIER_UNAVAILABLE = Refusal("Service Unavailable: the authorization server cannot be reached to check the "
                                "token; try again shortly", retry_after=1)
 """The token could not be checked (the verifier says when it tries again: its ``Retry-After`` wins)."""

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING
 from wiremcp.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from wiremcp.transports.gateway import remote
     from wiremcp.transports.http_app import MCPHttpApp
     from wiremcp.transports.memory import Client
-    from wiremcp.transports.remote import remote
     from wiremcp.transports.stdio import serve_stdio
     from wiremcp.transports.streamable_http import HttpOptions
 
 __all__ = ["Client", "HttpOptions", "MCPHttpApp", "remote", "serve_stdio"]
 
-_HOMES = {"Client": "memory", "HttpOptions": "streamable_http", "MCPHttpApp": "http_app", "remote": "remote",
+_HOMES = {"Client": "memory", "HttpOptions": "streamable_http", "MCPHttpApp": "http_app", "remote": "gateway",
           "serve_stdio": "stdio"}
 
 __getattr__ = lazy_exports(__name__, _HOMES)

@@ -1,5 +1,5 @@
 """A client of another MCP server, launched on stdio or reached over HTTP, in either era: what the command line
-(``wiremcp list``, ``wiremcp call``) and a gateway's remote children (``wiremcp.transports.remote``) speak to it with.
+(``wiremcp list``, ``wiremcp call``) and a gateway's remote children (``wiremcp.transports.gateway``) speak to it with.
 
 ``connect`` yields a ``Client`` that has settled the era: ``server/discover`` names the stateless one
 (2026-07-28), else the ``initialize`` handshake. A request may bring a ``Relay``: what the server sends about it

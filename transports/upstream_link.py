@@ -1,4 +1,4 @@
-"""A gateway's connection to one upstream server (``wiremcp.transports.remote``), kept up for as long as the gateway
+"""A gateway's connection to one upstream server (``wiremcp.transports.gateway``), kept up for as long as the gateway
 serves, and the one way its requests reach it (``UpstreamLink.call``).
 
 - **Kept up.** The link connects (in the era the upstream offers), and when the connection is lost (a launched

@@ -19,17 +19,19 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.e2e.test_official_client_stdio import ROOT, Answers, eras
-from tests.support.http import UvicornProcess, run_uvicorn, run_wiremcp_http_command
-from tests.support.official_client import WAIT, connect, only_text
+from tests.support.http import ROOT, UvicornProcess, run_uvicorn, run_wiremcp_http_command
+from tests.support.official_client import WAIT, Answers, connect, only_text
 
 pytestmark = [pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
               pytest.mark.timeout(60)]
 
 EVERYTHING_STDIO = [sys.executable, "-m", "wiremcp", "stdio", "examples/everything.py"]
-ASKING = eras(("basic/patterns/mrtr#basic-workflow", "client/elicitation#form-mode-elicitation-requests",
-               "client/sampling#creating-messages"),
-              ("client/elicitation#form-mode-elicitation-requests", "client/sampling#creating-messages"))
+ASKING = [
+    pytest.param("auto", id="auto-2026-07-28", marks=[pytest.mark.spec(f"2026-07-28/{section}") for section in (
+        "basic/patterns/mrtr#basic-workflow", "client/elicitation#form-mode-elicitation-requests",
+        "client/sampling#creating-messages")]),
+    pytest.param("legacy", id="legacy-2025-11-25", marks=[pytest.mark.spec(f"2025-11-25/{section}") for section in (
+        "client/elicitation#form-mode-elicitation-requests", "client/sampling#creating-messages")])]
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client._transport import ReadStream, TransportStreams, WriteStream
-from mcp.client.session import ClientRequestContext, IncomingMessage
+from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
 from mcp.client.subscriptions import ListenNotSupportedError, PromptsListChanged, ToolsListChanged
 from mcp.shared.exceptions import MCPError
@@ -36,24 +36,18 @@ from mcp.shared.message import SessionMessage
 from mcp.types import (
     AudioContent,
     BlobResourceContents,
-    CreateMessageRequestParams,
-    CreateMessageResult,
-    ElicitRequestFormParams,
-    ElicitRequestParams,
-    ElicitResult,
     EmbeddedResource,
-    ErrorData,
     ImageContent,
-    ListRootsResult,
     LoggingMessageNotificationParams,
     PromptListChangedNotification,
     PromptReference,
     RequestParamsMeta,
-    Root,
     TextContent,
     TextResourceContents,
     ToolListChangedNotification,
 )
+
+from tests.support.official_client import Answers
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERYTHING = "examples.everything:server"
@@ -213,42 +207,6 @@ def only_text(blocks: list[Any]) -> str:
     (block,) = blocks
     assert isinstance(block, TextContent)
     return block.text
-
-
-# -- callbacks for input requests ----------------------------------------------------------------------------
-@dataclass
-class Answers:
-    """Elicitation, sampling and roots callbacks with fixed answers; keeps what the server asked."""
-
-    elicited: list[ElicitRequestFormParams] = field(default_factory=list)
-    sampled: list[CreateMessageRequestParams] = field(default_factory=list)
-    roots_listed: int = 0
-
-    async def elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-        assert isinstance(params, ElicitRequestFormParams)
-        self.elicited.append(params)
-        properties: dict[str, Any] = params.requested_schema["properties"]
-        if "response" in properties:
-            return ElicitResult(action="accept", content={"response": "blue"})
-        if "color" in properties:
-            return ElicitResult(action="accept", content={"color": "green"})
-        if "name" in properties and "default" not in properties["name"]:
-            return ElicitResult(action="accept", content={"name": "Ada"})
-        return ElicitResult(action="accept", content={name: prop.get("default") for name, prop in properties.items()})
-
-    async def sample(self, context: ClientRequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
-        self.sampled.append(params)
-        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="Paris"),
-                                   model="test-model", stop_reason="endTurn")
-
-    async def roots(self, context: ClientRequestContext) -> ListRootsResult:
-        self.roots_listed += 1
-        return ListRootsResult(roots=[Root.model_validate({"uri": "file:///work/project", "name": "project"})])
-
-    @property
-    def callbacks(self) -> dict[str, Any]:
-        return {"elicitation_callback": self.elicit, "sampling_callback": self.sample,
-                "list_roots_callback": self.roots}
 
 
 # -- negotiation and a typed tool ----------------------------------------------------------------------------

@@ -12,8 +12,19 @@ from typing import Any
 import httpx
 import httpx2
 from mcp import Client
+from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import TextContent
+from mcp.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    ListRootsResult,
+    Root,
+    TextContent,
+)
 
 from tests.support.http import UvicornProcess, parse_sse, post_headers, request_body
 
@@ -166,3 +177,39 @@ def only_text(blocks: list[Any]) -> str:
     (block,) = blocks
     assert isinstance(block, TextContent)
     return block.text
+
+
+# -- callbacks for input requests ----------------------------------------------------------------------------
+@dataclass
+class Answers:
+    """Elicitation, sampling and roots callbacks with fixed answers; keeps what the server asked."""
+
+    elicited: list[ElicitRequestFormParams] = field(default_factory=list)
+    sampled: list[CreateMessageRequestParams] = field(default_factory=list)
+    roots_listed: int = 0
+
+    async def elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        assert isinstance(params, ElicitRequestFormParams)
+        self.elicited.append(params)
+        properties: dict[str, Any] = params.requested_schema["properties"]
+        if "response" in properties:
+            return ElicitResult(action="accept", content={"response": "blue"})
+        if "color" in properties:
+            return ElicitResult(action="accept", content={"color": "green"})
+        if "name" in properties and "default" not in properties["name"]:
+            return ElicitResult(action="accept", content={"name": "Ada"})
+        return ElicitResult(action="accept", content={name: prop.get("default") for name, prop in properties.items()})
+
+    async def sample(self, context: ClientRequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
+        self.sampled.append(params)
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="Paris"),
+                                   model="test-model", stop_reason="endTurn")
+
+    async def roots(self, context: ClientRequestContext) -> ListRootsResult:
+        self.roots_listed += 1
+        return ListRootsResult(roots=[Root.model_validate({"uri": "file:///work/project", "name": "project"})])
+
+    @property
+    def callbacks(self) -> dict[str, Any]:
+        return {"elicitation_callback": self.elicit, "sampling_callback": self.sample,
+                "list_roots_callback": self.roots}

@@ -117,7 +117,7 @@ class _Gauges:
 def _upstreams(server: MCPServer) -> Iterator[Metric]:
     """A gateway's upstream servers (its remote children): whether each is connected, how many times it
     connected, and the requests sent on to it, by method and outcome, with the seconds they took."""
-    remote = sys.modules.get("wiremcp.transports.remote")  # imported where a remote child is defined, only there
+    remote = sys.modules.get("wiremcp.transports.gateway")  # imported where a remote child is defined, only there
     links = remote.upstream_links(server) if remote is not None else []
     if not links:
         return

@@ -203,7 +203,7 @@ def build_operations(mcp: MCPHttpApp, metrics: Metrics | None = None,
     if metrics is not None:
         metrics.instrument(mcp)
     enable_tracing(mcp.server)
-    remote = sys.modules.get("wiremcp.transports.remote")  # imported where a remote child is defined, only there
+    remote = sys.modules.get("wiremcp.transports.gateway")  # imported where a remote child is defined, only there
     details = remote.readiness_details(mcp.server) if remote is not None else None
     return Operations(app or mcp, checks=checks, draining=lambda: mcp.draining, metrics=metrics, details=details)
 

@@ -17,7 +17,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         "bridge", help="serve a remote server on stdio, for hosts that launch commands",
         description="Serve the MCP server at URL (Streamable HTTP) on stdin/stdout: a host that only launches "
                     "commands uses it as a local server.",
-        epilog=f"Bridging stdio and HTTP: {page('gateway/#bridging-stdio-and-http')}")
+        epilog=f"Bridging stdio and HTTP: {page('gateway/')}")
     bridge.add_argument("url", metavar="URL", help="the server's Streamable HTTP endpoint, http(s)://.../mcp")
     bridge.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                         help="an HTTP header for every request, e.g. 'Authorization: Bearer TOKEN' (repeatable)")
@@ -40,7 +40,7 @@ def run_bridge(args: argparse.Namespace) -> int:
     headers = header_lines(args.header)
 
     def load(settings: object) -> Any:
-        from wiremcp.transports.remote import remote
+        from wiremcp.transports.gateway import remote
 
         return remote(args.url, headers=headers, protocol=args.protocol, timeout=args.timeout)
 

@@ -88,7 +88,7 @@ def _server(args: argparse.Namespace) -> Callable[[Settings], MCPServer]:
                           "wiremcp http -- npx -y @modelcontextprotocol/server-everything")
     if shutil.which(upstream[0]) is None:
         raise ConfigError(f"wiremcp http --: cannot run {upstream[0]}: it is not a program on PATH")
-    from wiremcp.transports.remote import remote
+    from wiremcp.transports.gateway import remote
 
     return lambda settings: remote(command=upstream)
 

@@ -92,9 +92,6 @@ def test_version() -> None:
     (["http", "--"], {}, "give the command of the stdio server to serve after --"),
     (["http", "server.py", "--", "ls"], {}, "serves a SPEC or a command after --, not both"),
     (["list", "server.py", "--", "ls"], {}, "wiremcp list takes no command after --"),
-    (["bridge", "example.com/mcp"], {}, "wiremcp bridge: 'example.com/mcp' is not an http:// or https:// URL"),
-    (["bridge", "https://example.com/mcp", "--header", "Bearer x"], {}, "--header 'Bearer x' is not 'Name: value'"),
-    (["bridge", "https://example.com/mcp", "--timeout", "0"], {}, "--timeout must be a positive number"),
 ])
 def test_a_mistake_is_one_line_and_exit_2(project: Path, argv: list[str], extra: dict[str, str],
                                            expected: str) -> None:
