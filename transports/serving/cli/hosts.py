@@ -1,4 +1,5 @@
-"""``wiremcp install HOST SPEC``: write a host's configuration so that it launches this server.
+"""``wiremcp install HOST SPEC``: write a host's configuration so that it launches this server; ``wiremcp install
+HOST --remote URL``: so that it launches ``wiremcp bridge URL``, a remote server bridged onto stdio.
 
 A *host* (Claude Desktop, Claude Code, Cursor, VS Code) starts each MCP server it knows as a child
 process on stdio, from an *entry* in a JSON file of its own: a command, its arguments and an
@@ -73,7 +74,12 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
         epilog=f"Hosts and their configuration files: {page('hosts/')}")
     install.add_argument("host", choices=[*HOSTS, PRINT_ONLY], metavar="HOST",
                          help=f"one of {', '.join([*HOSTS, PRINT_ONLY])}")
-    install.add_argument("server", metavar="SPEC", help="MODULE[:ATTR] or path/to/server.py[:ATTR]")
+    install.add_argument("server", metavar="SPEC", nargs="?", help="MODULE[:ATTR] or path/to/server.py[:ATTR]")
+    install.add_argument("--remote", metavar="URL",
+                         help="instead of a SPEC, a remote server's Streamable HTTP URL: the entry launches "
+                              "`wiremcp bridge URL` (for hosts that only launch commands)")
+    install.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                         help="with --remote: an HTTP header the bridge sends with every request (repeatable)")
     install.add_argument("--name", help="the server's key in the host's configuration (default: the server's name)")
     install.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                          help="an environment variable for the server (repeatable)")
@@ -87,15 +93,22 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
 def run_install(args: argparse.Namespace) -> int:
     if args.host == PRINT_ONLY and args.config:
         raise ConfigError("the json host writes no file (it prints the entry): drop --config")
+    if (args.server is None) == (args.remote is None):
+        raise ConfigError("wiremcp install takes a SPEC or --remote URL: one of them")
+    if args.header and args.remote is None:
+        raise ConfigError("--header goes with --remote URL (a launched server reads its environment)")
     env = {**(read_env_file(Path(args.env_file)) if args.env_file else {}), **parse_env(args.env)}
-    spec = resolve_file(args.server)
-    os.environ.update(env)  # the server is loaded as the host will run it
-    with contextlib.redirect_stdout(sys.stderr):  # a print() at import time must not reach `json`'s output
-        server = load_server(spec, args.app_dir)
-    name: str = args.name if args.name is not None else server.name
+    if args.remote is not None:
+        name, (command, *server_args) = _bridged(args)
+    else:
+        spec = resolve_file(args.server)
+        os.environ.update(env)  # the server is loaded as the host will run it
+        with contextlib.redirect_stdout(sys.stderr):  # a print() at import time must not reach `json`'s output
+            server = load_server(spec, args.app_dir)
+        name = args.name if args.name is not None else server.name
+        command, *server_args = stdio_command(spec, _app_dir(spec, args.app_dir))
     if not name.strip():
         raise ConfigError("--name must not be empty")
-    command, *server_args = stdio_command(spec, _app_dir(spec, args.app_dir))
     if args.host == PRINT_ONLY:
         sys.stdout.write(json.dumps({name: entry(command, server_args, env)}, indent=2) + "\n")
         return 0
@@ -105,6 +118,23 @@ def run_install(args: argparse.Namespace) -> int:
     sys.stderr.write(f"wiremcp: {'replaced' if replaced else 'added'} server {name!r} in {path} "
                      f"({host.label}): {host.reload} to pick it up\n")
     return 0
+
+
+def _bridged(args: argparse.Namespace) -> tuple[str, list[str]]:
+    """The name and command of an entry that bridges the remote server ``--remote`` names onto stdio: this
+    interpreter running ``wiremcp bridge URL``, with the headers given (checked here, as the bridge would)."""
+    from urllib.parse import urlsplit
+
+    from wiremcp.transports.serving.cli.inspect import header_lines
+    from wiremcp.transports.upstream import is_url
+
+    url: str = args.remote
+    if not is_url(url):
+        raise ConfigError(f"--remote {url!r} is not an http:// or https:// URL")
+    header_lines(args.header)
+    name = args.name if args.name is not None else (urlsplit(url).hostname or url)
+    headers = [word for line in args.header for word in ("--header", line)]
+    return name, [sys.executable, "-m", "wiremcp", "bridge", url, *headers]
 
 
 def entry(command: str, args: list[str], env: dict[str, str], *, typed: bool = False) -> dict[str, Any]:

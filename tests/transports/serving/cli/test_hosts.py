@@ -213,7 +213,13 @@ def test_json_prints_the_entry_and_writes_nothing(sandbox: Sandbox) -> None:
     (["cursor", "server.py", "--env-file", "bad.env"], "bad.env:2"),
     (["vscode", "server.py", "--config", "broken.json"], "is not valid JSON"),
     (["cursor", "server.py", "--config", "list.json"], "not an object"),
-], ids=["no-server", "no-module", "bad-env", "bad-env-file", "not-json", "servers-not-an-object"])
+    (["cursor"], "a SPEC or --remote URL: one of them"),
+    (["cursor", "server.py", "--remote", "https://x/mcp"], "a SPEC or --remote URL: one of them"),
+    (["cursor", "--remote", "x/mcp"], "--remote 'x/mcp' is not an http:// or https:// URL"),
+    (["cursor", "--remote", "https://x/mcp", "--header", "Bearer x"], "--header 'Bearer x' is not 'Name: value'"),
+    (["cursor", "server.py", "--header", "A: b"], "--header goes with --remote URL"),
+], ids=["no-server", "no-module", "bad-env", "bad-env-file", "not-json", "servers-not-an-object", "neither",
+        "both", "remote-not-a-url", "bad-header", "header-without-remote"])
 def test_mistakes_are_one_line_and_leave_files_alone(sandbox: Sandbox, args: list[str], message: str) -> None:
     (sandbox.project / "empty.py").write_text("x = 1\n")
     (sandbox.project / "bad.env").write_text("GOOD=1\nnot a setting\n")
@@ -234,3 +240,21 @@ def test_mistakes_are_one_line_and_leave_files_alone(sandbox: Sandbox, args: lis
     assert {p.name: p.read_bytes() for p in sandbox.project.iterdir()} == before
     assert list(sandbox.home.iterdir()) == []
     assert list(sandbox.xdg.iterdir()) == []
+
+
+# -- a remote server, bridged -------------------------------------------------------------------------------
+async def test_remote_writes_an_entry_that_bridges_the_server_onto_stdio(sandbox: Sandbox) -> None:
+    """``--remote URL``: the host launches ``wiremcp bridge URL`` (its headers with it) and, through it, calls the
+    remote server's tool."""
+    from tests.support.http import run_uvicorn
+
+    with run_uvicorn("examples.word_count:server") as remote:
+        sandbox.installed("claude-code", "--remote", remote.url, "--header", "X-Team: docs")
+        (name, written), = read(sandbox.home / ".claude.json")["mcpServers"].items()
+        assert name == "127.0.0.1"
+        assert written == {"type": "stdio", "command": sys.executable,
+                           "args": ["-m", "wiremcp", "bridge", remote.url, "--header", "X-Team: docs"]}
+        params = StdioServerParameters(command=written["command"], args=written["args"], cwd="/", env=dict(os.environ))
+        async with Client(params, read_timeout_seconds=WAIT) as client:
+            result = await client.call_tool("word_count", {"text": "bridged from a host"})
+    assert result.structured_content == {"words": 4, "chars": 19}
