@@ -167,6 +167,10 @@ class Dispatcher:
         tasks = await self._followed_tasks(requested, ctx)
         wanted = Filter(requested, self.server.capabilities(), [task.task_id for task in tasks],
                         readable=lambda uri: access.readable(uri, ctx))
+        for uri in wanted.honoured.get("resourceSubscriptions", ()):
+            found = self.server.resources.find(uri)
+            if found is not None:
+                found[0].watch(uri)
         tag = {META_SUBSCRIPTION: ctx.request_id}
         self.runtime.watch_skills()
         subscription = self.runtime.backend.bus.subscribe()
@@ -313,8 +317,9 @@ class Dispatcher:
     async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
         """Subscribing is reading later: the same resource, the same right (unknown: -32002, like a read)."""
         uri = params.get("uri")
-        access.resource(uri, ctx, "resources/subscribe")
+        resource, _ = access.resource(uri, ctx, "resources/subscribe")
         ctx.state.subscriptions.add(str(uri))
+        resource.watch(str(uri))
         return _EMPTY
 
     @handles("resources/unsubscribe")

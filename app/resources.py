@@ -75,6 +75,11 @@ class Resource(Component):
             out["size"] = self.size
         return out
 
+    def watch(self, uri: str) -> None:
+        """A client subscribed to ``uri`` (this resource, or one of this template's): nothing to do for a resource
+        whose changes the server announces itself (``server.resource_updated``). One that learns of them from
+        elsewhere (a gateway's, from its upstream) starts listening for them here."""
+
     async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[JSONObject]:
         kwargs: dict[str, Any] = {}
         for key, value in variables.items():

@@ -316,6 +316,13 @@ class ReadThrough(Resource):
         self.upstream = UriTemplate(uri)
         """The upstream's URI template (or URI): what a read here asks the upstream for."""
 
+    def watch(self, uri: str) -> None:
+        """A client subscribed to ``uri``: the link subscribes to the upstream's resource (once), whose updates
+        come back as the gateway's."""
+        variables = self.template.match(uri) if self.template is not None else {}
+        if variables is not None:
+            self.link.watch(self.upstream.expand(variables) if self.upstream.is_template else self.upstream.template)
+
     async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[JSONObject]:
         asked = self.upstream.expand(variables) if self.upstream.is_template else self.upstream.template
         result = await self.link.call("resources/read", {"uri": asked}, ctx)

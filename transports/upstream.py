@@ -183,7 +183,7 @@ class Client:
         task.add_done_callback(self._cancels.discard)
         task.add_done_callback(lambda done: done.cancelled() or done.exception())
 
-    async def follow(self, listener: Listener, kinds: Mapping[str, bool]) -> None:
+    async def follow(self, listener: Listener, kinds: Mapping[str, object]) -> None:
         """Keep the notifications that belong to no request coming to ``listener`` until cancelled: the
         GET stream (handshake era over HTTP), ``subscriptions/listen`` for ``kinds`` (stateless era; e.g.
         ``{"toolsListChanged": True}``), nothing more over stdio in the handshake era (they come anyway)."""

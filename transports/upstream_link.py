@@ -99,6 +99,11 @@ class UpstreamLink:
         """How many times the link has connected."""
         self.changed = asyncio.Condition()
         """Notified whenever the link connects or loses its connection."""
+        self.watched: set[str] = set()
+        """The upstream's resources a client of the gateway subscribed to: subscribed to upstream at each
+        connection (``resources/subscribe``, or the ``subscriptions/listen`` of the stateless era)."""
+        self._following: asyncio.Task[None] | None = None
+        self._subscribing: set[asyncio.Task[None]] = set()
         self.served: dict[tuple[str, str], list[float]] = {}
         """Requests sent on, by (method, outcome: ``ok``, ``error``, ``unavailable``, ``cancelled``): their count and
         seconds."""
@@ -130,10 +135,9 @@ class UpstreamLink:
             self.connections += 1
             self.attempted.set()
             await self._announce()
-            kinds = {f"{kind}ListChanged": True for kind in ("tools", "prompts", "resources")
-                     if isinstance(client.capabilities.get(kind), dict)
-                     and client.capabilities[kind].get("listChanged")}
-            follower = asyncio.create_task(client.follow(self.on_notice, kinds))
+            self._follow(client)
+            for uri in self.watched:
+                self._subscribe(client, uri)
             ended = getattr(client.channel, "reader", None)  # a launched server: its output ending
             lost = asyncio.create_task(self._lost.wait())
             try:
@@ -142,11 +146,49 @@ class UpstreamLink:
             finally:
                 self.client = None
                 await self._announce()
-                for task in (follower, lost):
+                for task in (self._following, lost, *self._subscribing):
+                    if task is None:
+                        continue
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Failed):
                         await task
             raise Failed(f"the connection was lost ({self.failure or 'the server exited'})")
+
+    def watch(self, uri: str) -> None:
+        """Subscribe to the upstream's resource ``uri``, now if connected and at every connection after."""
+        if uri in self.watched:
+            return
+        self.watched.add(uri)
+        client = self.client
+        if client is None:
+            return
+        if client.stateless:
+            self._follow(client)  # the subscription is made again, with this resource too
+        else:
+            self._subscribe(client, uri)
+
+    def _follow(self, client: Client) -> None:
+        """Keep the notifications of no request coming: the list changes the upstream offers and, in the stateless
+        era, the updates of the watched resources (on one ``subscriptions/listen``, made again when they change)."""
+        if self._following is not None:
+            self._following.cancel()
+        offered = client.capabilities
+        kinds: dict[str, object] = {f"{kind}ListChanged": True for kind in ("tools", "prompts", "resources")
+                                    if isinstance(offered.get(kind), dict) and offered[kind].get("listChanged")}
+        if self.watched:
+            kinds["resourceSubscriptions"] = sorted(self.watched)
+        self._following = asyncio.create_task(client.follow(self.on_notice, kinds))
+
+    def _subscribe(self, client: Client, uri: str) -> None:
+        async def subscribe() -> None:
+            try:
+                await client.request("resources/subscribe", {"uri": uri})
+            except Failed as exc:
+                log.warning("upstream %s: subscribing to %s: %s", self.name, uri, exc)
+
+        task = asyncio.create_task(subscribe())
+        self._subscribing.add(task)
+        task.add_done_callback(self._subscribing.discard)
 
     async def _announce(self) -> None:
         async with self.changed:

@@ -37,6 +37,7 @@ async def test_the_gateway_serves_its_upstreams_tools_beside_its_own_and_reports
         details = readiness_details(server)
         assert details is not None
         upstreams = details["upstreams"]()
+        assert isinstance(upstreams, dict)
     assert upstreams["notes"] == {"status": "down", "reason": "Failed", "connections": 0}
     assert upstreams["npx -y @modelcontextprotocol/server-memory"]["status"] == "connected"
     shown = json.loads(block(PAGE, "readyz").text)

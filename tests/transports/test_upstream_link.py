@@ -7,6 +7,7 @@ over HTTP (``uvicorn app:asgi``) or launched on stdio, in both eras."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Coroutine, Iterator
 from typing import Any
 
@@ -163,3 +164,27 @@ async def test_an_http_upstream_down_at_start_leaves_the_gateway_serving_and_is_
         assert details is not None
         assert details["upstreams"]() == {"away": {"status": "down", "reason": "Failed", "connections": 0}}
     assert readiness_details(MCPServer("plain")) is None
+
+
+@pytest.mark.spec("2025-11-25/server/resources#subscriptions")
+@pytest.mark.parametrize(("over", "protocol"), ERAS)
+async def test_a_subscription_to_an_upstream_resource_hears_its_updates(over: str, protocol: str,
+                                                                        fixture_http: UvicornProcess) -> None:
+    """The caller subscribes to the gateway's URI; the gateway subscribes upstream (once, in the upstream's era),
+    and the upstream's ``resources/updated`` reaches the caller at the gateway's URI."""
+    key = f"{over}-{protocol}"
+    watched = f"fixture://wc/watched/{key}"
+    async with Client(gateway(upstream(over, fixture_http, protocol))) as client:
+        await client.subscribe(watched)
+        # The upstream's own session is told: a touch until the update arrives (the upstream subscription is
+        # made in the background, and an update before it is not the caller's to hear).
+        while not any(n["method"] == "notifications/resources/updated" for n in client.notifications):
+            await client.call_tool("wc_touch", {"uri": f"fixture://watched/{key}"})
+            updates = len(client.notifications)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.5):
+                    await client.wait_for_notification("notifications/resources/updated")
+            assert len(client.notifications) >= updates
+        (update,) = {n["params"]["uri"] for n in client.notifications
+                     if n["method"] == "notifications/resources/updated"}
+    assert update == watched

@@ -23,6 +23,7 @@ from wiremcp.transports.redis.backend import RedisBackend
 from wiremcp.transports.redis.connection import Redis, connect
 from wiremcp.transports.redis.keys import Keys
 from wiremcp.transports.redis.replica_link import RedisReplicaLink
+from wiremcp.transports.redis.sessions import RedisSessionStore
 from wiremcp.transports.sessions import SessionManager
 from wiremcp.transports.streamable_http import HttpOptions, StreamableHTTPEndpoint
 
@@ -121,7 +122,9 @@ async def test_two_replicas_answer_from_their_copies_and_see_each_others_changes
 
             assert (await at_a.request("logging/setLevel", {"level": "error"})).status_code == 200
             # B's one copy is dropped (an earlier announcement may be what the queue holds first)
-            await until(lambda: backends["B"].sessions.cached == 0, what="B's copy to be dropped")
+            copies = backends["B"].sessions
+            assert isinstance(copies, RedisSessionStore)
+            await until(lambda: copies.cached == 0, what="B's copy to be dropped")
             quiet = await at_b.request("tools/call", chatty)
             assert quiet.status_code == 200
             assert quiet.headers["content-type"] == "application/json"  # the info message is below "error"
