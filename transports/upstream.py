@@ -154,10 +154,9 @@ class Client:
                        relay: Relay | None = None) -> JSON:
         body = dict(params or {})
         rid = next(self.ids)
-        if self.stateless:
-            body["_meta"] = {**body.get("_meta", {}), proto.META_VERSION: self.version,
-                             proto.META_CAPABILITIES: self.client_capabilities,
-                             proto.META_CLIENT_INFO: self.client_info}
+        if self.stateless:  # the capabilities a request brings are its own (a gateway's caller's), else ours
+            body["_meta"] = {proto.META_CAPABILITIES: self.client_capabilities, **body.get("_meta", {}),
+                             proto.META_VERSION: self.version, proto.META_CLIENT_INFO: self.client_info}
         if relay is not None:
             body["_meta"] = {**body.get("_meta", {}), "progressToken": rid}
         message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": body}

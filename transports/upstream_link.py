@@ -10,8 +10,11 @@ serves, and the one way its requests reach it (``UpstreamLink.call``).
 - **A call is the caller's.** What the upstream sends about a call comes back to its caller: progress (when
   the caller asked for it), log messages (at the caller's level), and its requests for input (elicitation,
   sampling, roots), asked of the caller the way the caller's era asks (a request on its stream, or an input
-  round). An upstream in the stateless era that answers ``input_required`` gets its answers from the caller the
-  same way, and the call is sent again with them. A caller who cancels cancels the call upstream.
+  round). An upstream in the stateless era that answers ``input_required`` is answered by the caller: as it was
+  written (its keys, its state sealed in the gateway's) when the caller asks in rounds too, else by asking the
+  caller each request and sending the call again with the answers. A caller who cancels cancels the call
+  upstream. The caller's capabilities are the ones the upstream sees (stateless era; a handshake-era upstream
+  sees the gateway's, which can ask for all three, and the caller's are checked when it is asked).
 - **Errors.** The upstream's JSON-RPC error is the caller's; no answer in time, or no connection, is
   ``UpstreamUnavailable``; the details go to the log, never to the caller.
 """
@@ -25,9 +28,16 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 
 from wiremcp.context import Context
-from wiremcp.errors import INTERNAL_ERROR, MCPError
+from wiremcp.errors import (
+    INTERNAL_ERROR,
+    MISSING_CLIENT_CAPABILITY,
+    RATE_LIMITED,
+    MCPError,
+    MissingClientCapability,
+    RateLimited,
+)
 from wiremcp.input_required import INPUT_METHODS, MAX_ROUNDS, InputRequired
-from wiremcp.protocol import META_LOG_LEVEL
+from wiremcp.protocol import META_CAPABILITIES, META_LOG_LEVEL
 from wiremcp.transports.upstream import Client, Failed, NotAnswered, RPCError, connect
 from wiremcp.types import JSONObject
 from wiremcp.unavailable import UpstreamUnavailable
@@ -190,6 +200,21 @@ class UpstreamLink:
         self._subscribing.add(task)
         task.add_done_callback(self._subscribing.discard)
 
+    def _their_error(self, error: JSONObject) -> MCPError:
+        """The upstream's JSON-RPC error as the caller's, with what it means over HTTP kept: a capability the
+        caller did not declare (400 in the stateless era), a rate limit (429 and ``Retry-After``)."""
+        code, data = error.get("code"), error.get("data")
+        message = str(error.get("message") or f"upstream {self.name} failed")
+        if code == MISSING_CLIENT_CAPABILITY and isinstance(data, dict) \
+                and isinstance(data.get("requiredCapabilities"), dict):
+            return MissingClientCapability(data["requiredCapabilities"])
+        if code == RATE_LIMITED and isinstance(data, dict) and isinstance(data.get("retryAfterMs"), int | float):
+            limit, remaining = data.get("limit"), data.get("remaining")
+            return RateLimited(data["retryAfterMs"] / 1000, limit=limit if isinstance(limit, int) else None,
+                               remaining=remaining if isinstance(remaining, int) else None,
+                               message=message.partition(": retry after")[0])
+        return MCPError(code if isinstance(code, int) else INTERNAL_ERROR, message, data)
+
     async def _announce(self) -> None:
         async with self.changed:
             self.changed.notify_all()
@@ -203,18 +228,28 @@ class UpstreamLink:
         level = ctx.state.log_level if ctx is not None else None
         if ctx is not None and level is None and not ctx.stateless:
             level = "debug"  # a session that set no level hears every message
-        if client.stateless and level is not None:  # the caller's level, which the stateless era sends each time
-            params = {**params, "_meta": {**params.get("_meta", {}), META_LOG_LEVEL: level}}
+        if client.stateless and ctx is not None:  # what the stateless era says with each request: the caller's
+            meta = {**params.get("_meta", {}), META_CAPABILITIES: ctx.client_capabilities}
+            if level is not None:
+                meta[META_LOG_LEVEL] = level
+            params = {**params, "_meta": meta}
+        passing = ctx is not None and ctx.stateless and ctx.task_id is None and client.stateless
+        if passing and ctx is not None and (ctx.input_responses or ctx.request_state is not None):
+            params = {**params, "inputResponses": ctx.input_responses}  # the caller's answers to the upstream's
+            if ctx.request_state is not None:
+                params["requestState"] = ctx.request_state
         for _ in range(MAX_ROUNDS):
             result = await self._forward(client, method, params, relay)
             if result.get("resultType") != "input_required" or ctx is None:
                 return result
-            asks = result.get("inputRequests")
+            asks, state = result.get("inputRequests"), result.get("requestState")
+            if passing:  # both eras ask by input rounds: the upstream's round is the caller's, as it was written
+                raise InputRequired(asks if isinstance(asks, dict) else {}, state if isinstance(state, str) else None)
             answers = {key: await ctx.request(str(ask.get("method")), ask.get("params"))
                        for key, ask in (asks.items() if isinstance(asks, dict) else ()) if isinstance(ask, dict)}
             params = {**params, "inputResponses": answers}
-            if isinstance(result.get("requestState"), str):
-                params["requestState"] = result["requestState"]
+            if isinstance(state, str):
+                params["requestState"] = state
         raise MCPError(INTERNAL_ERROR, f"upstream {self.name} asked for input more than {MAX_ROUNDS} times")
 
     def health(self) -> JSONObject:
@@ -248,9 +283,7 @@ class UpstreamLink:
         try:
             return await self._request(client, method, params, relay)
         except RPCError as exc:  # the upstream's JSON-RPC error is the caller's
-            code = exc.error.get("code")
-            raise MCPError(code if isinstance(code, int) else INTERNAL_ERROR,
-                           str(exc.error.get("message") or f"upstream {self.name} failed"), exc.error.get("data")) from None
+            raise self._their_error(exc.error) from None
         except asyncio.CancelledError:
             if relay is not None and relay.interrupt is not None:
                 task = asyncio.current_task()
