@@ -156,6 +156,9 @@ SERVERS: dict[str, ServerSpec] = {
           for topology in ("cluster", "sentinel")
           for stream, server in (("", ""), ("-stream", "_streaming"))
           for variant in ("", "-wait", "-baseline") if (stream or variant) and (stream or variant != "-baseline")),
+        ServerSpec("wiremcp-gateway", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_gateway_server"})},
+                   ERAS, note="app:asgi serving a gateway whose word_count is a remote child's (wiremcp stdio, "
+                              "launched by the gateway, on the gateway's core): the gateway's hop"),
         ServerSpec("wiremcp-json", {1: (_WIREMCP, {"WIREMCP_SERVER": "bench.servers:wiremcp_server",
                                                    "WIREMCP_JSON_RESPONSE": "true"})}, (HANDSHAKE,),
                    note="app:asgi, WIREMCP_JSON_RESPONSE=true (a handshake-era setting only)"),
@@ -806,6 +809,10 @@ def ratio_lines(results: Sequence[Result]) -> list[str]:
                       "wiremcp-redis-baseline", era))
         pairs.append(("wiremcp-ratelimit / wiremcp (rate limit on / no middleware)", "wiremcp-ratelimit", era,
                       "wiremcp", era))
+        pairs.append(("wiremcp-gateway / wiremcp (through a gateway / direct)", "wiremcp-gateway", era, "wiremcp",
+                      era))
+        pairs.append((f"wiremcp-gateway / {'ts-v1' if era == HANDSHAKE else 'ts-v2'} (through a gateway / the "
+                      "TypeScript SDK direct)", "wiremcp-gateway", era, "ts-v1" if era == HANDSHAKE else "ts-v2", era))
     for server, handshake_server in (("wiremcp", "wiremcp"), ("ceiling", "ceiling"),
                                      ("official-modern", "official"), ("official-sse", "official-sse"),
                                      ("fastmcp", "fastmcp")):

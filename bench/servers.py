@@ -80,6 +80,7 @@ __all__ = [
     "official_sse_app",
     "official_stateless_app",
     "wiremcp_catalog_server",
+    "wiremcp_gateway_server",
     "wiremcp_rate_limited_server",
     "wiremcp_server",
     "wiremcp_streaming_server",
@@ -135,6 +136,18 @@ def wiremcp_rate_limited_server() -> WiremcpServer:
         server.add_tool(tool)
     server.add_middleware(RateLimit(1_000_000_000))
     return server
+
+
+def wiremcp_gateway_server() -> WiremcpServer:
+    """A gateway whose ``word_count`` is a remote child's: ``wiremcp_server`` launched on stdio by the gateway
+    (``wiremcp stdio``), mounted at the top. Measured against ``wiremcp_server`` served directly, it is what a
+    gateway's hop costs."""
+    from wiremcp.transports import remote
+
+    gateway = WiremcpServer("gateway")
+    gateway.mount(remote(command=[sys.executable, "-m", "wiremcp", "stdio", "bench.servers:wiremcp_server"],
+                         name="word-count"))
+    return gateway
 
 
 def wiremcp_streaming_server() -> WiremcpServer:
