@@ -21,6 +21,8 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
+import httpx
+
 from wiremcp.completions import Completer, Completion
 from wiremcp.context import Context
 from wiremcp.prompts import Prompt
@@ -42,11 +44,12 @@ REMOTES: weakref.WeakSet[MCPServer] = weakref.WeakSet()
 
 
 def remote(url: str | None = None, *, command: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
-           headers: Mapping[str, str] | None = None, name: str | None = None, protocol: str = "auto",
-           timeout: float = 30.0) -> MCPServer:
-    """The server at ``url`` (Streamable HTTP; ``headers`` sent with every request) or the one ``command`` launches
-    (stdio; ``env`` added to the gateway's environment), as a child to mount. ``timeout``: how long one request to
-    it may take. ``name``: what the logs and the health report call it (by default the URL or the command)."""
+           headers: Mapping[str, str] | None = None, auth: httpx.Auth | None = None, name: str | None = None,
+           protocol: str = "auto", timeout: float = 30.0) -> MCPServer:
+    """The server at ``url`` (Streamable HTTP; ``headers`` sent with every request, ``auth`` an ``httpx.Auth`` that
+    authenticates them) or the one ``command`` launches (stdio; ``env`` added to the gateway's environment), as a
+    child to mount. ``timeout``: how long one request to it may take. ``name``: what the logs and the health
+    report call it (by default the URL or the command)."""
     if (url is None) == (command is None):
         raise ValueError("remote() takes a url or a command: one of them")
     if isinstance(command, str):
@@ -64,7 +67,8 @@ def remote(url: str | None = None, *, command: Sequence[str] | None = None, env:
     async def connected(server: MCPServer) -> AsyncIterator[UpstreamLink]:
         catalog = Catalog(server, named=name is not None)
         link = catalog.link = UpstreamLink(str(label), target, protocol=protocol, headers=headers, timeout=timeout,
-                                           env=environment, on_connect=catalog.read_all, on_notice=catalog.heard)
+                                           env=environment, on_connect=catalog.read_all, on_notice=catalog.heard,
+                                           auth=auth)
         running = asyncio.create_task(link.run())
         try:
             await link.attempted.wait()

@@ -19,6 +19,8 @@ import itertools
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import httpx
+
 from wiremcp import methods
 from wiremcp import protocol as proto
 from wiremcp.transports.upstream_channels import (
@@ -233,10 +235,11 @@ async def launch(command: list[str], listener: Listener | None = None,
 async def connect(target: str | list[str], *, protocol: str = "auto", headers: Mapping[str, str] | None = None,
                   timeout: float = 30.0, client_info: Mapping[str, str] | None = None,
                   capabilities: JSON | None = None, listener: Listener | None = None,
-                  env: Mapping[str, str] | None = None) -> AsyncIterator[Client]:
-    """A started ``Client`` for a URL (Streamable HTTP) or a command (a server launched on stdio, with ``env``
-    its whole environment when given)."""
-    channel = HTTP(target, headers or {}, listener) if isinstance(target, str) else await launch(target, listener, env)
+                  env: Mapping[str, str] | None = None, auth: httpx.Auth | None = None) -> AsyncIterator[Client]:
+    """A started ``Client`` for a URL (Streamable HTTP; ``auth`` authenticates its requests) or a command (a server
+    launched on stdio, with ``env`` its whole environment when given)."""
+    channel = HTTP(target, headers or {}, listener, auth) if isinstance(target, str) \
+        else await launch(target, listener, env)
     try:
         client = Client(channel, timeout, client_info, capabilities)
         await client.start(protocol)

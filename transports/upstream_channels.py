@@ -261,10 +261,11 @@ async def events(response: httpx.Response) -> AsyncIterator[JSON]:
 class HTTP:
     """Streamable HTTP: each message its own POST, answered with JSON or an SSE stream."""
 
-    def __init__(self, url: str, headers: Mapping[str, str], listener: Listener | None = None) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str], listener: Listener | None = None,
+                 auth: httpx.Auth | None = None) -> None:
         self.url = url
         self.listener = listener
-        self.client = httpx.AsyncClient(headers=dict(headers), timeout=None)  # the Client sets deadlines
+        self.client = httpx.AsyncClient(headers=dict(headers), timeout=None, auth=auth)  # the Client sets deadlines
         self.session: str | None = None
         self._asked: set[asyncio.Task[None]] = set()
 

@@ -27,6 +27,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
+import httpx
+
 from wiremcp.context import Context
 from wiremcp.errors import (
     INTERNAL_ERROR,
@@ -95,8 +97,9 @@ class UpstreamLink:
 
     def __init__(self, name: str, target: str | list[str], *, protocol: str, headers: Mapping[str, str] | None,
                  timeout: float, env: Mapping[str, str] | None,
-                 on_connect: Callable[[Client], Awaitable[None]], on_notice: Callable[[JSONObject], None]) -> None:
-        self.name, self.target, self.protocol, self.headers = name, target, protocol, headers
+                 on_connect: Callable[[Client], Awaitable[None]], on_notice: Callable[[JSONObject], None],
+                 auth: httpx.Auth | None = None) -> None:
+        self.name, self.target, self.protocol, self.headers, self.auth = name, target, protocol, headers, auth
         self.timeout, self.env = timeout, env
         self.on_connect, self.on_notice = on_connect, on_notice
         self.client: Client | None = None
@@ -139,7 +142,7 @@ class UpstreamLink:
         self._lost.clear()
         async with connect(self.target, protocol=self.protocol, headers=self.headers, timeout=self.timeout,
                            client_info=CLIENT_INFO, capabilities=CAPABILITIES, listener=self.on_notice,
-                           env=self.env) as client:
+                           env=self.env, auth=self.auth) as client:
             await self.on_connect(client)
             self.client, self.failure = client, None
             self.connections += 1

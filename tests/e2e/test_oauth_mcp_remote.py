@@ -26,8 +26,6 @@ import json
 import os
 import signal
 import socket
-import stat
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -36,11 +34,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import DevTools
 from tests.support.client_site import ClientSite
 from tests.support.cluster import until
 from tests.support.node import node_bin, node_env, npx
-from tests.support.oauth_flow import Provider, provider, serving
+from tests.support.oauth_flow import Person, Provider, fake_browsers, provider, serving
 from tests.support.parts import chromium
 from tests.support.tls import make_certificates, serve_https
 from wiremcp import Context, MCPServer
@@ -60,18 +57,9 @@ SIGN_IN_BOUND = 90.0
 ANSWER_BOUND = 60.0
 """Failure bound for an answer on mcp-remote's stdout (the first waits for its token exchange and connection)."""
 EXIT_BOUND = 15.0
-BROWSER_HELPERS = ("xdg-open", "gio", "x-www-browser", "sensible-browser", "www-browser")
-"""What the ``open`` package and mcp-remote's own fallbacks may run to open a browser on Linux."""
 DESKTOP_VARIABLES = ("DISPLAY", "WAYLAND_DISPLAY", "XDG_CURRENT_DESKTOP", "DESKTOP_SESSION", "KDE_FULL_SESSION",
                      "GNOME_DESKTOP_SESSION_ID", "DBUS_SESSION_BUS_ADDRESS")
 """Unset for mcp-remote, so that ``xdg-open`` takes its generic path (``$BROWSER``) rather than a desktop's."""
-
-FAKE_BROWSER = """#!/bin/sh
-# A browser that only notes the address it is asked to open (the last argument: `gio open URL` has two).
-for url in "$@"; do :; done
-printf '%s\\n' "$url" > "{opened}.$$" && mv "{opened}.$$" "{opened}"
-"""
-
 
 @pytest.fixture(scope="module")
 def node() -> Path:
@@ -92,17 +80,6 @@ def whoami_server() -> MCPServer:
         return f"{principal.subject} {principal.claims.get('email')}"
 
     return server
-
-
-def fake_browsers(folder: Path, opened: Path) -> Path:
-    """A folder of executables under every name a browser may be opened by, each writing its URL to ``opened``
-    (whole: written aside, then renamed)."""
-    folder.mkdir(exist_ok=True)
-    for name in BROWSER_HELPERS:
-        helper = folder / name
-        helper.write_text(FAKE_BROWSER.format(opened=opened))
-        helper.chmod(helper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return folder
 
 
 def free_port() -> int:
@@ -199,26 +176,6 @@ async def stopped(process: asyncio.subprocess.Process) -> None:
     await process.wait()
 
 
-@dataclass
-class Person:
-    """The user at a headless Chromium: signs in at the provider, allows the client, lands on its callback."""
-
-    upstream: Provider
-    profile: Path
-    consent: str = ""
-
-    def sign_in(self, url: str, callback: str) -> int:
-        """From the authorization URL to mcp-remote's callback server: the status it answered with."""
-        with DevTools(self.profile, deadline=time.monotonic() + SIGN_IN_BOUND, needed_for=FOR) as browser:
-            tab = browser.open_tab()
-            tab.go(url)
-            self.upstream.idp.sign_in(tab)
-            tab.wait_for_page(text="Allow")
-            self.consent = tab.text
-            tab.submit("Allow")
-            return tab.wait_for_response(callback)
-
-
 async def signed_in(remote: McpRemote, oauth: OAuthServer, upstream: Provider, profile: Path) -> Person:
     """The user, once mcp-remote has opened their browser, signed in through it to mcp-remote's callback."""
     await until(lambda: remote.opened.exists() or remote.process.returncode is not None, OPENED_BOUND,
@@ -226,7 +183,7 @@ async def signed_in(remote: McpRemote, oauth: OAuthServer, upstream: Provider, p
     assert remote.opened.exists(), f"mcp-remote exited ({remote.process.returncode}):\n{remote.said()}"
     authorize = remote.opened.read_text().strip()
     assert authorize.startswith(oauth.url("authorize") + "?"), authorize
-    person = Person(upstream, profile)
+    person = Person(upstream, profile, FOR, SIGN_IN_BOUND)
     callback = f"http://localhost:{remote.callback_port}/oauth/callback"
     status = await asyncio.to_thread(person.sign_in, authorize, callback)
     assert status == 200, remote.said()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
+import stat
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from html import unescape
@@ -20,6 +22,7 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 import httpx
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from tests.support.browser import DevTools
 from tests.support.http import bound_socket, serve_in_process
 from tests.support.idp import UpstreamIdP, running_idp
 from wiremcp import Context, MCPServer
@@ -220,3 +223,47 @@ class MemoryStorage:
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self.client_info = client_info
+
+
+# -- a user at a browser, for clients that open one -------------------------------------------------------------
+BROWSER_HELPERS = ("xdg-open", "gio", "x-www-browser", "sensible-browser", "www-browser")
+"""What the ``open`` package and mcp-remote's own fallbacks may run to open a browser on Linux."""
+FAKE_BROWSER = """#!/bin/sh
+# A browser that only notes the address it is asked to open (the last argument: `gio open URL` has two).
+for url in "$@"; do :; done
+printf '%s\\n' "$url" > "{opened}.$$" && mv "{opened}.$$" "{opened}"
+"""
+
+
+def fake_browsers(folder: Path, opened: Path) -> Path:
+    """A folder of executables under every name a browser may be opened by, each writing its URL to ``opened``
+    (whole: written aside, then renamed)."""
+    folder.mkdir(exist_ok=True)
+    for name in BROWSER_HELPERS:
+        helper = folder / name
+        helper.write_text(FAKE_BROWSER.format(opened=opened))
+        helper.chmod(helper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return folder
+
+
+@dataclass
+class Person:
+    """The user at a headless Chromium: signs in at the provider, allows the client, lands on its callback."""
+
+    upstream: Provider
+    profile: Path
+    needed_for: str
+    bound: float = 90.0
+    """Failure bound for the browser's part: the provider's login, the consent page, the client's callback."""
+    consent: str = ""
+
+    def sign_in(self, url: str, callback: str) -> int:
+        """From the authorization URL to the client's callback server: the status it answered with."""
+        with DevTools(self.profile, deadline=time.monotonic() + self.bound, needed_for=self.needed_for) as browser:
+            tab = browser.open_tab()
+            tab.go(url)
+            self.upstream.idp.sign_in(tab)
+            tab.wait_for_page(text="Allow")
+            self.consent = tab.text
+            tab.submit("Allow")
+            return tab.wait_for_response(callback)
