@@ -18,35 +18,25 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anyio
 import pytest
-from mcp.client.session import ClientRequestContext
 from mcp.client.subscriptions import ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     BlobResourceContents,
-    CreateMessageRequestParams,
-    CreateMessageResult,
-    ElicitRequestFormParams,
-    ElicitRequestParams,
-    ElicitResult,
     EmbeddedResource,
-    ErrorData,
     ImageContent,
-    ListRootsResult,
     LoggingMessageNotificationParams,
     PromptReference,
     RequestParamsMeta,
-    Root,
     TextContent,
     TextResourceContents,
 )
 
 from tests.support.http import UvicornProcess, run_uvicorn
-from tests.support.official_client import WAIT, Wire, connect, only_text
+from tests.support.official_client import WAIT, Answers, Wire, connect, only_text
 
 EVERYTHING = "examples.everything:server"
 WORD_COUNT = "examples.word_count:server"
@@ -90,39 +80,6 @@ def everything() -> Iterator[UvicornProcess]:
 @pytest.fixture(scope="module")
 def word_count() -> Iterator[UvicornProcess]:
     yield from serve(WORD_COUNT)
-
-
-@dataclass
-class Answers:
-    """Elicitation, sampling and roots callbacks with fixed answers; keeps what the server asked."""
-
-    elicited: list[ElicitRequestFormParams] = field(default_factory=list)
-    sampled: list[CreateMessageRequestParams] = field(default_factory=list)
-    roots_listed: int = 0
-
-    async def elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-        assert isinstance(params, ElicitRequestFormParams)
-        self.elicited.append(params)
-        properties: dict[str, Any] = params.requested_schema["properties"]
-        if "response" in properties:
-            return ElicitResult(action="accept", content={"response": "blue"})
-        if "color" in properties:
-            return ElicitResult(action="accept", content={"color": "green"})
-        return ElicitResult(action="accept", content={"name": "Ada"})
-
-    async def sample(self, context: ClientRequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
-        self.sampled.append(params)
-        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="Paris"),
-                                   model="test-model", stop_reason="endTurn")
-
-    async def roots(self, context: ClientRequestContext) -> ListRootsResult:
-        self.roots_listed += 1
-        return ListRootsResult(roots=[Root.model_validate({"uri": "file:///work/project", "name": "project"})])
-
-    @property
-    def callbacks(self) -> dict[str, Any]:
-        return {"elicitation_callback": self.elicit, "sampling_callback": self.sample,
-                "list_roots_callback": self.roots}
 
 
 # -- negotiation, tools ----------------------------------------------------------------------------------------
