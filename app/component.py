@@ -75,12 +75,15 @@ def callable_function(fn: object) -> None:
         raise TypeError("a generator function (it yields): a handler returns its value")
 
 
-_PACKAGE = os.path.dirname(os.path.realpath(__file__)) + os.sep
+_PACKAGE = tuple({os.path.realpath(os.path.join(os.path.dirname(__file__), part)) + os.sep
+                  for part in ("", "transports", "auth")})
+"""The folders of wiremcp's modules, as their files really are: the core's, the transports' and auth's (an
+editable install links the package to them, and the transports and auth folders from inside it)."""
 
 
 @functools.lru_cache(maxsize=256)
 def _ours(filename: str) -> bool:
-    """Whether ``filename`` is one of wiremcp's core modules (an editable install links to them)."""
+    """Whether ``filename`` is one of wiremcp's modules (core, transports or auth)."""
     return os.path.realpath(filename).startswith(_PACKAGE)
 
 

@@ -24,12 +24,14 @@ from typing import Any
 import httpx
 
 from wiremcp.completions import Completer, Completion
+from wiremcp.component import definition_site
 from wiremcp.context import Context
+from wiremcp.errors import DefinitionError
 from wiremcp.prompts import Prompt
 from wiremcp.resources import Resource
 from wiremcp.server import MCPServer
 from wiremcp.tools import Tool, ToolResult
-from wiremcp.transports.upstream import Client, Failed
+from wiremcp.transports.upstream import Client, Failed, is_url
 from wiremcp.transports.upstream_link import LEVELS, UpstreamLink
 from wiremcp.types import JSONObject
 from wiremcp.uritemplate import UriTemplate
@@ -51,13 +53,18 @@ def remote(url: str | None = None, *, command: Sequence[str] | None = None, env:
     child to mount. ``timeout``: how long one request to it may take. ``name``: what the logs and the health
     report call it (by default the URL or the command)."""
     if (url is None) == (command is None):
-        raise ValueError("remote() takes a url or a command: one of them")
+        raise DefinitionError(f"{definition_site()}: remote() takes a url or a command: one of them")
     if isinstance(command, str):
-        raise TypeError("remote(command=...) takes the command as a list of its words, e.g. ['npx', '-y', 'pkg']")
+        raise DefinitionError(f"{definition_site()}: remote(command=...) takes the command as a list of its words, "
+                              "e.g. ['npx', '-y', 'pkg']")
+    if url is not None and not is_url(url):
+        raise DefinitionError(f"{definition_site()}: remote({url!r}): the URL must start with http:// or https://")
     target: str | list[str] = url if url is not None else [str(word) for word in command or ()]
     if isinstance(target, list) and not target:
-        raise ValueError("remote(command=...) needs the command to run, as a list of its words")
+        raise DefinitionError(f"{definition_site()}: remote(command=...) needs the command to run, as a list of its "
+                              "words")
     label = name or (url if url is not None else " ".join(target))
+    defined_at = definition_site()
     environment = None
     if env is not None:
         import os
@@ -73,7 +80,10 @@ def remote(url: str | None = None, *, command: Sequence[str] | None = None, env:
         try:
             await link.attempted.wait()
             if link.client is None and isinstance(link.failure, OSError):  # the command cannot be run at all
-                raise Failed(f"remote {label}: cannot run {target[0]}: {link.failure.strerror or link.failure}")
+                raise DefinitionError(f"{defined_at}: remote {label}: cannot run {target[0]}: "
+                                      f"{link.failure.strerror or link.failure}")
+            if link.client is None and isinstance(link.failure, DefinitionError):  # its names clash with others'
+                raise link.failure
             yield link
         finally:
             running.cancel()

@@ -7,6 +7,7 @@ import gc
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
+from wiremcp.errors import DefinitionError
 from wiremcp.server import MCPServer
 from wiremcp.shutdown import bounded
 from wiremcp.transports.asgi import ASGIApp, Receive, Scope, SendASGI
@@ -72,6 +73,10 @@ class MCPHttpApp:
                     for hook in self.on_startup:
                         await hook()
                     await self.server.runtime.lifespans.enter()
+                except DefinitionError as exc:  # a lifespan's one line for the user (a remote that cannot run)
+                    log.error("startup failed: %s", exc)
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 except Exception as exc:
                     log.exception("startup failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})

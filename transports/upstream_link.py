@@ -34,6 +34,7 @@ from wiremcp.errors import (
     INTERNAL_ERROR,
     MISSING_CLIENT_CAPABILITY,
     RATE_LIMITED,
+    DefinitionError,
     MCPError,
     MissingClientCapability,
     RateLimited,
@@ -121,6 +122,8 @@ class UpstreamLink:
         """Requests sent on, by (method, outcome: ``ok``, ``error``, ``unavailable``, ``cancelled``): their count and
         seconds."""
         self._lost = asyncio.Event()
+        self._said: str | None = None
+        """The last failure logged (the same one again goes to the debug log)."""
 
     async def run(self) -> None:
         """Connect, and connect again whenever the connection is lost, until cancelled."""
@@ -129,9 +132,12 @@ class UpstreamLink:
             try:
                 await self._connected_once()
                 wait = BACKOFF[0]
-            except (Failed, OSError) as exc:
+            except (Failed, OSError, DefinitionError) as exc:  # a name clash in its catalog: until it changes
                 self.failure = exc
-                log.warning("upstream %s: %s", self.name, str(exc) or type(exc).__name__)
+                said = str(exc) or type(exc).__name__
+                # Said once, not at every attempt: again when it changes, or after the link was up
+                log.log(logging.DEBUG if said == self._said else logging.WARNING, "upstream %s: %s", self.name, said)
+                self._said = said
             finally:
                 self.client = None
                 self.attempted.set()
@@ -144,7 +150,9 @@ class UpstreamLink:
                            client_info=CLIENT_INFO, capabilities=CAPABILITIES, listener=self.on_notice,
                            env=self.env, auth=self.auth) as client:
             await self.on_connect(client)
-            self.client, self.failure = client, None
+            if self.failure is not None:
+                log.warning("upstream %s: connected again (%s)", self.name, client.version)
+            self.client, self.failure, self._said = client, None, None
             self.connections += 1
             self.attempted.set()
             await self._announce()

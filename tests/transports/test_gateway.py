@@ -15,9 +15,9 @@ from tests.support.gateways import ERAS, gateway, upstream
 from tests.support.http import UvicornProcess, run_uvicorn
 from tests.support.http_fixture_server import FIXTURE_SERVER
 from wiremcp import MCPError, MCPServer
+from wiremcp.errors import DefinitionError
 from wiremcp.transports import Client
 from wiremcp.transports.gateway import remote
-from wiremcp.transports.upstream import Failed
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -97,10 +97,29 @@ def test_remote_takes_a_url_or_a_command() -> None:
 
 
 async def test_a_command_that_cannot_be_run_stops_the_gateway_starting_with_one_line() -> None:
-    with pytest.raises(Failed) as failed:
-        async with Client(gateway(remote(command=["no-such-command"], name="no-such-server"))):
+    child = remote(command=["no-such-command"], name="no-such-server")
+    with pytest.raises(DefinitionError) as failed:
+        async with Client(gateway(child)):
             pass
-    assert str(failed.value) == "remote no-such-server: cannot run no-such-command: No such file or directory"
+    site, _, said = str(failed.value).partition(": ")
+    assert site.startswith(f"{__file__}:")  # where the remote child is made
+    assert said == "remote no-such-server: cannot run no-such-command: No such file or directory"
+
+
+async def test_upstreams_whose_names_clash_stop_the_gateway_starting_with_one_line() -> None:
+    """Two children mounted at the top whose upstreams both serve ``word_count``: the second one's catalog is
+    refused as a local mount's would be, and the gateway does not start."""
+    served = MCPServer("gateway")
+    served.mount(remote(command=STDIO, name="first"))
+    served.mount(remote(command=STDIO, name="second"))
+    with pytest.raises(DefinitionError, match="already serves tool word_count"):
+        async with Client(served):
+            pass
+
+
+def test_a_url_that_is_not_http_is_refused_where_it_is_written() -> None:
+    with pytest.raises(DefinitionError, match=r"remote\('example.com/mcp'\): the URL must start with http:// or "):
+        remote("example.com/mcp")
 
 
 async def test_templates_prompts_and_completions_are_the_upstreams() -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wiremcp.backend import Backend
+from wiremcp.errors import DefinitionError
 from wiremcp.logs import setup_logging
 from wiremcp.request_state import RequestStateSealer
 from wiremcp.runtime import Runtime
@@ -314,10 +315,13 @@ def serve(load: Callable[[Settings], MCPServer], transport: str, *, host: str = 
     setup_logging(settings.log_level, settings.log_format)
     warn_unknown_variables()
     server = load(settings)
-    if transport == "stdio":
-        serve_stdio(server, settings)  # on the wire claimed above
-    else:
-        serve_http(server, host=host, port=port, settings=settings)
+    try:
+        if transport == "stdio":
+            serve_stdio(server, settings)  # on the wire claimed above
+        else:
+            serve_http(server, host=host, port=port, settings=settings)
+    except DefinitionError as exc:  # raised as the server's lifespan started (a remote child that cannot run)
+        raise ConfigError(str(exc)) from None
 
 
 def run(server: MCPServer, transport: str, *, host: str, port: int) -> None:
