@@ -26,8 +26,8 @@ def gateway(child: MCPServer) -> MCPServer:
     return server
 
 
-def upstream(over: str, fixture_http: UvicornProcess, protocol: str = "auto") -> MCPServer:
-    """The upstream fixture server as a remote child: over HTTP (``fixture_http``) or launched on stdio."""
+def upstream(over: str, http_server: UvicornProcess, protocol: str = "auto") -> MCPServer:
+    """The upstream fixture server as a remote child: over HTTP (``http_server``) or launched on stdio."""
     if over == "http":
-        return remote(fixture_http.url, protocol=protocol)
+        return remote(http_server.url, protocol=protocol)
     return remote(command=FIXTURE_STDIO, protocol=protocol)

@@ -13,7 +13,6 @@ import pytest
 from examples.everything import server as everything
 from tests.support.gateways import ERAS, gateway, upstream
 from tests.support.http import UvicornProcess, run_uvicorn
-from tests.support.http_fixture_server import FIXTURE_SERVER
 from wiremcp import MCPError, MCPServer
 from wiremcp.errors import DefinitionError
 from wiremcp.transports import Client
@@ -149,17 +148,11 @@ async def test_templates_prompts_and_completions_are_the_upstreams() -> None:
     assert missing.value.code == -32602  # the gateway checks the upstream's own required arguments
 
 
-@pytest.fixture(scope="module")
-def fixture_http() -> Iterator[UvicornProcess]:
-    with run_uvicorn(FIXTURE_SERVER) as process:
-        yield process
-
-
 @pytest.mark.parametrize(("over", "protocol"), ERAS)
 async def test_the_upstreams_list_changes_reach_the_gateways_clients(over: str, protocol: str,
-                                                                    fixture_http: UvicornProcess) -> None:
+                                                                    http_server: UvicornProcess) -> None:
     name = f"added_{over}_{protocol.replace('-', '_')}"
-    async with Client(gateway(upstream(over, fixture_http, protocol))) as client:
+    async with Client(gateway(upstream(over, http_server, protocol))) as client:
         before = len(client.notifications)
         await client.call_tool("wc_add_tool", {"name": name})
         while f"wc_{name}" not in {tool["name"] for tool in await client.list_tools()}:

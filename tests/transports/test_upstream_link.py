@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from typing import Any
 
 import httpx
@@ -16,8 +16,7 @@ import pytest
 
 from tests.support.docs_pages import STATELESS_META
 from tests.support.gateways import BOUND, ERAS, FIXTURE_STDIO, gateway, upstream
-from tests.support.http import UvicornProcess, initialize, request_body, run_uvicorn, serve_in_process
-from tests.support.http_fixture_server import FIXTURE_SERVER
+from tests.support.http import UvicornProcess, initialize, request_body, serve_in_process
 from wiremcp import MCPError, MCPServer
 from wiremcp.refusals import UPSTREAM_UNAVAILABLE
 from wiremcp.transports import Client, MCPHttpApp
@@ -27,16 +26,10 @@ from wiremcp.types import JSONObject
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(scope="module")
-def fixture_http() -> Iterator[UvicornProcess]:
-    with run_uvicorn(FIXTURE_SERVER) as process:
-        yield process
-
-
 @pytest.mark.parametrize(("over", "protocol"), ERAS)
 async def test_progress_and_log_messages_of_a_call_reach_its_caller(over: str, protocol: str,
-                                                                   fixture_http: UvicornProcess) -> None:
-    async with Client(gateway(upstream(over, fixture_http, protocol)), log_level="debug") as client:
+                                                                   http_server: UvicornProcess) -> None:
+    async with Client(gateway(upstream(over, http_server, protocol)), log_level="debug") as client:
         answer = await client.call_tool("wc_count_up", {"steps": 3}, progress_token="mine")
         chatty = await client.call_tool("wc_chatty", {"count": 2})
     assert answer["content"][0]["text"] == "counted to 3"
@@ -51,14 +44,14 @@ async def test_progress_and_log_messages_of_a_call_reach_its_caller(over: str, p
 @pytest.mark.parametrize(("over", "protocol"), ERAS)
 @pytest.mark.parametrize("caller", ["2025-11-25", "2026-07-28"])
 async def test_the_upstreams_elicitation_is_asked_of_the_caller_in_the_callers_era(
-        over: str, protocol: str, caller: str, fixture_http: UvicornProcess) -> None:
+        over: str, protocol: str, caller: str, http_server: UvicornProcess) -> None:
     asked: list[JSONObject] = []
 
     async def answer(params: JSONObject) -> JSONObject:
         asked.append(params)
         return {"action": "accept", "content": {"answer": "blue"}}
 
-    async with Client(gateway(upstream(over, fixture_http, protocol)), protocol_version=caller,
+    async with Client(gateway(upstream(over, http_server, protocol)), protocol_version=caller,
                       capabilities={"elicitation": {"form": {}}}, elicitation=answer) as client:
         result = await client.call_tool("wc_ask", {"question": "Which colour?"})
     assert result["content"][0]["text"] == "accept: blue"
@@ -118,8 +111,8 @@ async def test_an_upstream_killed_mid_call_answers_the_caller_503_to_retry_and_i
 @pytest.mark.spec("2025-11-25/basic/utilities/cancellation")
 @pytest.mark.parametrize(("over", "protocol"), ERAS)
 async def test_a_call_the_caller_cancels_is_cancelled_upstream(over: str, protocol: str,
-                                                              fixture_http: UvicornProcess) -> None:
-    served = gateway(upstream(over, fixture_http, protocol))
+                                                              http_server: UvicornProcess) -> None:
+    served = gateway(upstream(over, http_server, protocol))
     name = f"cancelled-{over}-{protocol}"
     async with served.runtime.lifespans.held(), serve_in_process(MCPHttpApp(served)) as base, \
             httpx.AsyncClient(timeout=BOUND) as http:
@@ -133,14 +126,14 @@ async def test_a_call_the_caller_cancels_is_cancelled_upstream(over: str, protoc
 
 
 @pytest.mark.spec("2025-11-25/basic/transports#session-management")
-async def test_a_session_the_upstream_forgets_is_made_again(fixture_http: UvicornProcess) -> None:
+async def test_a_session_the_upstream_forgets_is_made_again(http_server: UvicornProcess) -> None:
     """A handshake-era upstream that no longer knows the gateway's session (it restarted; here, the session is
     deleted behind the gateway's back) answers 404: the gateway makes a new session and sends the call again."""
-    child = remote(fixture_http.url, protocol="2025-11-25")
+    child = remote(http_server.url, protocol="2025-11-25")
     async with Client(gateway(child)) as client, httpx.AsyncClient(timeout=BOUND) as http:
         link = child.lifespan_state
         first = link.client.channel.session
-        deleted = await http.delete(fixture_http.url, headers={"Mcp-Session-Id": first,
+        deleted = await http.delete(http_server.url, headers={"Mcp-Session-Id": first,
                                                                 "MCP-Protocol-Version": "2025-11-25"})
         assert deleted.status_code == 200
         answer = await client.call_tool("wc_echo", {"text": "still here"})
@@ -169,12 +162,12 @@ async def test_an_http_upstream_down_at_start_leaves_the_gateway_serving_and_is_
 @pytest.mark.spec("2025-11-25/server/resources#subscriptions")
 @pytest.mark.parametrize(("over", "protocol"), ERAS)
 async def test_a_subscription_to_an_upstream_resource_hears_its_updates(over: str, protocol: str,
-                                                                        fixture_http: UvicornProcess) -> None:
+                                                                        http_server: UvicornProcess) -> None:
     """The caller subscribes to the gateway's URI; the gateway subscribes upstream (once, in the upstream's era),
     and the upstream's ``resources/updated`` reaches the caller at the gateway's URI."""
     key = f"{over}-{protocol}"
     watched = f"fixture://wc/watched/{key}"
-    async with Client(gateway(upstream(over, fixture_http, protocol))) as client:
+    async with Client(gateway(upstream(over, http_server, protocol))) as client:
         await client.subscribe(watched)
         # The upstream's own session is told: a touch until the update arrives (the upstream subscription is
         # made in the background, and an update before it is not the caller's to hear).
