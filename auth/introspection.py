@@ -41,8 +41,13 @@ class IntrospectionVerifier(RemoteVerifier):
     def __init__(self, *, endpoint: str, client_id: str, client_secret: str, audience: str | None = None,
                  issuer: str | None = None, cache_ttl: float = 60.0, negative_ttl: float = 5.0,
                  timeout: float = 10.0, backoff: float = 1.0, max_backoff: float = 60.0,
-                 client: httpx.AsyncClient | None = None, clock: Callable[[], float] = time.time) -> None:
+                 client: httpx.AsyncClient | None = None, clock: Callable[[], float] = time.time,
+                 service_tokens: bool = False) -> None:
         self.endpoint = endpoint
+        self.service_tokens = service_tokens
+        """Accept an active token that names no subject as its client's (``client_id``): a service's own token,
+        of the client credentials grant. Off by default: an authorization server that leaves ``sub`` out of its
+        users' tokens would otherwise make every user of one client the same principal."""
         self._auth = (client_id, client_secret)
         self.audience = audience
         self.issuer = issuer
@@ -116,10 +121,14 @@ class IntrospectionVerifier(RemoteVerifier):
             return None
         if self.audience is not None and not audience_matches(data.get("aud"), self.audience):
             return None
-        if not data.get("sub"):
-            return None  # sessions and requestState are bound to issuer and subject: no subject, no principal
+        # Sessions and requestState are bound to issuer and subject: a token without one is no principal, unless
+        # service tokens are accepted, whose subject is their client (RFC 9068 has a JWT's ``sub`` be the client_id
+        # for the client credentials grant).
+        subject = data.get("sub") or (data.get("client_id") if self.service_tokens else None)
+        if not subject:
+            return None
         exp = data.get("exp")
-        return Principal(issuer=str(data.get("iss") or self.issuer or ""), subject=str(data["sub"]),
+        return Principal(issuer=str(data.get("iss") or self.issuer or ""), subject=str(subject),
                          client_id=data.get("client_id"), scopes=parse(data.get("scope")),
                          expires_at=float(exp) if isinstance(exp, int | float) else None, claims=data)
 

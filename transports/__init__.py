@@ -2,7 +2,8 @@
 
 What users compose is exported here: ``MCPHttpApp`` (the Streamable HTTP ASGI app, both eras, to mount
 in your own Starlette or FastAPI app) with its ``HttpOptions``, ``serve_stdio``, the in-memory
-``Client`` for tests, and ``remote``, another server (over HTTP or launched on stdio) to mount in a gateway. Each is imported on first use, so importing one transport loads no other.
+``Client`` for tests, and ``remote``, another server (over HTTP or launched on stdio) to mount in a gateway, with
+``ClientCredentials`` for a gateway that signs itself in to one. Each is imported on first use, so importing one transport loads no other.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ if TYPE_CHECKING:
     from wiremcp.transports.gateway import remote
     from wiremcp.transports.http_app import MCPHttpApp
     from wiremcp.transports.memory import Client
+    from wiremcp.transports.oauth_client import ClientCredentials
     from wiremcp.transports.stdio import serve_stdio
     from wiremcp.transports.streamable_http import HttpOptions
 
-__all__ = ["Client", "HttpOptions", "MCPHttpApp", "remote", "serve_stdio"]
+__all__ = ["Client", "ClientCredentials", "HttpOptions", "MCPHttpApp", "remote", "serve_stdio"]
 
-_HOMES = {"Client": "memory", "HttpOptions": "streamable_http", "MCPHttpApp": "http_app", "remote": "gateway",
-          "serve_stdio": "stdio"}
+_HOMES = {"Client": "memory", "ClientCredentials": "oauth_client", "HttpOptions": "streamable_http",
+          "MCPHttpApp": "http_app", "remote": "gateway", "serve_stdio": "stdio"}
 
 __getattr__ = lazy_exports(__name__, _HOMES)

@@ -45,8 +45,9 @@ CALLBACK_PATH = "/callback"
 CLIENT_NAME = "wiremcp bridge"
 
 
-class SignInFailed(Exception):
-    """Signing in could not be done: the line to print says why."""
+class SignInFailed(httpx.TransportError):
+    """Signing in (or getting a token) could not be done: the line to print says why. A transport error to the
+    requests it was for: the connection to the server fails as if it could not be reached."""
 
 
 def cache_folder() -> Path:
@@ -121,7 +122,7 @@ class BrowserSignIn(httpx.Auth):
                 "resource": self.server}
         try:
             async with httpx.AsyncClient(timeout=30) as http:
-                answer = await self._token_request(http, endpoints["token_endpoint"], client, form)
+                answer = await _token_request(http, endpoints["token_endpoint"], client, form)
         except SignInFailed as exc:
             log.warning("refreshing the token failed (%s): signing in again", exc)
             self.kept.pop("tokens", None)
@@ -162,7 +163,7 @@ class BrowserSignIn(httpx.Auth):
                 raise SignInFailed(f"the sign-in was refused: {answer.get('error_description') or answer.get('error')}")
             form = {"grant_type": "authorization_code", "code": answer["code"], "redirect_uri": callback.redirect_uri,
                     "code_verifier": verifier, "resource": self.server}
-            tokens = await self._token_request(http, endpoints["token_endpoint"], client, form)
+            tokens = await _token_request(http, endpoints["token_endpoint"], client, form)
         self.kept.update(client=client, endpoints=endpoints, redirect_port=callback.port)
         self._keep_tokens(tokens)
 
@@ -198,22 +199,6 @@ class BrowserSignIn(httpx.Auth):
                                f"{body.get('error_description') or body.get('error') or 'no reason given'})")
         return {**body, "issuer": endpoints.get("issuer"), "redirect_uris": [redirect_uri]}
 
-    async def _token_request(self, http: httpx.AsyncClient, endpoint: str, client: dict[str, Any],
-                             form: dict[str, str]) -> dict[str, Any]:
-        form = {**form, "client_id": client["client_id"]}
-        auth = None
-        if client.get("client_secret"):
-            if client.get("token_endpoint_auth_method") == "client_secret_basic":
-                auth = httpx.BasicAuth(client["client_id"], client["client_secret"])
-            else:
-                form["client_secret"] = client["client_secret"]
-        answer = await http.post(endpoint, data=form, auth=auth or httpx.USE_CLIENT_DEFAULT,
-                                 headers={"Accept": "application/json"})
-        body = _body(answer)
-        if answer.status_code != 200 or not isinstance(body.get("access_token"), str):
-            raise SignInFailed(f"the token endpoint refused ({body.get('error') or answer.status_code})")
-        return body
-
     def _keep_tokens(self, answer: dict[str, Any], keep_refresh: str | None = None) -> None:
         lifetime = answer.get("expires_in")
         self.kept["tokens"] = {
@@ -237,6 +222,45 @@ class BrowserSignIn(httpx.Auth):
         with os.fdopen(fd, "w") as out:
             json.dump(self.kept, out)
         os.replace(temporary, self.file)
+
+
+class ClientCredentials(httpx.Auth):
+    """A service's own token on every request (the client credentials grant, RFC 6749 section 4.4): for a gateway
+    whose upstream wants the gateway itself signed in, ``remote(url, auth=ClientCredentials(...))``. The token is
+    asked for at the first request, kept until shortly before it expires, and asked for again then or when the
+    upstream refuses it (401). ``resource`` (RFC 8707) and ``scope`` are sent when given; the client authenticates
+    with HTTP Basic (``client_secret_basic``), or in the form (``client_secret_post``)."""
+
+    def __init__(self, token_url: str, client_id: str, client_secret: str, *, scope: str | None = None,
+                 resource: str | None = None, method: str = "client_secret_basic") -> None:
+        if method not in ("client_secret_basic", "client_secret_post"):
+            raise ValueError("method must be 'client_secret_basic' or 'client_secret_post'")
+        self.token_url, self.scope, self.resource = token_url, scope, resource
+        self.client = {"client_id": client_id, "client_secret": client_secret, "token_endpoint_auth_method": method}
+        self._token: tuple[str, float] | None = None
+        self._lock: asyncio.Lock | None = None
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        token = await self._current()
+        request.headers["Authorization"] = f"Bearer {token}"
+        response = yield request
+        if response.status_code == 401:
+            request.headers["Authorization"] = f"Bearer {await self._current(refused=token)}"
+            yield request
+
+    async def _current(self, refused: str | None = None) -> str:
+        self._lock = self._lock or asyncio.Lock()
+        async with self._lock:
+            if self._token is not None and self._token[0] != refused and self._token[1] - EARLY > time.time():
+                return self._token[0]
+            form = {"grant_type": "client_credentials", **({"scope": self.scope} if self.scope else {}),
+                    **({"resource": self.resource} if self.resource else {})}
+            async with httpx.AsyncClient(timeout=30) as http:
+                answer = await _token_request(http, self.token_url, self.client, form)
+            lifetime = answer.get("expires_in")
+            self._token = (answer["access_token"], time.time() + (lifetime if isinstance(lifetime, int | float)
+                                                                    else 3600.0))
+            return self._token[0]
 
 
 class _Callback:
@@ -286,6 +310,25 @@ class _Callback:
         self.server.close()
         with contextlib.suppress(Exception):
             await self.server.wait_closed()
+
+
+async def _token_request(http: httpx.AsyncClient, endpoint: str, client: dict[str, Any],
+                         form: dict[str, str]) -> dict[str, Any]:
+    """A token endpoint's answer to ``form``, the client authenticating as its registration says (none, or its
+    secret in the form or by HTTP Basic); ``SignInFailed`` when it refuses."""
+    form = {**form, "client_id": client["client_id"]}
+    auth = None
+    if client.get("client_secret"):
+        if client.get("token_endpoint_auth_method") == "client_secret_basic":
+            auth = httpx.BasicAuth(client["client_id"], client["client_secret"])
+        else:
+            form["client_secret"] = client["client_secret"]
+    answer = await http.post(endpoint, data=form, auth=auth or httpx.USE_CLIENT_DEFAULT,
+                             headers={"Accept": "application/json"})
+    body = _body(answer)
+    if answer.status_code != 200 or not isinstance(body.get("access_token"), str):
+        raise SignInFailed(f"the token endpoint refused ({body.get('error') or answer.status_code})")
+    return body
 
 
 async def _authorization_server(http: httpx.AsyncClient, issuer: str) -> dict[str, Any]:

@@ -138,6 +138,9 @@ class UpstreamLink:
                 # Said once, not at every attempt: again when it changes, or after the link was up
                 log.log(logging.DEBUG if said == self._said else logging.WARNING, "upstream %s: %s", self.name, said)
                 self._said = said
+            except Exception as exc:  # anything else: logged, and the link keeps trying (it never dies quietly)
+                self.failure = exc
+                log.exception("upstream %s: connecting failed", self.name)
             finally:
                 self.client = None
                 self.attempted.set()

@@ -284,6 +284,11 @@ async def test_an_active_answer_without_a_subject_is_refused(clock: FakeClock) -
             await verifier.verify("opaque-1")
         with pytest.raises(InvalidToken):
             await verifier.verify("opaque-2")
+        services = IntrospectionVerifier(endpoint=ISSUER + "/introspect", client_id="rs", client_secret="s",
+                                         audience=RESOURCE, issuer=ISSUER, client=http, clock=clock,
+                                         service_tokens=True)
+        principal = await services.verify("opaque-3")  # a service's own token: its client's
+        assert (principal.subject, principal.client_id) == ("some-client", "some-client")
 
 
 @pytest.mark.parametrize("answer", [

@@ -15,17 +15,25 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import TextContent
 
+from examples.word_count import server as word_count
 from tests.support.cluster import until
-from tests.support.http import ROOT
+from tests.support.http import ROOT, serve_in_process
 from tests.support.oauth_flow import Person, Provider, fake_browsers, provider, query, serving, whoami_server
 from tests.support.parts import chromium
+from wiremcp import MCPServer
+from wiremcp.auth import BearerAuth, IntrospectionVerifier, ProtectedResource
 from wiremcp.auth.oauth.server import OAuthServer
+from wiremcp.transports import Client as Gateway
+from wiremcp.transports import MCPHttpApp, remote
+from wiremcp.transports.gateway import readiness_details
+from wiremcp.transports.oauth_client import ClientCredentials
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -78,3 +86,35 @@ async def test_the_bridge_signs_the_user_in_keeps_the_tokens_and_calls_as_them(t
             opened.unlink()
             assert await whoami_over_the_bridge(oauth, env) == subject  # the kept token: no browser
             assert not opened.exists()
+
+
+async def test_a_gateway_signs_itself_in_to_its_upstream_with_client_credentials(oauth_provider: Provider) -> None:
+    """``remote(url, auth=ClientCredentials(...))``: the upstream (a wiremcp server whose tokens are checked by the
+    provider's introspection endpoint) wants a token; the gateway gets its own from the provider's token endpoint
+    (the client credentials grant, a service client of django-oauth-toolkit), and its calls are served. A wrong
+    secret leaves the upstream down, reported as such, never a caller's token sent instead."""
+    idp = oauth_provider.idp
+    verifier = IntrospectionVerifier(endpoint=f"{idp.origin}/o/introspect/", client_id=idp.client_id,
+                                     client_secret=idp.client_secret, service_tokens=True)
+
+    def authenticate(app: Any) -> BearerAuth:
+        return BearerAuth(app, verifier=verifier, resource=ProtectedResource("", (f"{idp.origin}/o",)))
+
+    upstream = MCPHttpApp(word_count, authenticate=authenticate)
+    async with upstream.server.runtime.lifespans.held(), serve_in_process(upstream) as base:
+        url = f"{base}/mcp"
+        good = ClientCredentials(f"{idp.origin}/o/token/", idp.service_client_id, idp.service_client_secret)
+        child = remote(url, auth=good, name="words")
+        served = MCPServer("gateway")
+        served.mount(child, prefix="wc")
+        async with Gateway(served) as client:
+            answer = await client.call_tool("wc_word_count", {"text": "signed in as a service"})
+            assert answer["structuredContent"] == {"words": 5, "chars": 22}
+
+        wrong = ClientCredentials(f"{idp.origin}/o/token/", idp.service_client_id, "not-the-secret")
+        refused = MCPServer("gateway")
+        refused.mount(remote(url, auth=wrong, name="words"), prefix="wc")
+        async with Gateway(refused):
+            details = readiness_details(refused)
+            assert details is not None
+            assert details["upstreams"]() == {"words": {"status": "down", "reason": "Failed", "connections": 0}}

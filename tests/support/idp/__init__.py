@@ -72,6 +72,9 @@ class UpstreamIdP:
     group: str
     log: Path
     """The process's log (Django's and uvicorn's): every request, every error."""
+    service_client_id: str = ""
+    service_client_secret: str = ""
+    """A confidential client of the client credentials grant (tokens of its own, no user)."""
 
     @property
     def issuer(self) -> str:
@@ -157,6 +160,7 @@ def running_idp(folder: Path, *, redirect_uri: str, mode: Literal["oidc", "oauth
         "client_id": client_id, "client_secret": client_secret or secrets.token_urlsafe(24),
         "redirect_uri": redirect_uri, "username": username, "password": password or secrets.token_urlsafe(12),
         "email": email, "group": group,
+        "service_client_id": "wiremcp-service", "service_client_secret": secrets.token_urlsafe(24),
     }
     config_file = folder / "idp.json"
     config_file.write_text(json.dumps(config))
@@ -177,7 +181,9 @@ def running_idp(folder: Path, *, redirect_uri: str, mode: Literal["oidc", "oauth
             time.sleep(POLL)
         idp = UpstreamIdP(origin=f"http://127.0.0.1:{port_file.read_text()}", mode=mode, client_id=client_id,
                           client_secret=str(config["client_secret"]), redirect_uri=redirect_uri, username=username,
-                          password=str(config["password"]), email=email, group=group, log=log_path)
+                          password=str(config["password"]), email=email, group=group, log=log_path,
+                          service_client_id=str(config["service_client_id"]),
+                          service_client_secret=str(config["service_client_secret"]))
         print(f"identity provider ({mode}) at {idp.origin}, answering {time.monotonic() - started:.2f}s after its "
               f"start", file=sys.stderr)
         try:

@@ -1,5 +1,6 @@
 """The identity provider's process: ``python -m tests.support.idp.serve CONFIG`` binds a free loopback port,
-migrates its SQLite database, creates the test's user (in group ``engineers``) and its confidential client, writes
+migrates its SQLite database, creates the test's user (in group ``engineers``), its confidential client and a
+service client (the client credentials grant: a machine's own tokens), writes
 the port to ``<folder>/port`` and serves Django's ASGI app with uvicorn until it is ended. No ``manage.py``: the
 settings come from ``CONFIG`` (a JSON file, see ``tests.support.idp.settings``)."""
 
@@ -41,6 +42,12 @@ def prepare(config: dict[str, Any]) -> None:
         "redirect_uris": config["redirect_uri"],
         "skip_authorization": True,  # no upstream consent: the OAuth server asks its own
         "algorithm": Application.RS256_ALGORITHM if config["mode"] == "oidc" else Application.NO_ALGORITHM,
+    })
+    Application.objects.update_or_create(client_id=config["service_client_id"], defaults={
+        "name": "a gateway's own service account", "client_secret": config["service_client_secret"],
+        "client_type": Application.CLIENT_CONFIDENTIAL,
+        "authorization_grant_type": Application.GRANT_CLIENT_CREDENTIALS,
+        "algorithm": Application.NO_ALGORITHM,
     })
     log.info("migrated in %.2fs, user and client created in %.2fs", migrated - started, time.monotonic() - migrated)
 
