@@ -49,6 +49,8 @@ log = logging.getLogger("wiremcp.gateway")
 
 BACKOFF = (0.25, 30.0)
 """The first and the longest wait before connecting again."""
+MAX_WATCHED = 10_000
+"""At most this many of an upstream's resources are subscribed to upstream (a template's URIs are unbounded)."""
 CLIENT_INFO = {"name": "wiremcp-gateway", "version": "1"}
 CAPABILITIES: JSONObject = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
 """What the gateway declares upstream: it can ask its callers for each."""
@@ -181,6 +183,10 @@ class UpstreamLink:
     def watch(self, uri: str) -> None:
         """Subscribe to the upstream's resource ``uri``, now if connected and at every connection after."""
         if uri in self.watched:
+            return
+        if len(self.watched) >= MAX_WATCHED:  # bounded: callers name template URIs at will
+            log.warning("upstream %s: %d resources watched already; updates of %s are not followed", self.name,
+                        MAX_WATCHED, uri)
             return
         self.watched.add(uri)
         client = self.client

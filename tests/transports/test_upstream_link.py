@@ -181,3 +181,20 @@ async def test_a_subscription_to_an_upstream_resource_hears_its_updates(over: st
         (update,) = {n["params"]["uri"] for n in client.notifications
                      if n["method"] == "notifications/resources/updated"}
     assert update == watched
+
+
+async def test_the_resources_watched_upstream_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A template's URIs are the callers' to name: past ``MAX_WATCHED`` subscriptions, updates of more are not
+    followed upstream (the set of watched URIs does not grow without end)."""
+    from wiremcp.transports import upstream_link
+
+    monkeypatch.setattr(upstream_link, "MAX_WATCHED", 3)
+
+    async def nothing(client: object) -> None:
+        return None
+
+    link = upstream_link.UpstreamLink("away", "http://127.0.0.1:9/mcp", protocol="auto", headers=None, timeout=1.0,
+                                      env=None, on_connect=nothing, on_notice=lambda message: None)
+    for number in range(10):
+        link.watch(f"items://{number}")
+    assert link.watched == {"items://0", "items://1", "items://2"}
