@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
+from wiremcp.mount import mounted_first
+
 if TYPE_CHECKING:
     from wiremcp.server import MCPServer
 
@@ -74,14 +76,4 @@ class Lifespans:
 
     def _servers(self) -> Iterator[MCPServer]:
         """The mounted servers, depth first, then the served one: a parent's lifespan may use its children's."""
-        seen: set[int] = set()
-
-        def walk(server: MCPServer) -> Iterator[MCPServer]:
-            if id(server) in seen:
-                return
-            seen.add(id(server))
-            for mount in server.mounts:
-                yield from walk(mount.child)
-            yield server
-
-        yield from walk(self.server)
+        return mounted_first(self.server)

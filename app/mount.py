@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from wiremcp import methods
@@ -236,6 +236,21 @@ class Mount:
             elif isinstance(ref.get("uri"), str):
                 out["ref"] = {**ref, "uri": self.uri(ref["uri"])}
         return out
+
+
+def mounted_first(server: MCPServer) -> Iterator[MCPServer]:
+    """Every server mounted in ``server``, at any depth and each once, depth first, then ``server`` itself."""
+    seen: set[int] = set()
+
+    def walk(served: MCPServer) -> Iterator[MCPServer]:
+        if id(served) in seen:
+            return
+        seen.add(id(served))
+        for mount in served.mounts:
+            yield from walk(mount.child)
+        yield served
+
+    return walk(server)
 
 
 class MountHop:

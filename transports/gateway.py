@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
@@ -27,6 +28,7 @@ from wiremcp.completions import Completer, Completion
 from wiremcp.component import definition_site
 from wiremcp.context import Context
 from wiremcp.errors import DefinitionError
+from wiremcp.mount import mounted_first
 from wiremcp.prompts import Prompt
 from wiremcp.resources import Resource
 from wiremcp.server import MCPServer
@@ -65,10 +67,7 @@ def remote(url: str | None = None, *, command: Sequence[str] | None = None, env:
                               "words")
     label = name or (url if url is not None else " ".join(target))
     defined_at = definition_site()
-    environment = None
-    if env is not None:
-        import os
-        environment = {**os.environ, **env}
+    environment = {**os.environ, **env} if env is not None else None
 
     @contextlib.asynccontextmanager
     async def connected(server: MCPServer) -> AsyncIterator[UpstreamLink]:
@@ -105,7 +104,7 @@ def readiness_details(server: MCPServer) -> dict[str, Callable[[], object]] | No
     """What ``/readyz`` reports of the upstreams of ``server``'s remote children (None: it has none): each by
     name, ``connected`` or ``down`` (``UpstreamLink.health``). A down upstream does not make the gateway unready:
     its other upstreams and its own components are still served."""
-    if not any(is_remote(served) for served in _served(server)):
+    if not any(is_remote(served) for served in mounted_first(server)):
         return None
 
     def upstreams() -> dict[str, object]:
@@ -114,24 +113,10 @@ def readiness_details(server: MCPServer) -> dict[str, Callable[[], object]] | No
     return {"upstreams": upstreams}
 
 
-def _served(server: MCPServer) -> list[MCPServer]:
-    """``server`` and every server mounted in it, at any depth."""
-    found: list[MCPServer] = []
-    seen: set[int] = set()
-    pending = [server]
-    while pending:
-        served = pending.pop()
-        if id(served) not in seen:
-            seen.add(id(served))
-            found.append(served)
-            pending.extend(mount.child for mount in served.mounts)
-    return found
-
-
 def upstream_links(server: MCPServer) -> list[UpstreamLink]:
     """The links of the remote children served by ``server`` (itself one, or mounted in it at any depth) that are
     running now."""
-    return [served.lifespan_state for served in _served(server) if isinstance(served.lifespan_state, UpstreamLink)]
+    return [served.lifespan_state for served in mounted_first(server) if isinstance(served.lifespan_state, UpstreamLink)]
 
 
 class Catalog:
@@ -215,7 +200,8 @@ class Catalog:
                 if made_template is not None:
                     resources.templates[made_template.uri] = made_template
             self.server.list_changed("resources")
-        self._complete(client)
+        if kind != "tools":  # completers follow the prompts' arguments and the templates' variables
+            self._complete(client)
 
     def _replace(self, served: dict[str, Any], made: Mapping[str, Any], kind: str) -> None:
         served.clear()
