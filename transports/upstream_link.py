@@ -119,6 +119,7 @@ class UpstreamLink:
         """The upstream's resources a client of the gateway subscribed to: subscribed to upstream at each
         connection (``resources/subscribe``, or the ``subscriptions/listen`` of the stateless era)."""
         self._following: asyncio.Task[None] | None = None
+        self._capped = False
         self._subscribing: set[asyncio.Task[None]] = set()
         self.served: dict[tuple[str, str], list[float]] = {}
         """Requests sent on, by (method, outcome: ``ok``, ``error``, ``unavailable``, ``cancelled``): their count and
@@ -185,8 +186,10 @@ class UpstreamLink:
         if uri in self.watched:
             return
         if len(self.watched) >= MAX_WATCHED:  # bounded: callers name template URIs at will
-            log.warning("upstream %s: %d resources watched already; updates of %s are not followed", self.name,
-                        MAX_WATCHED, uri)
+            if not self._capped:  # said once: the callers decide how often this is reached
+                log.warning("upstream %s: %d resources watched already; updates of more are not followed",
+                            self.name, MAX_WATCHED)
+            self._capped = True
             return
         self.watched.add(uri)
         client = self.client

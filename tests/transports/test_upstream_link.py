@@ -183,7 +183,8 @@ async def test_a_subscription_to_an_upstream_resource_hears_its_updates(over: st
     assert update == watched
 
 
-async def test_the_resources_watched_upstream_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_resources_watched_upstream_are_bounded(monkeypatch: pytest.MonkeyPatch,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
     """A template's URIs are the callers' to name: past ``MAX_WATCHED`` subscriptions, updates of more are not
     followed upstream (the set of watched URIs does not grow without end)."""
     from wiremcp.transports import upstream_link
@@ -198,3 +199,5 @@ async def test_the_resources_watched_upstream_are_bounded(monkeypatch: pytest.Mo
     for number in range(10):
         link.watch(f"items://{number}")
     assert link.watched == {"items://0", "items://1", "items://2"}
+    said = [r.getMessage() for r in caplog.records if "resources watched already" in r.getMessage()]
+    assert said == ["upstream away: 3 resources watched already; updates of more are not followed"]  # once
