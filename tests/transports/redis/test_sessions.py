@@ -130,10 +130,10 @@ async def test_the_cap_holds_across_replicas_under_concurrent_creates(
 
 
 async def test_an_idle_session_expires_by_its_ttl(client: Redis, redis_keys: Keys) -> None:
-    store = RedisSessionStore(client, redis_keys, idle_timeout=0.2)
+    store = RedisSessionStore(client, redis_keys, idle_timeout=1.0)  # a loaded machine's second to count it alive
     state = SessionState(id="idle")
     assert await store.create(state)
-    assert 0 < await client.pttl(redis_keys.session("idle")) <= 200
+    assert 0 < await client.pttl(redis_keys.session("idle")) <= 1000
     assert await store.count() == 1
 
     async def gone() -> bool:  # neither get() nor touch(): they would restart the idle clock
