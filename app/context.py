@@ -166,6 +166,11 @@ class Context:
         if starter is not None:
             await starter()
 
+    @property
+    def may_be_task(self) -> bool:
+        """Whether this call is a task, or may become one (``start_task`` would start it)."""
+        return self.task is not None or self._starter is not None
+
     def become_task(self, binding: TaskBinding, send: Send) -> None:
         """Turn this request's context into its task's: messages go to ``send``, not the request's stream,
         and the task asks the client for input."""

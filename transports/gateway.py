@@ -30,9 +30,10 @@ from wiremcp.context import Context
 from wiremcp.errors import DefinitionError
 from wiremcp.mount import mounted_first
 from wiremcp.prompts import Prompt
+from wiremcp.protocol import TASKS_EXTENSION
 from wiremcp.resources import Resource
 from wiremcp.server import MCPServer
-from wiremcp.tools import Tool, ToolResult
+from wiremcp.tools import TaskSupport, Tool, ToolResult
 from wiremcp.transports.upstream import Client, Failed, is_url
 from wiremcp.transports.upstream_link import LEVELS, UpstreamLink
 from wiremcp.types import JSONObject
@@ -183,7 +184,8 @@ class Catalog:
         offered = isinstance(client.capabilities.get(kind), dict)
         if kind == "tools":
             tools = await client.list_all("tools/list", "tools") if offered else []
-            self._replace(self.server.tools, {str(t["name"]): self._tool(t) for t in tools if t.get("name")}, kind)
+            made_tools = {str(t["name"]): self._tool(t, client) for t in tools if t.get("name")}
+            self._replace(self.server.tools, made_tools, kind)
         elif kind == "prompts":
             prompts = await client.list_all("prompts/list", "prompts") if offered else []
             made = {str(p["name"]): self._prompt(p) for p in prompts if p.get("name")}
@@ -218,18 +220,21 @@ class Catalog:
             self.server.list_changed(kind)
 
     # -- the components, each sent on to the upstream ------------------------------------------------------
-    def _tool(self, described: JSONObject) -> Tool:
+    def _tool(self, described: JSONObject, client: Client) -> Tool:
         name, link = str(described["name"]), self.link
+        support = _task_support(described, client)
 
         async def forward(ctx: Context, **arguments: Any) -> ToolResult:
-            result = await link.call("tools/call", {"name": name, "arguments": arguments}, ctx)
+            result = await link.call_tool(name, arguments, ctx, support)
             return ToolResult(list(result.get("content") or []), result.get("structuredContent"),
                               is_error=bool(result.get("isError")), meta=_own_meta(result))
 
+        # A call becomes a task when the upstream makes it one (or at once, for a 2025-11-25 caller asking)
         return Tool(forward, name=name, title=described.get("title"), description=described.get("description"),
                     annotations=described.get("annotations"), icons=described.get("icons"),
                     input_schema=described.get("inputSchema") or {"type": "object"},
-                    output_schema=described.get("outputSchema"), meta=_own_meta(described))
+                    output_schema=described.get("outputSchema"), meta=_own_meta(described),
+                    task_support=support, task_start="handler")
 
     def _prompt(self, described: JSONObject) -> Prompt:
         name, link = str(described["name"]), self.link
@@ -286,6 +291,21 @@ class Catalog:
                               more if isinstance(more, bool) else None)
 
         return Completer(complete)
+
+
+def _task_support(described: JSONObject, client: Client) -> TaskSupport:
+    """Whether a tool of the upstream's may run as a task: as its ``execution.taskSupport`` says (2025-11-25); in
+    the stateless era, where the upstream decides per call, any of its tools may when it offers the tasks
+    extension."""
+    offered = client.capabilities
+    if client.stateless:
+        extensions = offered.get("extensions")
+        return "optional" if isinstance(extensions, dict) and TASKS_EXTENSION in extensions else "forbidden"
+    execution, calls = described.get("execution"), offered.get("tasks")
+    for key in ("requests", "tools", "call"):  # the upstream runs tools/call as tasks
+        calls = calls.get(key) if isinstance(calls, dict) else None
+    support = execution.get("taskSupport") if isinstance(execution, dict) else None
+    return support if isinstance(calls, dict) and support in ("optional", "required") else "forbidden"
 
 
 def _own_meta(described: JSONObject) -> JSONObject | None:

@@ -31,6 +31,8 @@ ABOUT_A_REQUEST = frozenset({"notifications/progress", "notifications/message"})
 """The notifications that can be about one of our requests."""
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 """The ``_meta`` key that ties a notification to its ``subscriptions/listen`` request."""
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+"""The ``_meta`` key that ties what a server sends to one of its 2025-11-25 tasks."""
 FOLLOW_BACKOFF = (0.5, 30.0)
 """The first and the longest wait before the standalone stream is opened again."""
 
@@ -84,6 +86,14 @@ def parse(raw: str | bytes) -> JSON:
     except ValueError:
         return {}
     return message if isinstance(message, dict) else {}
+
+
+def _kind(message: JSON) -> str:
+    """What a request of ours is waiting for: its method, and for ``tasks/result`` which task's."""
+    method, params = str(message.get("method")), message.get("params")
+    if method == "tasks/result" and isinstance(params, dict):
+        return f"{method} {params.get('taskId')}"
+    return method
 
 
 def is_request(message: JSON) -> bool:
@@ -156,7 +166,8 @@ class Stdio:
         self.process = process
         self.listener = listener
         self.pending: dict[Any, tuple[asyncio.Future[JSON], Relay | None, str]] = {}
-        """Our requests in flight: the future of each one's answer, its relay and its method."""
+        """Our requests in flight: the future of each one's answer, its relay and its method (``tasks/result``
+        with the task's id: what that task sends belongs to it)."""
         self.ended: Failed | None = None
         self._asked: set[asyncio.Task[None]] = set()
         self.reader = asyncio.create_task(self._read())
@@ -167,7 +178,7 @@ class Stdio:
         rid, future = message.get("id"), None
         if "id" in message:
             future = asyncio.get_running_loop().create_future()
-            self.pending[rid] = (future, relay, str(message.get("method")))
+            self.pending[rid] = (future, relay, _kind(message))
         try:
             await self._write(message)
             return await future if future is not None else None
@@ -192,6 +203,10 @@ class Stdio:
         if message.get("method") == "notifications/progress":
             entry = self.pending.get(params.get("progressToken"))
             return entry[1] if entry is not None else None
+        related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+        if isinstance(related, dict) and isinstance(related.get("taskId"), str):  # about a task we wait on
+            waiting = f"tasks/result {related['taskId']}"
+            return next((relay for _, relay, kind in self.pending.values() if kind == waiting), None)
         relays = [relay for _, relay, method in self.pending.values()
                   if relay is not None and method != "subscriptions/listen"]
         return relays[0] if len(relays) == 1 else None

@@ -40,7 +40,9 @@ from wiremcp.errors import (
     RateLimited,
 )
 from wiremcp.input_required import INPUT_METHODS, MAX_ROUNDS, InputRequired
-from wiremcp.protocol import META_CAPABILITIES, META_LOG_LEVEL
+from wiremcp.protocol import META_CAPABILITIES, META_LOG_LEVEL, TASKS_EXTENSION
+from wiremcp.tools import TaskSupport
+from wiremcp.transports import upstream_tasks
 from wiremcp.transports.upstream import Client, Failed, NotAnswered, RPCError, connect
 from wiremcp.types import JSONObject
 from wiremcp.unavailable import UpstreamUnavailable
@@ -54,6 +56,8 @@ MAX_WATCHED = 10_000
 CLIENT_INFO = {"name": "wiremcp-gateway", "version": "1"}
 CAPABILITIES: JSONObject = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
 """What the gateway declares upstream: it can ask its callers for each."""
+FOLLOWING_TASKS: JSONObject = {**CAPABILITIES, "extensions": {TASKS_EXTENSION: {}}}
+"""What the gateway declares with the requests that follow a stateless upstream's task (``tasks/*``)."""
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
           "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
           "emergency": logging.CRITICAL}
@@ -125,6 +129,7 @@ class UpstreamLink:
         """Requests sent on, by (method, outcome: ``ok``, ``error``, ``unavailable``, ``cancelled``): their count and
         seconds."""
         self._lost = asyncio.Event()
+        self._chores: set[asyncio.Task[None]] = set()
         self._said: str | None = None
         """The last failure logged (the same one again goes to the debug log)."""
 
@@ -242,6 +247,40 @@ class UpstreamLink:
         async with self.changed:
             self.changed.notify_all()
 
+    async def call_tool(self, name: str, arguments: JSONObject, ctx: Context, support: TaskSupport) -> JSONObject:
+        """The upstream's result for a call of its tool ``name``, whose ``support`` for tasks is the upstream's:
+        when the upstream runs the call as a task, that task followed to its end (``upstream_tasks``). A
+        2025-11-25 upstream is asked for a task when its tool requires one, or when the caller's call is a task or
+        may become one (so that a long call waits on no one request)."""
+        params: JSONObject = {"name": name, "arguments": arguments}
+        client = self.client
+        if client is not None and not client.stateless and support != "forbidden" \
+                and (support == "required" or ctx.may_be_task):
+            params["task"] = {}
+        result = await self.call("tools/call", params, ctx)
+        task = upstream_tasks.created_task(result)
+        return result if task is None else await upstream_tasks.follow(self, task, ctx)
+
+    async def request(self, method: str, params: JSONObject, ctx: Context | None = None,
+                      timeout: float | None = None) -> JSONObject:
+        """One request sent on as it is (``ctx``: the caller to whom what the upstream sends about it goes)."""
+        client = self.client
+        if client is None:
+            raise UpstreamUnavailable(f"upstream {self.name} is not connected")
+        if client.stateless and method.startswith("tasks/"):
+            params = {**params, "_meta": {**params.get("_meta", {}), META_CAPABILITIES: FOLLOWING_TASKS}}
+        return await self._forward(client, method, params, CallerRelay(ctx) if ctx is not None else None, timeout)
+
+    def background(self, work: Awaitable[None]) -> None:
+        """Run ``work`` on its own, kept until it ends."""
+
+        async def run() -> None:
+            await work
+
+        task = asyncio.create_task(run())
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
+
     async def call(self, method: str, params: JSONObject, ctx: Context | None = None) -> JSONObject:
         """The upstream's result for ``method``, made as ``ctx``'s caller's request (see the module's notes)."""
         client = self.client
@@ -252,7 +291,12 @@ class UpstreamLink:
         if ctx is not None and level is None and not ctx.stateless:
             level = "debug"  # a session that set no level hears every message
         if client.stateless and ctx is not None:  # what the stateless era says with each request: the caller's
-            meta = {**params.get("_meta", {}), META_CAPABILITIES: ctx.client_capabilities}
+            capabilities = ctx.client_capabilities
+            if method == "tools/call" and not ctx.stateless:  # the gateway follows a task for a handshake caller
+                extensions = capabilities.get("extensions")
+                capabilities = {**capabilities, "extensions": {**(extensions if isinstance(extensions, dict) else {}),
+                                                               TASKS_EXTENSION: {}}}
+            meta = {**params.get("_meta", {}), META_CAPABILITIES: capabilities}
             if level is not None:
                 meta[META_LOG_LEVEL] = level
             params = {**params, "_meta": meta}
@@ -284,10 +328,11 @@ class UpstreamLink:
         reason = type(self.failure).__name__ if self.failure is not None else "connecting"
         return {"status": "down", "reason": reason, "connections": self.connections}
 
-    async def _request(self, client: Client, method: str, params: JSONObject, relay: CallerRelay | None) -> JSONObject:
+    async def _request(self, client: Client, method: str, params: JSONObject, relay: CallerRelay | None,
+                       timeout: float | None) -> JSONObject:
         began, outcome = time.perf_counter(), "unavailable"
         try:
-            result = await client.request(method, params, relay=relay)
+            result = await client.request(method, params, relay=relay, timeout=timeout)
             outcome = "ok"
             return result
         except RPCError:
@@ -302,9 +347,9 @@ class UpstreamLink:
             counted[1] += time.perf_counter() - began
 
     async def _forward(self, client: Client, method: str, params: JSONObject,
-                       relay: CallerRelay | None) -> JSONObject:
+                       relay: CallerRelay | None, timeout: float | None = None) -> JSONObject:
         try:
-            return await self._request(client, method, params, relay)
+            return await self._request(client, method, params, relay, timeout)
         except RPCError as exc:  # the upstream's JSON-RPC error is the caller's
             raise self._their_error(exc.error) from None
         except asyncio.CancelledError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from wiremcp import Context, MCPServer, param_header
+from wiremcp import Context, MCPServer, ToolError, param_header
 from wiremcp.tools import Tool
 
 FIXTURE_SERVER = f"{__name__}:server"
@@ -215,6 +215,27 @@ async def until_cancelled_started(name: str) -> str:
 async def cancel_outcome(name: str) -> str:
     """Answer once ``until_cancelled(name)`` has ended: with the exception that ended it."""
     return f"{name}: {await _watch(name).outcome.get()}"
+
+
+@server.tool(task_support="optional")
+async def task_ask(questions: list[str], ctx: Context) -> str:
+    """Ask each question (all at once), as a task when the client takes one: it waits in input_required."""
+    answers = await asyncio.gather(*(ask(question, ctx) for question in questions))
+    return "; ".join(answers)
+
+
+@server.tool(task_support="required")
+async def task_only(fail: bool = False) -> str:
+    """Must run as a task; a tool error when ``fail``."""
+    if fail:
+        raise ToolError("the job failed")
+    return "done as a task"
+
+
+@server.tool(task_support="optional")
+async def task_until_cancelled(name: str, ctx: Context) -> str:
+    """``until_cancelled``, as a task when the client takes one."""
+    return await until_cancelled(name, ctx)
 
 
 @server.prompt()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as redis
 from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
@@ -49,7 +49,8 @@ def connect(target: RedisTarget | str, *, timeout: float, blocking: bool = False
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), CLUSTER_RETRIES), client_name="wiremcp",
             max_connections=MAX_NODE_CONNECTIONS, **_no_maintenance_notifications())
     if target.topology == "sentinel":
-        sentinel = Sentinel(list(target.nodes), sentinel_kwargs={  # type: ignore[no-untyped-call]
+        # Any: older redis releases leave Sentinel's __init__ untyped, newer ones type it
+        sentinel: Sentinel = cast(Any, Sentinel)(list(target.nodes), sentinel_kwargs={
             "socket_connect_timeout": timeout, "socket_timeout": timeout, "ssl": target.tls})
         master: redis.Redis = sentinel.master_for(
             target.service, db=target.db, username=target.username, password=target.password, ssl=target.tls,
