@@ -22,7 +22,7 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
-"""The 2026-07-28 tasks extension's identifier (``capabilities.extensions``)."""
+"""The Agent Skills extension's identifier (SEP-2640, ``capabilities.extensions``)."""
 
 BATCH_VERSIONS = frozenset({"2025-03-26"})
 """Revisions whose clients may send JSON-RPC batches."""

@@ -129,12 +129,12 @@ def from_memory(markdown: str, files: Mapping[str, str | bytes] | None, *, prefi
     except frontmatter.FrontmatterError as exc:
         raise SkillError(f"skill from memory: {exc}") from None
     where = f"skill {meta['name']}"
-    read = [_file(MANIFEST, markdown.encode())]
+    read = [file_of(MANIFEST, markdown.encode())]
     for path, content in sorted((files or {}).items()):
         if not isinstance(path, str) or not _relative(path) or path == MANIFEST:
             raise SkillError(f"{where}: file path {path!r} must be relative, '/'-separated, without '.', '..' "
                              f"or empty segments, and not {MANIFEST}")
-        read.append(_file(path, content.encode() if isinstance(content, str) else bytes(content)))
+        read.append(file_of(path, content.encode() if isinstance(content, str) else bytes(content)))
     _within_limits(read, where)
     return Skill(skill_path(prefix, str(meta["name"]), where), meta, read, list(scopes or []), list_files)
 
@@ -152,7 +152,7 @@ def from_folder(folder: Path, path: str, scopes: list[str], list_files: bool = F
         total += file.stat().st_size
         if total > MAX_BYTES:
             raise SkillError(f"{folder}: more than {MAX_BYTES} bytes in all (SEP-2640's limit per skill)")
-        files.append(_file(rel, file.read_bytes()))
+        files.append(file_of(rel, file.read_bytes()))
     files.sort(key=lambda f: (f.path != MANIFEST, f.path))
     try:
         meta = frontmatter.read(files[0].data.decode("utf-8"))
@@ -220,7 +220,8 @@ def _relative(path: str) -> bool:
     return bool(path) and "\\" not in path and all(s not in ("", ".", "..") for s in path.split("/"))
 
 
-def _file(path: str, data: bytes) -> SkillFile:
+def file_of(path: str, data: bytes) -> SkillFile:
+    """The file at ``path`` in a skill, holding ``data``: its digest, media type and text (when it is text)."""
     mime = "text/markdown" if path.endswith(MANIFEST) else _media_type(path)
     text: str | None = None
     if not mime.startswith(_BINARY) or mime == "application/octet-stream":

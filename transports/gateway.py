@@ -1,5 +1,6 @@
 """A remote child: another MCP server, reached over Streamable HTTP or launched on stdio, served as an ``MCPServer``
-whose tools, resources, resource templates, prompts and completions are the upstream's, for a gateway to mount
+whose tools, resources, resource templates, prompts, completions and skills are the upstream's (its tasks followed by
+``wiremcp.transports.upstream_tasks``, its skills copied by ``wiremcp.transports.upstream_skills``), for a gateway to mount
 (``gateway.mount(remote(url), prefix="x")``) under its own policy: its middleware, scopes, rate limits and audit
 apply to them as to its own.
 
@@ -33,9 +34,12 @@ from wiremcp.prompts import Prompt
 from wiremcp.protocol import TASKS_EXTENSION
 from wiremcp.resources import Resource
 from wiremcp.server import MCPServer
+from wiremcp.skill_set import Source
+from wiremcp.skills import SCHEME, SkillError
 from wiremcp.tools import TaskSupport, Tool, ToolResult
 from wiremcp.transports.upstream import Client, Failed, is_url
 from wiremcp.transports.upstream_link import LEVELS, UpstreamLink
+from wiremcp.transports.upstream_skills import offers_skills, read_skills
 from wiremcp.types import JSONObject
 from wiremcp.uritemplate import UriTemplate
 
@@ -130,6 +134,8 @@ class Catalog:
         self.link: UpstreamLink
         self._reading: dict[str, asyncio.Task[None]] = {}
         self._stale: set[str] = set()
+        self._skills: list[Source] = []
+        """The upstream's skills, served from their copies."""
 
     async def read_all(self, client: Client) -> None:
         """Everything the upstream serves, and how it introduces itself (its version, title and instructions;
@@ -193,14 +199,23 @@ class Catalog:
         else:
             static = await client.list_all("resources/list", "resources") if offered else []
             templates = await client.list_all("resources/templates/list", "resourceTemplates") if offered else []
+            skills = await read_skills(client, self.link.name)
+            own = offers_skills(client)  # its skills' files are served from their copies, not read through
             resources = self.server.resources
+            self._drop_skills()
             resources.static.clear()
-            resources.static.update({str(r["uri"]): self._resource(r) for r in static if r.get("uri")})
+            resources.static.update({str(r["uri"]): self._resource(r) for r in static
+                                     if r.get("uri") and not (own and str(r["uri"]).startswith(SCHEME))})
             resources.templates.clear()
             for described in templates:
                 made_template = self._template(described)
                 if made_template is not None:
                     resources.templates[made_template.uri] = made_template
+            for skill in skills:
+                try:
+                    self._skills.append(self.server.skill_set.add_source(Source(None, [], False, None, made=skill)))
+                except SkillError as exc:
+                    log.warning("upstream %s: skill not served: %s", self.link.name, exc)
             self.server.list_changed("resources")
         if kind != "tools":  # completers follow the prompts' arguments and the templates' variables
             self._complete(client)
@@ -210,9 +225,15 @@ class Catalog:
         served.update(made)
         self.server.list_changed(kind)
 
+    def _drop_skills(self) -> None:
+        for source in self._skills:
+            self.server.skill_set.drop(source)
+        self._skills = []
+
     async def close(self) -> None:
         for task in list(self._reading.values()):
             task.cancel()
+        self._drop_skills()
         for served in (self.server.tools, self.server.prompts, self.server.resources.static,
                        self.server.resources.templates, self.server.completers):
             served.clear()

@@ -116,8 +116,9 @@ def test_conformance_against_a_gateway_whose_fixtures_come_from_a_remote_child(
     passed, failed = scenarios(output)
     assert not failed, output[-4000:]
     assert len(passed) == count, output[-4000:]
-    if spec_version is None:  # the tasks extension's scenarios, each task followed upstream by the gateway
+    if spec_version is None:  # the extensions: each task followed upstream, the skills served from their copies
         assert set(TASK_SCENARIOS) <= set(passed), output[-4000:]
+        assert {name: checks_passed(output, name) for name in SKILL_CHECKS} == SKILL_CHECKS, output[-4000:]
 
 
 @pytest.fixture(scope="module")
