@@ -24,6 +24,7 @@ UPSTREAM = [sys.executable, "-m", "wiremcp", "stdio", "tests/support/skills_upst
 @pytest.mark.parametrize("protocol", ["auto", "2025-11-25"])
 async def test_the_upstreams_skills_are_served_under_the_prefix_from_the_gateways_copy(protocol: str) -> None:
     async with Client(gateway(remote(command=UPSTREAM, protocol=protocol))) as client:
+        assert client.initialize_result is not None
         capabilities = client.initialize_result["capabilities"]
         listed = (await client.request("skills/list"))["skills"]
         got = (await client.request("skills/get", {"uri": "skill://wc/billing/refunds/SKILL.md"}))["skill"]
