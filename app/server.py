@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from wiremcp import apps, composition
+from wiremcp import apps, composition, views
 from wiremcp.completions import Completer
 from wiremcp.component import definition_site
 from wiremcp.definitions import Definitions
@@ -22,6 +22,7 @@ from wiremcp.skill_set import SkillSet, Source
 from wiremcp.skills import from_memory
 from wiremcp.tools import Tool
 from wiremcp.types import JSONObject
+from wiremcp.views import View
 
 M = TypeVar("M", bound=MiddlewareFn)
 
@@ -83,6 +84,8 @@ class MCPServer(Definitions):
         self.skill_set = SkillSet(self.resources, self.resource_updated)
         """The skills served (``skills``, ``skill``, ``add_skill``): their files are resources too."""
         self.completers: dict[tuple[str, str, str], Completer] = {}
+        self.views: dict[str, View] = {}
+        """Named subsets of the catalog, by name, each for the callers of one team (``view``)."""
         self._middleware: list[MiddlewareFn] = []
         self._mounts: list[Mount] = []
         """The servers mounted here (``mount``)."""
@@ -171,6 +174,19 @@ class MCPServer(Definitions):
         self.pipeline = (*self._middleware, *hop)
         for mount in self._mounted_in:
             mount.parent._pipeline_changed()
+
+    def view(self, name: str, *, tools: Sequence[str] = (), prompts: Sequence[str] = (),
+             resources: Sequence[str] = (), scopes: Sequence[str] = (), groups: Sequence[str] = ()) -> None:
+        """A named subset of this server's catalog for one team (``wiremcp.views``): callers holding one of
+        ``scopes``, or in one of ``groups`` (their token's ``groups`` claim), see only the ``tools``, ``prompts``
+        and ``resources`` (shell-style patterns over names and URIs as served here, ``github_*``) of their views.
+        Callers whom no view names see the whole catalog."""
+        where = definition_site()
+        made = views.make(name, where, tools=tools, prompts=prompts, resources=resources, scopes=scopes,
+                          groups=groups)
+        if made.name in self.views:
+            raise DefinitionError(f"{where}: view {made.name} is already defined on {self.name}")
+        self.views[made.name] = made
 
     # -- composition -------------------------------------------------------------------------------
     def mount(self, child: MCPServer, prefix: str | None = None, *, namespace: str | None = None,

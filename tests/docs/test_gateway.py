@@ -13,13 +13,14 @@ import pytest
 from tests.support.docs_pages import DOCS, ENV, accepting, background, block, exec_as_file
 from tests.support.http import free_port
 from tests.support.node import node_bin, node_env
+from wiremcp.principal import Principal
 from wiremcp.transports import Client
 from wiremcp.transports.gateway import readiness_details
 
 pytestmark = pytest.mark.timeout(180)
 
 PAGE = DOCS / "gateway.md"
-CHECKED = {"gateway", "readyz", "http-command", "bridge", "host-entry"}
+CHECKED = {"gateway", "readyz", "http-command", "bridge", "host-entry", "views"}
 
 
 async def test_the_gateway_serves_its_upstreams_tools_beside_its_own_and_reports_the_one_that_is_down(
@@ -44,6 +45,21 @@ async def test_the_gateway_serves_its_upstreams_tools_beside_its_own_and_reports
     assert shown["upstreams"]["notes"] == upstreams["notes"]
     assert shown["upstreams"]["npx -y @modelcontextprotocol/server-memory"].keys() == \
         upstreams["npx -y @modelcontextprotocol/server-memory"].keys()
+
+
+async def test_each_team_sees_the_tools_of_its_view(tmp_path: Path) -> None:
+    server = exec_as_file(PAGE, "views", tmp_path / "gateway.py")["server"]
+
+    async def tools(scopes: frozenset[str] = frozenset(), groups: list[str] | None = None) -> set[str]:
+        claims = {"groups": groups} if groups is not None else {}
+        principal = Principal("https://issuer.test", "someone", scopes=scopes, claims=claims)
+        async with Client(server, principal=principal) as client:
+            return {tool["name"] for tool in await client.list_tools()}
+
+    writers, lab, nobody = await tools(frozenset({"team:writers"})), await tools(groups=["lab"]), await tools()
+    assert writers == {"words_word_count"}
+    assert {"words_word_count", "lab_greet"} <= lab
+    assert nobody == lab  # no view names them: the whole catalog
 
 
 def test_the_host_entry_launches_the_bridge() -> None:
