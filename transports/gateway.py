@@ -38,6 +38,7 @@ from wiremcp.skill_set import Source
 from wiremcp.skills import SCHEME, SkillError
 from wiremcp.tools import TaskSupport, Tool, ToolResult
 from wiremcp.transports.upstream import Client, Failed, is_url
+from wiremcp.transports.upstream_callers import CallerToken
 from wiremcp.transports.upstream_link import LEVELS, UpstreamLink
 from wiremcp.transports.upstream_skills import offers_skills, read_skills
 from wiremcp.types import JSONObject
@@ -53,14 +54,21 @@ REMOTES: weakref.WeakSet[MCPServer] = weakref.WeakSet()
 
 
 def remote(url: str | None = None, *, command: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
-           headers: Mapping[str, str] | None = None, auth: httpx.Auth | None = None, name: str | None = None,
-           protocol: str = "auto", timeout: float = 30.0) -> MCPServer:
+           headers: Mapping[str, str] | None = None, auth: httpx.Auth | None = None,
+           caller_token: CallerToken | None = None, name: str | None = None, protocol: str = "auto",
+           timeout: float = 30.0) -> MCPServer:
     """The server at ``url`` (Streamable HTTP; ``headers`` sent with every request, ``auth`` an ``httpx.Auth`` that
     authenticates them) or the one ``command`` launches (stdio; ``env`` added to the gateway's environment), as a
-    child to mount. ``timeout``: how long one request to it may take. ``name``: what the logs and the health
-    report call it (by default the URL or the command)."""
+    child to mount. ``caller_token``: calls go to ``url`` with the caller's own token, which this async function
+    of the request's context gives (``wiremcp.auth.oauth.upstream_token``: the caller's token at the provider
+    that signed them in), the gateway's ``headers``/``auth`` serving to list what the upstream offers
+    (``wiremcp.transports.upstream_callers``). ``timeout``: how long one request to it may take. ``name``: what
+    the logs and the health report call it (by default the URL or the command)."""
     if (url is None) == (command is None):
         raise DefinitionError(f"{definition_site()}: remote() takes a url or a command: one of them")
+    if caller_token is not None and (url is None or not callable(caller_token)):
+        raise DefinitionError(f"{definition_site()}: remote(caller_token=...) is for a url, and takes an async "
+                              "function of the request's context that gives the caller's token (e.g. upstream_token)")
     if isinstance(command, str):
         raise DefinitionError(f"{definition_site()}: remote(command=...) takes the command as a list of its words, "
                               "e.g. ['npx', '-y', 'pkg']")
@@ -79,7 +87,7 @@ def remote(url: str | None = None, *, command: Sequence[str] | None = None, env:
         catalog = Catalog(server, named=name is not None)
         link = catalog.link = UpstreamLink(str(label), target, protocol=protocol, headers=headers, timeout=timeout,
                                            env=environment, on_connect=catalog.read_all, on_notice=catalog.heard,
-                                           auth=auth)
+                                           auth=auth, caller_token=caller_token)
         running = asyncio.create_task(link.run())
         try:
             await link.attempted.wait()

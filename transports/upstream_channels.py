@@ -292,8 +292,10 @@ class HTTP:
     async def send(self, message: JSON, headers: Mapping[str, str], relay: Relay | None = None) -> JSON | None:
         sent_session = self.session
         try:
+            # A request that brings its own Authorization (a caller's token) is not authenticated as ours too
+            own = httpx.USE_CLIENT_DEFAULT if "Authorization" not in headers else None
             async with self.client.stream("POST", self.url, content=json.dumps(message),
-                                          headers=self.headers(headers)) as response:
+                                          headers=self.headers(headers), auth=own) as response:
                 if message.get("method") == "initialize" and "mcp-session-id" in response.headers:
                     self.session = response.headers["mcp-session-id"]
                 if response.status_code == 404 and sent_session is not None and message.get("method") != "initialize":

@@ -44,6 +44,7 @@ from wiremcp.protocol import META_CAPABILITIES, META_LOG_LEVEL, TASKS_EXTENSION
 from wiremcp.tools import TaskSupport
 from wiremcp.transports import upstream_tasks
 from wiremcp.transports.upstream import Client, Failed, NotAnswered, RPCError, connect
+from wiremcp.transports.upstream_callers import Callers, CallerToken
 from wiremcp.types import JSONObject
 from wiremcp.unavailable import UpstreamUnavailable
 
@@ -105,8 +106,12 @@ class UpstreamLink:
     def __init__(self, name: str, target: str | list[str], *, protocol: str, headers: Mapping[str, str] | None,
                  timeout: float, env: Mapping[str, str] | None,
                  on_connect: Callable[[Client], Awaitable[None]], on_notice: Callable[[JSONObject], None],
-                 auth: httpx.Auth | None = None) -> None:
+                 auth: httpx.Auth | None = None, caller_token: CallerToken | None = None) -> None:
         self.name, self.target, self.protocol, self.headers, self.auth = name, target, protocol, headers, auth
+        self.callers = Callers(name, target, caller_token, protocol=protocol, headers=headers, timeout=timeout,
+                               client_info=CLIENT_INFO, capabilities=CAPABILITIES) \
+            if caller_token is not None and isinstance(target, str) else None
+        """The callers' own sessions, when calls go with the caller's own token (``upstream_callers``)."""
         self.timeout, self.env = timeout, env
         self.on_connect, self.on_notice = on_connect, on_notice
         self.client: Client | None = None
@@ -135,6 +140,13 @@ class UpstreamLink:
 
     async def run(self) -> None:
         """Connect, and connect again whenever the connection is lost, until cancelled."""
+        try:
+            await self._run()
+        finally:
+            if self.callers is not None:
+                await self.callers.close()
+
+    async def _run(self) -> None:
         wait = BACKOFF[0]
         while True:
             try:
@@ -269,7 +281,21 @@ class UpstreamLink:
             raise UpstreamUnavailable(f"upstream {self.name} is not connected")
         if client.stateless and method.startswith("tasks/"):
             params = {**params, "_meta": {**params.get("_meta", {}), META_CAPABILITIES: FOLLOWING_TASKS}}
-        return await self._forward(client, method, params, CallerRelay(ctx) if ctx is not None else None, timeout)
+        client, headers = await self._as_caller(client, ctx)
+        relay = CallerRelay(ctx) if ctx is not None else None
+        return await self._forward(client, method, params, relay, timeout, headers)
+
+    async def _as_caller(self, client: Client, ctx: Context | None) -> tuple[Client, dict[str, str] | None]:
+        """Where a caller's request goes, and with which headers: the caller's own session or token when calls
+        go with the caller's token, else the link's client as it is."""
+        if self.callers is None or ctx is None:
+            return client, None
+        try:
+            routed, headers = await self.callers.route(client, ctx)
+        except Failed as exc:
+            log.warning("upstream %s: a session with the caller's token: %s", self.name, exc)
+            raise UpstreamUnavailable(f"upstream {self.name}: {exc}") from None
+        return routed, headers or None
 
     def background(self, work: Awaitable[None]) -> None:
         """Run ``work`` on its own, kept until it ends."""
@@ -300,13 +326,14 @@ class UpstreamLink:
             if level is not None:
                 meta[META_LOG_LEVEL] = level
             params = {**params, "_meta": meta}
+        client, headers = await self._as_caller(client, ctx)
         passing = ctx is not None and ctx.stateless and ctx.task_id is None and client.stateless
         if passing and ctx is not None and (ctx.input_responses or ctx.request_state is not None):
             params = {**params, "inputResponses": ctx.input_responses}  # the caller's answers to the upstream's
             if ctx.request_state is not None:
                 params["requestState"] = ctx.request_state
         for _ in range(MAX_ROUNDS):
-            result = await self._forward(client, method, params, relay)
+            result = await self._forward(client, method, params, relay, headers=headers)
             if result.get("resultType") != "input_required" or ctx is None:
                 return result
             asks, state = result.get("inputRequests"), result.get("requestState")
@@ -329,10 +356,10 @@ class UpstreamLink:
         return {"status": "down", "reason": reason, "connections": self.connections}
 
     async def _request(self, client: Client, method: str, params: JSONObject, relay: CallerRelay | None,
-                       timeout: float | None) -> JSONObject:
+                       timeout: float | None, headers: dict[str, str] | None) -> JSONObject:
         began, outcome = time.perf_counter(), "unavailable"
         try:
-            result = await client.request(method, params, relay=relay, timeout=timeout)
+            result = await client.request(method, params, relay=relay, timeout=timeout, headers=headers)
             outcome = "ok"
             return result
         except RPCError:
@@ -346,10 +373,10 @@ class UpstreamLink:
             counted[0] += 1
             counted[1] += time.perf_counter() - began
 
-    async def _forward(self, client: Client, method: str, params: JSONObject,
-                       relay: CallerRelay | None, timeout: float | None = None) -> JSONObject:
+    async def _forward(self, client: Client, method: str, params: JSONObject, relay: CallerRelay | None,
+                       timeout: float | None = None, headers: dict[str, str] | None = None) -> JSONObject:
         try:
-            return await self._request(client, method, params, relay, timeout)
+            return await self._request(client, method, params, relay, timeout, headers)
         except RPCError as exc:  # the upstream's JSON-RPC error is the caller's
             raise self._their_error(exc.error) from None
         except asyncio.CancelledError:
@@ -364,5 +391,7 @@ class UpstreamLink:
             if client is self.client and not isinstance(exc, NotAnswered):  # no answer in time: the link stays up
                 self.failure = exc
                 self._lost.set()  # reconnect: the circuit is open until it is back
+            elif client is not self.client and self.callers is not None:  # a caller's own session: a new one next
+                await self.callers.forget(client)
             raise UpstreamUnavailable(f"upstream {self.name}: {exc}") from None
 

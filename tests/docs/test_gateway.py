@@ -13,14 +13,15 @@ import pytest
 from tests.support.docs_pages import DOCS, ENV, accepting, background, block, exec_as_file
 from tests.support.http import free_port
 from tests.support.node import node_bin, node_env
+from wiremcp.mount import mounted_first
 from wiremcp.principal import Principal
 from wiremcp.transports import Client
-from wiremcp.transports.gateway import readiness_details
+from wiremcp.transports.gateway import is_remote, readiness_details
 
 pytestmark = pytest.mark.timeout(180)
 
 PAGE = DOCS / "gateway.md"
-CHECKED = {"gateway", "readyz", "http-command", "bridge", "host-entry", "views"}
+CHECKED = {"gateway", "readyz", "http-command", "bridge", "host-entry", "views", "caller-token"}
 
 
 async def test_the_gateway_serves_its_upstreams_tools_beside_its_own_and_reports_the_one_that_is_down(
@@ -60,6 +61,13 @@ async def test_each_team_sees_the_tools_of_its_view(tmp_path: Path) -> None:
     assert writers == {"words_word_count"}
     assert {"words_word_count", "lab_greet"} <= lab
     assert nobody == lab  # no view names them: the whole catalog
+
+
+def test_the_caller_token_example_defines_a_gateway_that_calls_with_the_users_token(tmp_path: Path) -> None:
+    """Defined only: serving it would call GitHub (``tests/transports/test_upstream_callers.py`` serves
+    ``caller_token`` against a local upstream)."""
+    server = exec_as_file(PAGE, "caller-token", tmp_path / "gateway.py")["server"]
+    assert [is_remote(served) for served in mounted_first(server)] == [True, False]  # the child, then the gateway
 
 
 def test_the_host_entry_launches_the_bridge() -> None:
