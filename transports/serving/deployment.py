@@ -102,7 +102,7 @@ def build_auth(settings: Settings, on_failure: Callable[[str], None] | None = No
             raise ConfigError("introspection needs WIREMCP_AUTH_CLIENT_ID and WIREMCP_AUTH_CLIENT_SECRET")
         verifier = IntrospectionVerifier(endpoint=settings.auth_introspection_url, client_id=settings.auth_client_id,
                                          client_secret=settings.auth_client_secret, audience=settings.auth_resource,
-                                         issuer=settings.auth_issuer)
+                                         issuer=settings.auth_issuer, service_tokens=settings.auth_service_tokens)
     elif settings.auth_static_tokens:
         log.warning("static bearer tokens are for development only")
         with setting("WIREMCP_AUTH_STATIC_TOKENS"):

@@ -214,6 +214,9 @@ class Settings:
     """The client id introspection requests are authenticated with."""
     auth_client_secret: str = ""
     """The client secret introspection requests are authenticated with."""
+    auth_service_tokens: bool = False
+    """With introspection: accept an active token that names no user (a service's own, of the client credentials
+    grant, as a gateway sends) as its client's. Off by default: a token without a subject is refused."""
     auth_static_tokens: tuple[str, ...] = ()
     """Development only: fixed tokens, ``token=subject[:scope scope]``, comma-separated."""
     auth_scopes: tuple[str, ...] = ()
@@ -319,6 +322,7 @@ class Settings:
             auth_introspection_url=_str("WIREMCP_AUTH_INTROSPECTION_URL", d.auth_introspection_url),
             auth_client_id=_str("WIREMCP_AUTH_CLIENT_ID", d.auth_client_id),
             auth_client_secret=_str("WIREMCP_AUTH_CLIENT_SECRET", d.auth_client_secret),
+            auth_service_tokens=_bool("WIREMCP_AUTH_SERVICE_TOKENS", d.auth_service_tokens),
             auth_static_tokens=_list("WIREMCP_AUTH_STATIC_TOKENS", d.auth_static_tokens),
             auth_scopes=_words("WIREMCP_AUTH_SCOPES", d.auth_scopes),
             auth_scopes_supported=_words("WIREMCP_AUTH_SCOPES_SUPPORTED", d.auth_scopes_supported),

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.http import CLIENT_INFO, asgi_request, post_headers, request_body
+from tests.support.http import CLIENT_INFO, asgi_request, post_headers, request_body, serve_in_process
 from tests.support.tasks import Gate, task_server
 from tests.support.tokens import challenge_params
 from wiremcp import MCPServer, Runtime, TaskSettings
 from wiremcp.auth.metadata import WELL_KNOWN
 from wiremcp.request_state import RequestStateSealer
+from wiremcp.transports.asgi import Receive, Scope, SendASGI
 from wiremcp.transports.observability.metrics import Metrics
 from wiremcp.transports.serving.deployment import (
     build_auth,
@@ -106,6 +107,27 @@ def test_incomplete_auth_settings_are_refused_at_startup(options: dict[str, Any]
     """A ``ConfigError``: one line and exit status 2, never a traceback."""
     with pytest.raises(ConfigError, match=complaint):
         build_auth(Settings(**options))
+
+
+@pytest.mark.parametrize(("service_tokens", "status"), [(True, 400), (False, 401)])
+async def test_service_tokens_are_the_clients_only_when_the_setting_says_so(service_tokens: bool, status: int) -> None:
+    """``WIREMCP_AUTH_SERVICE_TOKENS``: an active token that names no user (a gateway's own, of the client
+    credentials grant) is served as its client's, against a real introspection endpoint; without it, refused."""
+
+    async def introspect(scope: Scope, receive: Receive, send: SendASGI) -> None:
+        body = json.dumps({"active": True, "client_id": "the-gateway", "scope": "", "aud": "http://127.0.0.1/mcp",
+                           "iss": ISSUER}).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body})
+
+    async with serve_in_process(introspect) as base:
+        settings = Settings(auth_resource="http://127.0.0.1/mcp", auth_issuer=ISSUER, auth_introspection_url=base,
+                            auth_client_id="the-mcp-server", auth_client_secret="secret",
+                            auth_service_tokens=service_tokens)
+        app = build_http_app(MCPServer("configured"), settings)
+        answer = await asgi_request(app, "POST", json.dumps(request_body(1, "ping")).encode(),
+                                    post_headers(authorization="Bearer the-gateways-token"))
+    assert answer.status == status
 
 
 def test_without_auth_settings_there_is_no_authentication() -> None:
