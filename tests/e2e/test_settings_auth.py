@@ -19,7 +19,7 @@ import pytest
 from joserfc import jwk, jwt
 
 from examples.dev_auth_server import DevAuthServer
-from tests.support.http import READ_BOUND, run_uvicorn
+from tests.support.http import READ_BOUND, run_uvicorn, serve_in_process
 from tests.support.tokens import (
     challenge_params,
     claims_for,
@@ -29,6 +29,7 @@ from tests.support.tokens import (
 )
 from wiremcp.auth.metadata import WELL_KNOWN
 from wiremcp.errors import INTERNAL_ERROR
+from wiremcp.transports.asgi import Receive, Scope, SendASGI
 
 SERVER = "tests.support.tokens:env_server"
 PUBLIC = "https://mcp.example.test/mcp"
@@ -170,3 +171,29 @@ async def test_tokens_are_introspected_as_the_configured_client() -> None:
                 assert unavailable.json()["error"]["code"] == INTERNAL_ERROR
             output = process.output()
     assert "Traceback" not in output, output
+
+
+@pytest.mark.setting("WIREMCP_AUTH_SERVICE_TOKENS")
+@pytest.mark.parametrize("service_tokens", ["1", "0"])
+async def test_a_token_that_names_no_user_is_its_clients_only_with_service_tokens(service_tokens: str) -> None:
+    """``WIREMCP_AUTH_SERVICE_TOKENS=1``: an introspected token without ``sub`` (a gateway's own, of the client
+    credentials grant) is served as its client's; by default it is refused (401)."""
+
+    async def introspect(scope: Scope, receive: Receive, send: SendASGI) -> None:
+        body = json.dumps({"active": True, "client_id": "the-gateway", "scope": "", "aud": PUBLIC,
+                           "iss": "https://as.example.test"}).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body})
+
+    async with serve_in_process(introspect) as endpoint:
+        env = {"WIREMCP_AUTH_RESOURCE": PUBLIC, "WIREMCP_AUTH_ISSUER": "https://as.example.test",
+               "WIREMCP_AUTH_INTROSPECTION_URL": endpoint,
+               "WIREMCP_AUTH_CLIENT_ID": "the-mcp-server", "WIREMCP_AUTH_CLIENT_SECRET": "secret",
+               "WIREMCP_AUTH_SERVICE_TOKENS": service_tokens}
+        with run_uvicorn(SERVER, env) as process:
+            async with httpx.AsyncClient(timeout=READ_BOUND) as http:
+                answer = await call(http, process.url, "the-gateways-token")
+    if service_tokens == "1":
+        assert text(answer).endswith("the-gateway")  # the principal is the client
+    else:
+        refused(answer)
