@@ -22,7 +22,7 @@ from wiremcp import methods
 from wiremcp.errors import InvalidParams, ResourceNotFound
 from wiremcp.scopes import allows, authorize
 from wiremcp.types import JSONObject
-from wiremcp.views import View, shown
+from wiremcp.views import View, ViewKind, shown
 from wiremcp.views import theirs as views_of
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def tool(name: Any, ctx: Context) -> Tool:
     found = ctx.found_tool
     if found is None or found.name != name:
         found = ctx.server.tools.get(_name(name, "tools/call"))
-    if found is None or not in_view(found, ctx):
+    if found is None or not in_view("tools", found.name, ctx):
         raise InvalidParams(f"Unknown tool: {name}")
     check(found, ctx)
     return found
@@ -80,7 +80,7 @@ def called_tool(params: JSONObject, server: MCPServer) -> Tool | None:
 def prompt(name: Any, ctx: Context, method: str = "prompts/get") -> Prompt:
     """The prompt a ``prompts/get`` (or a completion reference) names, if the caller may get it."""
     found = ctx.server.prompts.get(_name(name, method))
-    if found is None or not in_view(found, ctx):
+    if found is None or not in_view("prompts", found.name, ctx):
         raise InvalidParams(f"Unknown prompt: {name}")
     check(found, ctx)
     return found
@@ -92,7 +92,7 @@ def resource(uri: Any, ctx: Context, method: str = "resources/read") -> tuple[Re
     if not isinstance(uri, str) or not uri:
         raise InvalidParams(f"{method} needs a string 'uri'")
     found = ctx.server.resources.find(uri)
-    if found is None or not in_view(found[0], ctx):
+    if found is None or not in_view("resources", found[0].uri, ctx):
         raise ResourceNotFound(uri)
     check(found[0], ctx)
     return found
@@ -101,13 +101,13 @@ def resource(uri: Any, ctx: Context, method: str = "resources/read") -> tuple[Re
 def readable(uri: str, ctx: Context) -> bool:
     """Whether ``uri`` is a resource the caller may read (a listen request's ``resourceSubscriptions``)."""
     found = ctx.server.resources.find(uri)
-    return found is not None and in_view(found[0], ctx) and permits(found[0], ctx)
+    return found is not None and in_view("resources", found[0].uri, ctx) and permits(found[0], ctx)
 
 
 def template(uri: Any, ctx: Context) -> Resource:
     """The resource template a completion reference names (by its URI template), if the caller may read it."""
     found = ctx.server.resources.templates.get(uri) if isinstance(uri, str) else None
-    if found is None or found.template is None or not in_view(found, ctx):
+    if found is None or found.template is None or not in_view("resources", found.uri, ctx):
         raise InvalidParams(f"Unknown resource template: {uri}")
     check(found, ctx)
     return found
@@ -118,7 +118,7 @@ def skill(uri: Any, ctx: Context) -> Skill:
     if not isinstance(uri, str) or not uri:
         raise InvalidParams("skills/get needs a string 'uri'")
     found = ctx.server.skill_set.skills.get(uri)
-    if found is None or not in_view(found, ctx):
+    if found is None or not in_view("resources", found.uri, ctx):
         raise InvalidParams(f"Unknown skill: {uri}", {"uri": uri})
     check(found, ctx)
     return found
@@ -130,7 +130,7 @@ def directory(uri: Any, ctx: Context) -> Directory:
     if not isinstance(uri, str) or not uri:
         raise InvalidParams("resources/directory/read needs a string 'uri'")
     found = ctx.server.skill_set.directory(uri.rstrip("/"))
-    if found is None or not in_view(found, ctx):
+    if found is None or not in_view("resources", found.uri, ctx):
         raise InvalidParams(f"Not a directory: {uri}", {"uri": uri})
     check(found, ctx)
     return found
@@ -156,15 +156,16 @@ def task_visible(record: TaskRecord, ctx: Context) -> bool:
     return made_by is None or permits(made_by, ctx)
 
 
-def visible(items: Sequence[C], ctx: Context) -> Sequence[C]:
-    """What a list shows the caller: what its views show (``wiremcp.views``), and with
+def visible(items: Sequence[C], ctx: Context, kind: ViewKind) -> Sequence[C]:
+    """What a list of ``kind`` shows the caller: what its views show (``wiremcp.views``), and with
     ``filter_lists_by_scope`` (and a principal) only what it may use; otherwise ``items`` itself (the same
     object, so that its page stays cached)."""
     if ctx.principal is None:
         return items
     views = _views(ctx)
     if views is not None:
-        items = [item for item in items if _shown_in(views, item)]
+        named_by = "uri" if kind == "resources" else "name"
+        items = [item for item in items if shown(views, kind, str(getattr(item, named_by)))]
     if not ctx.server.filter_lists_by_scope:
         return items
     return [item for item in items if permits(item, ctx)]
@@ -176,24 +177,11 @@ def _views(ctx: Context) -> list[View] | None:
     return views_of(list(views.values()), ctx.principal) if views and ctx.principal is not None else None
 
 
-def in_view(item: object, ctx: Context) -> bool:
-    """Whether ``item`` (a tool, prompt, resource or template, skill or skill directory) is in the caller's views
-    (all of the catalog is, when no view is theirs)."""
+def in_view(kind: ViewKind, key: str, ctx: Context) -> bool:
+    """Whether the ``kind`` named ``key`` (a tool's or prompt's name, a resource's, template's, skill's or skill
+    directory's URI) is in the caller's views (all of the catalog is, when no view is theirs)."""
     views = _views(ctx)
-    return views is None or _shown_in(views, item)
-
-
-_KINDS = {"Tool": ("tools", "name"), "Prompt": ("prompts", "name"), "Resource": ("resources", "uri"),
-          "Skill": ("resources", "uri"), "Directory": ("resources", "uri")}
-"""What a view matches each kind of item by: its kind of pattern and the attribute it is named by."""
-
-
-def _shown_in(views: list[View], item: object) -> bool:
-    for cls in type(item).__mro__:
-        found = _KINDS.get(cls.__name__)
-        if found is not None:
-            return shown(views, found[0], str(getattr(item, found[1])))
-    return True
+    return views is None or shown(views, kind, key)
 
 
 def named(method: str, params: JSONObject, server: MCPServer) -> Any:

@@ -35,6 +35,7 @@ from wiremcp.protocol import (
 from wiremcp.subscriptions import Filter
 from wiremcp.task_runner import declares_extension, require_extension
 from wiremcp.types import JSONObject
+from wiremcp.views import ViewKind
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
@@ -262,15 +263,16 @@ class Dispatcher:
         """A list changed: its pages are serialized anew."""
         self._pages = {}
 
-    def _listing(self, items: list[Any], params: JSONObject, ctx: Context, key: str) -> JSONObject:
-        visible = access.visible(items, ctx)
+    def _listing(self, items: list[Any], params: JSONObject, ctx: Context, key: str,
+                 kind: ViewKind = "resources") -> JSONObject:
+        visible = access.visible(items, ctx, kind)
         # ``execution.taskSupport`` is for sessions that negotiated 2025-11-25's tasks (the stateless era's
         # tasks are an extension, decided per request).
         return self._page(visible, params, key, everything=visible is items, stateless=not _has_tasks(ctx))
 
     @handles("tools/list")
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._listing(list(self.server.tools.values()), params, ctx, "tools")
+        return self._listing(list(self.server.tools.values()), params, ctx, "tools", "tools")
 
     @handles("tools/call")
     async def _tools_call(self, params: JSONObject, ctx: Context) -> JSONObject:
@@ -331,7 +333,7 @@ class Dispatcher:
     # -- prompts -------------------------------------------------------------------------------
     @handles("prompts/list")
     async def _prompts_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._listing(list(self.server.prompts.values()), params, ctx, "prompts")
+        return self._listing(list(self.server.prompts.values()), params, ctx, "prompts", "prompts")
 
     @handles("prompts/get")
     async def _prompts_get(self, params: JSONObject, ctx: Context) -> JSONObject:

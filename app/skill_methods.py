@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 async def list_skills(params: JSONObject, ctx: Context) -> JSONObject:
     skills = await _served(ctx, "skills/list")
-    return _page(access.visible(list(skills.skills.values()), ctx), params, ctx, "skills")
+    return _page(access.visible(list(skills.skills.values()), ctx, "resources"), params, ctx, "skills")
 
 
 async def get_skill(params: JSONObject, ctx: Context) -> JSONObject:
@@ -31,7 +31,7 @@ async def get_skill(params: JSONObject, ctx: Context) -> JSONObject:
 async def read_directory(params: JSONObject, ctx: Context) -> JSONObject:
     await _served(ctx, "resources/directory/read")
     directory = access.directory(params.get("uri"), ctx)
-    return _page(access.visible(directory.children(), ctx), params, ctx, "resources")
+    return _page(access.visible(directory.children(), ctx, "resources"), params, ctx, "resources")
 
 
 def _page(items: Sequence[Any], params: JSONObject, ctx: Context, key: str) -> JSONObject:

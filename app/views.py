@@ -14,9 +14,12 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from wiremcp.errors import DefinitionError
+
+ViewKind = Literal["tools", "prompts", "resources"]
+"""What a view shows: tools and prompts by name, resources (templates, skills and their folders too) by URI."""
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
@@ -42,7 +45,7 @@ class View:
         member = {str(g) for g in groups} if isinstance(groups, list | tuple) else set()
         return bool(self.scopes.intersection(granted) or self.groups & member)
 
-    def shows(self, kind: str, key: str) -> bool:
+    def shows(self, kind: ViewKind, key: str) -> bool:
         """Whether the view shows the ``kind`` (``tools``, ``prompts``, ``resources``) named ``key``."""
         patterns: tuple[str, ...] = getattr(self, kind)
         return any(fnmatch.fnmatchcase(key, pattern) for pattern in patterns)
@@ -77,6 +80,6 @@ def theirs(views: Sequence[View], principal: Any) -> list[View] | None:
     return found or None
 
 
-def shown(views: Sequence[View] | None, kind: str, key: str) -> bool:
+def shown(views: Sequence[View] | None, kind: ViewKind, key: str) -> bool:
     """Whether one of ``views`` (None: no view applies) shows the ``kind`` named ``key``."""
     return views is None or any(view.shows(kind, key) for view in views)

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from wiremcp.task_runner import RELATED_TASK
+
 JSON = dict[str, Any]
 CLOSE_BOUND = 5.0
 """How long a launched server has to exit once its input ends, and a session's DELETE to be answered."""
@@ -31,8 +33,6 @@ ABOUT_A_REQUEST = frozenset({"notifications/progress", "notifications/message"})
 """The notifications that can be about one of our requests."""
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 """The ``_meta`` key that ties a notification to its ``subscriptions/listen`` request."""
-RELATED_TASK = "io.modelcontextprotocol/related-task"
-"""The ``_meta`` key that ties what a server sends to one of its 2025-11-25 tasks."""
 FOLLOW_BACKOFF = (0.5, 30.0)
 """The first and the longest wait before the standalone stream is opened again."""
 

@@ -25,7 +25,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any
 
 import httpx
 
@@ -297,13 +298,9 @@ class UpstreamLink:
             raise UpstreamUnavailable(f"upstream {self.name}: {exc}") from None
         return routed, headers or None
 
-    def background(self, work: Awaitable[None]) -> None:
+    def background(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` on its own, kept until it ends."""
-
-        async def run() -> None:
-            await work
-
-        task = asyncio.create_task(run())
+        task = asyncio.create_task(work)
         self._chores.add(task)
         task.add_done_callback(self._chores.discard)
 
