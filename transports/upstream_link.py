@@ -275,15 +275,16 @@ class UpstreamLink:
         return result if task is None else await upstream_tasks.follow(self, task, ctx)
 
     async def request(self, method: str, params: JSONObject, ctx: Context | None = None,
-                      timeout: float | None = None) -> JSONObject:
-        """One request sent on as it is (``ctx``: the caller to whom what the upstream sends about it goes)."""
+                      timeout: float | None = None, relayed: bool = True) -> JSONObject:
+        """One request sent on as it is, as ``ctx``'s caller's (with their own token, when calls go with it);
+        what the upstream sends about it goes to that caller unless not ``relayed``."""
         client = self.client
         if client is None:
             raise UpstreamUnavailable(f"upstream {self.name} is not connected")
         if client.stateless and method.startswith("tasks/"):
             params = {**params, "_meta": {**params.get("_meta", {}), META_CAPABILITIES: FOLLOWING_TASKS}}
         client, headers = await self._as_caller(client, ctx)
-        relay = CallerRelay(ctx) if ctx is not None else None
+        relay = CallerRelay(ctx) if ctx is not None and relayed else None
         return await self._forward(client, method, params, relay, timeout, headers)
 
     async def _as_caller(self, client: Client, ctx: Context | None) -> tuple[Client, dict[str, str] | None]:

@@ -60,7 +60,7 @@ async def follow(link: UpstreamLink, task: JSONObject, ctx: Context) -> JSONObje
             return await _poll(link, task_id, task, ctx)
         return await link.request("tasks/result", {"taskId": task_id}, ctx, timeout=RESULT_WAIT)
     except asyncio.CancelledError:
-        _cancel(link, task_id)
+        _cancel(link, task_id, ctx)
         raise
 
 
@@ -126,11 +126,12 @@ def _error(given: Any, name: str) -> MCPError:
                     str(error.get("message") or f"upstream {name}: the task failed"), error.get("data"))
 
 
-def _cancel(link: UpstreamLink, task_id: str) -> None:
-    """Cancel the upstream's task, without waiting (the caller's cancellation is not held up by it)."""
+def _cancel(link: UpstreamLink, task_id: str, ctx: Context) -> None:
+    """Cancel the upstream's task as its caller (the task is theirs there too), without waiting (the caller's
+    cancellation is not held up by it)."""
 
     async def cancel() -> None:
         with contextlib.suppress(Exception):
-            await link.request("tasks/cancel", {"taskId": task_id})
+            await link.request("tasks/cancel", {"taskId": task_id}, ctx, relayed=False)
 
     link.background(cancel())

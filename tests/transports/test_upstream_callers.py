@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.http import UvicornProcess, run_uvicorn
+from tests.support.tasks import connect, start
 from tests.support.whoami_server import TOKENS
 from wiremcp import Context, MCPError, MCPServer
 from wiremcp.errors import DefinitionError
@@ -56,7 +57,7 @@ async def test_each_call_reaches_the_upstream_as_the_person_who_made_it(upstream
         answers = await asyncio.gather(*(client.call_tool("up_whoami") for client in (alice, bob, alice, bob)))
         listed = [tool["name"] for tool in await alice.list_tools()]
     assert [answer["content"][0]["text"] for answer in answers] == ["alice", "bob", "alice", "bob"]
-    assert listed == ["up_whoami"]  # listed with the gateway's own token
+    assert listed == ["up_whoami", "up_hold", "up_outcome"]  # listed with the gateway's own token
 
 
 @pytest.mark.parametrize("protocol", ["auto", "2025-11-25"])
@@ -67,6 +68,16 @@ async def test_a_caller_without_a_token_of_their_own_is_told_so(upstream: Uvicor
     assert refused.value.code == -32600
     assert refused.value.message == ("upstream " + upstream.url + " is called with your own token, and there is "
                                      "none for you: not signed in at the upstream")
+
+
+async def test_a_task_the_caller_cancels_is_cancelled_upstream_as_theirs(upstream: UvicornProcess) -> None:
+    """The upstream's task is the caller's there too: it is followed, and cancelled, with the caller's token (the
+    gateway's own would be told there is no such task)."""
+    async with connect(gateway(upstream, "auto"), principal="alice") as alice:
+        task = await start(alice, "up_hold", {"name": "alice-cancels"})
+        await alice.request("tasks/cancel", {"taskId": task["taskId"]})
+        ended = await alice.call_tool("up_outcome", {"name": "alice-cancels"})
+    assert ended["content"][0]["text"] == "cancelled"
 
 
 def test_caller_token_is_for_a_url_and_a_function() -> None:
