@@ -1,12 +1,22 @@
-"""Graceful drain on SIGTERM: stop taking new sessions, let calls in flight finish, then close every
-stream resumably (with ``retry``) so that clients reconnect, through the load balancer, elsewhere.
+"""Graceful drain on SIGTERM: stop taking new connections, let calls in flight finish, then close every
+stream resumably (with ``retry``) so that clients reconnect, through the load balancer, elsewhere, and
+exit without closing a connection a proxy may be writing a request on.
 
-uvicorn, on SIGTERM, stops accepting connections and waits (``--timeout-graceful-shutdown``) for the
-open ones before it runs the lifespan shutdown; SSE streams never end by themselves, so the drain has
-to start at the signal, not at the lifespan. It chains onto uvicorn's signal handlers (and tells
-sse-starlette to leave the streams to it), and runs:
+uvicorn, on SIGTERM, stops accepting connections, closes the idle ones at once and waits
+(``--timeout-graceful-shutdown``) for the others before it runs the lifespan shutdown. Two things in that
+are wrong for a replica behind a load balancer: SSE streams never end by themselves, so the drain has to
+start at the signal, not at the lifespan; and an idle keep-alive connection closed by the server races a
+proxy that has just written a request on it (nginx, rightly, does not send a POST again: its client gets
+a 502). So the drain chains onto uvicorn's signal handlers (and tells sse-starlette to leave the streams to
+it), holds uvicorn's exit back, and runs:
 
-1. ``draining`` on: ``initialize`` (and a new HTTP+SSE stream) answers 503, ``/readyz`` says unready;
+0. ``leaving`` on: ``/readyz`` says unready, and every response from now on says ``Connection: close``
+   (``ClosingConnections``), so that no connection it answers is kept for another request; then
+   ``settle_seconds`` (``WIREMCP_DRAIN_SETTLE_SECONDS``) of normal service, for a balancer that reads
+   readiness (Kubernetes) to stop sending new connections here; then the listening sockets close (a proxy
+   connecting now is refused, which is safe to try elsewhere);
+1. ``draining`` on: with sessions in memory, ``initialize`` (and a new HTTP+SSE stream) answers 503 with
+   ``Retry-After`` (a session in a shared store is served: it lives on elsewhere);
 2. ``subscriptions/listen`` requests answer and close; GET streams close with ``retry``;
 3. requests in flight, on every transport and in both eras (the runtime's ``RequestsInFlight``), get
    ``drain_seconds`` to finish (their streams carry their answers);
@@ -15,15 +25,23 @@ sse-starlette to leave the streams to it), and runs:
 5. whatever still streams is closed (Streamable HTTP resumably, HTTP+SSE once what it carries is sent),
    and sse-starlette is told to end the rest.
 
+6. the connections still open are left to close themselves: each one answered since the signal closed
+   after its answer, and an idle one is closed by the proxy (whose idle timeout is shorter than the
+   server's) or by uvicorn's own keep-alive timeout, as at any other time; at most that timeout (5 s by
+   default) plus a second is waited for them. Then uvicorn's exit runs.
+
 Every request has its answer before its stream closes, so no connection holds the process open past the
-drain: uvicorn reaches its lifespan shutdown, and the process exits, ``drain_seconds`` after the signal
-and little more.
+drain: uvicorn reaches its lifespan shutdown, and the process exits ``settle_seconds + drain_seconds`` after
+the signal and a few seconds more. A second SIGTERM or SIGINT exits at once (as uvicorn does: a third
+SIGINT forces it). Served some other way than by uvicorn's ``Server`` (its handlers not found), the drain
+runs at the signal and the server's own exit goes on beside it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import signal
 import weakref
 from collections.abc import Callable
@@ -39,17 +57,28 @@ log = logging.getLogger("wiremcp.drain")
 
 _coordinators: weakref.WeakSet[Drain] = weakref.WeakSet()
 _hooked = False
+_exits: set[asyncio.Task[None]] = set()
+"""The exit in progress (settle, drain, quiet connections, then uvicorn's exit), once a signal started it."""
+_exit_started = False
+
+QUIET_TICK = 0.05
+QUIET_MARGIN = 1.0
+"""Seconds past the server's keep-alive timeout that the exit waits, at most, for idle connections to close."""
 
 
 class Drain:
     """The drain of one app; ``begin`` may be called from a signal handler (any thread)."""
 
     def __init__(self, manager: SessionManager, legacy: LegacySSEEndpoints | None = None, *,
-                 seconds: float = 10.0) -> None:
+                 seconds: float = 10.0, settle_seconds: float = 0.0) -> None:
         self.manager = manager
         self.legacy = legacy
         """The 2024-11-05 HTTP+SSE endpoints, when served: their streams end after the cut-off answers."""
         self.seconds = seconds
+        self.settle_seconds = settle_seconds
+        """After the signal, how long the replica goes on serving, unready, before it stops accepting."""
+        self.leaving = False
+        """Set at the signal: ``/readyz`` is unready and every response closes its connection."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._signalled = False
@@ -66,8 +95,9 @@ class Drain:
         _hook_uvicorn()
 
     def begin(self) -> None:
-        """Start draining (from uvicorn's exit signal)."""
+        """Start draining now (from the exit signal, when uvicorn's exit is not held for it)."""
         self._signalled = True
+        self.leaving = True
         loop = self._loop
         if loop is None or loop.is_closed() or self._task is not None:
             return
@@ -91,8 +121,9 @@ class Drain:
             await self.done.wait()
             return
         manager.draining = True
+        self.leaving = True
         try:
-            log.info("draining: no new sessions; %d requests in flight get up to %.1fs",
+            log.info("draining: %d requests in flight get up to %.1fs",
                      len(manager.server.runtime.requests), self.seconds)
             left = await shut_down(manager.server, grace=self.seconds, quiesce=self._quiesce)
             for live in list(manager.live.values()):
@@ -120,6 +151,71 @@ class Drain:
             live.close_followers()
 
 
+class UvicornExit:
+    """uvicorn's exit (its ``Server.handle_exit``), held back while the drains run, and the parts of its
+    ``Server`` the exit needs: its listening sockets and its open connections."""
+
+    __slots__ = ("handle_exit", "server")
+
+    def __init__(self, handle_exit: Callable[[int, FrameType | None], Any], server: Any) -> None:
+        self.handle_exit = handle_exit
+        self.server = server
+
+    @classmethod
+    def of(cls, handler: Any) -> UvicornExit | None:
+        """The held exit of a signal handler that is a uvicorn ``Server``'s, else None."""
+        server = getattr(handler, "__self__", None)
+        state = getattr(server, "server_state", None)
+        # (Its listening sockets are made after the lifespan startup, where the handlers are chained.)
+        if getattr(handler, "__name__", None) != "handle_exit" or not isinstance(getattr(state, "connections", None), set):
+            return None
+        return cls(handler, server)
+
+    def stop_accepting(self) -> None:
+        """Close the listening sockets: a proxy's new connection is refused (safe to try elsewhere)."""
+        for listening in getattr(self.server, "servers", ()):
+            listening.close()
+
+    @property
+    def connections(self) -> int:
+        return len(self.server.server_state.connections)
+
+    @property
+    def keep_alive_seconds(self) -> float:
+        return float(getattr(self.server.config, "timeout_keep_alive", 5))
+
+    async def quiet(self) -> int:
+        """Wait for the open connections to close themselves, ``keep_alive_seconds`` and a margin at most;
+        returns how many were still open."""
+        for _ in range(math.ceil((self.keep_alive_seconds + QUIET_MARGIN) / QUIET_TICK)):
+            if not self.connections:
+                break
+            await asyncio.sleep(QUIET_TICK)  # uvicorn's connection set has no event to wait on
+        return self.connections
+
+
+async def leave(drains: list[Drain], held: UvicornExit, signum: int) -> None:
+    """The exit of a process served by uvicorn, from the first signal: unready with connections closing
+    after each answer, the settle delay, no new connections, the drains, the connections left to close,
+    then uvicorn's own exit."""
+    try:
+        for drain in drains:
+            drain._signalled = True
+            drain.leaving = True
+        settle = max(drain.settle_seconds for drain in drains)
+        if settle > 0:
+            log.info("leaving: unready; serving for %.1fs more before closing the listening socket", settle)
+            await asyncio.sleep(settle)  # the settle delay itself: the balancer's time to stop sending here
+        held.stop_accepting()
+        await asyncio.gather(*(drain.run() for drain in drains), return_exceptions=True)
+        if (left := await held.quiet()):
+            log.info("%d connections still open after the drain are closed now", left)
+    except Exception:
+        log.exception("the drain failed; exiting")
+    finally:
+        held.handle_exit(signum, None)
+
+
 def _hook_uvicorn() -> None:
     """Chain onto the exit signal handlers uvicorn installed (it binds them before the app starts, so
     they are wrapped where they are registered); sse-starlette then leaves the streams to the drain."""
@@ -138,9 +234,28 @@ def _hook_uvicorn() -> None:
 
 
 def _chained(previous: Callable[[int, FrameType | None], Any]) -> Callable[[int, FrameType | None], None]:
+    held = UvicornExit.of(previous)
+
     def handler(signum: int, frame: FrameType | None) -> None:
-        for drain in list(_coordinators):
-            drain.begin()
-        previous(signum, frame)
+        global _exit_started
+        drains = [drain for drain in _coordinators if drain._loop is not None and not drain._loop.is_closed()]
+        if held is None or _exit_started or not drains:
+            # Not uvicorn's Server, or a second signal: the drains start (if they have not) and the exit goes on.
+            for drain in list(_coordinators):
+                drain.begin()
+            previous(signum, frame)
+            return
+        loop = drains[0]._loop
+        assert loop is not None
+
+        def start() -> None:
+            task = loop.create_task(leave(drains, held, signum), name="wiremcp exit")
+            _exits.add(task)
+            task.add_done_callback(_exits.discard)
+
+        _exit_started = True
+        for drain in drains:
+            drain.leaving = True  # unready from the signal on, not from the loop's next turn
+        loop.call_soon_threadsafe(start)
 
     return handler

@@ -31,7 +31,8 @@ class MCPHttpApp:
                  legacy_sse_path: str | None = "/sse", legacy_messages_path: str = "/messages",
                  allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
                  allowed_origins: Iterable[str] = LOOPBACK_ORIGINS,
-                 authenticate: Callable[[ASGIApp], ASGIApp] | None = None, drain_seconds: float = 10.0) -> None:
+                 authenticate: Callable[[ASGIApp], ASGIApp] | None = None, drain_seconds: float = 10.0,
+                 drain_settle_seconds: float = 0.0) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
         self.backend = server.runtime.backend
@@ -41,7 +42,7 @@ class MCPHttpApp:
         """Run after the backend has started (e.g. agreeing on shared keys)."""
         self.legacy = LegacySSEEndpoints(self.manager, messages_path=legacy_messages_path, options=options) \
             if legacy_sse_path else None
-        self.drain = Drain(self.manager, self.legacy, seconds=drain_seconds)
+        self.drain = Drain(self.manager, self.legacy, seconds=drain_seconds, settle_seconds=drain_settle_seconds)
         self.legacy_sse_path = legacy_sse_path
         self.legacy_messages_path = legacy_messages_path
         self.routes = Routes(self.endpoint, self.path, self.legacy, legacy_sse_path, legacy_messages_path)
@@ -51,7 +52,8 @@ class MCPHttpApp:
 
     @property
     def draining(self) -> bool:
-        return self.manager.draining
+        """Whether the process is going away (from the exit signal on): unready."""
+        return self.drain.leaving or self.manager.draining
 
     async def __call__(self, scope: Scope, receive: Receive, send: SendASGI) -> None:
         kind = scope["type"]

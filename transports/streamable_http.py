@@ -208,7 +208,7 @@ class StreamableHTTPEndpoint:
 
     async def _initialize(self, inbound: Inbound, caller: Caller, scope: Scope, send: SendASGI) -> None:
         request = inbound.request
-        if self.manager.draining:
+        if self.manager.draining and not self.manager.shared:  # a shared session lives on elsewhere
             await refuse(send, SHUTTING_DOWN, id=request.id)
             return
         try:

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -140,12 +140,12 @@ def stop_process(proc: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def run_uvicorn(server: str, env: Mapping[str, str] | None = None, *, attempts: int = 3,
-                app: str = "app:asgi") -> Iterator[UvicornProcess]:
+                app: str = "app:asgi", options: Sequence[str] = ()) -> Iterator[UvicornProcess]:
     """``python -m uvicorn app:asgi`` (or ``app``, e.g. ``wiremcp:asgi``) serving ``server`` (``MODULE:ATTR``)
-    at /mcp, cwd = the repo root."""
+    at /mcp, cwd = the repo root; ``options`` go on uvicorn's command line."""
     with _serving(server, env, attempts, lambda port: [
             sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
-            "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2"]) as running:
+            "--log-level", "warning", "--no-access-log", "--timeout-graceful-shutdown", "2", *options]) as running:
         yield running
 
 

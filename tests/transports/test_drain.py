@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -38,6 +39,7 @@ from tests.support.http import (
     parse_sse,
     post_headers,
     request_body,
+    run_uvicorn,
     run_wiremcp_http,
     serve_in_process,
 )
@@ -298,3 +300,94 @@ async def test_sigterm_waits_for_a_legacy_sse_call_and_ends_a_hung_one_within_th
     answers = {message["id"]: message for message in rest}
     assert answers[2]["result"]["content"] == [{"type": "text", "text": "rested"}], rest
     assert answers[3] == cut_off(3), rest
+
+
+# == behind a proxy that keeps its connections ==========================================================
+
+class KeptConnection:
+    """One HTTP/1.1 connection kept open between requests, as a proxy's pool keeps it (nginx ``keepalive``):
+    the test decides which connection each request goes on."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, port: int) -> KeptConnection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
+
+    async def request(self, method: str, path: str, body: bytes = b"",
+                      headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        head = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}",
+                *(f"{name}: {value}" for name, value in (headers or {}).items())]
+        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        await self.writer.drain()
+        raw = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), READ_BOUND)
+        status_line, *lines = raw.decode("latin-1").split("\r\n")
+        answer = {name.strip().lower(): value.strip()
+                  for name, _, value in (line.partition(":") for line in lines if line)}
+        content = await asyncio.wait_for(self.reader.readexactly(int(answer.get("content-length", "0"))), READ_BOUND)
+        return int(status_line.split()[1]), answer, content
+
+    async def post_echo(self, text: str) -> tuple[int, dict[str, str], bytes]:
+        call = Call("tools/call", with_meta({"name": "echo", "arguments": {"text": text}}))
+        return await self.request("POST", "/mcp", json.dumps(call.body()).encode(), call.all_headers())
+
+    async def closed_by_server(self) -> bool:
+        return await asyncio.wait_for(self.reader.read(1), READ_BOUND) == b""
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def refuses_connections(port: int) -> bool:
+    try:
+        connection = await KeptConnection.open(port)
+    except OSError:
+        return True
+    connection.close()
+    return False
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.setting("WIREMCP_DRAIN_SETTLE_SECONDS")
+async def test_after_sigterm_no_connection_a_proxy_keeps_is_closed_under_a_request() -> None:
+    """What nginx in front of a replica relies on (it never sends a POST again once it went out, so a kept
+    connection the replica closes just as a POST is written on it is a 502 for the client). After SIGTERM the
+    replica is unready at once, goes on serving for ``WIREMCP_DRAIN_SETTLE_SECONDS`` with ``Connection: close``
+    on every answer, then refuses new connections (the proxy tries another replica: safe). A connection kept
+    idle since before the signal is never closed by the replica while the proxy may use it: a POST on it after
+    the listening socket closed is answered, and only then does the connection close."""
+    with run_uvicorn(SETTINGS_SERVER, {"WIREMCP_DRAIN_SECONDS": "1", "WIREMCP_DRAIN_SETTLE_SECONDS": "1"},
+                     options=["--timeout-keep-alive", "60"]) as process:
+        kept = await KeptConnection.open(process.port)
+        status, headers, body = await kept.post_echo("before")
+        assert status == 200, (status, headers)
+        assert headers.get("connection") != "close", headers
+        assert json.loads(body)["result"]["content"][0]["text"] == "before"
+
+        process.process.send_signal(signal.SIGTERM)
+
+        async def unready_and_closing() -> bool:
+            probe = await KeptConnection.open(process.port)
+            try:
+                status, headers, _ = await probe.request("GET", "/readyz")
+            finally:
+                probe.close()
+            assert status == 503 or headers.get("connection") != "close", "an answer closed its connection " \
+                "while the replica still said it was ready"
+            return status == 503 and headers.get("connection") == "close"
+
+        await until(unready_and_closing, what="/readyz unready, its answer closing the connection")
+        await until(lambda: refuses_connections(process.port), what="new connections refused after the settle delay")
+
+        status, headers, body = await kept.post_echo("after")
+        assert status == 200, (status, headers, body)
+        assert headers.get("connection") == "close", headers
+        assert json.loads(body)["result"]["content"][0]["text"] == "after"
+        assert await kept.closed_by_server()
+        kept.close()
+        await asyncio.to_thread(process.process.wait, EXIT_BOUND)
+        assert process.process.returncode in (0, -signal.SIGTERM), process.output()
+        assert "Traceback" not in process.output(), process.output()

@@ -139,7 +139,8 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
                      max_sessions=settings.max_sessions,
                      legacy_sse_path="/sse" if settings.legacy_sse and redis is None else None,
                      allowed_hosts=settings.allowed_hosts, allowed_origins=settings.allowed_origins,
-                     authenticate=authenticate, drain_seconds=settings.drain_seconds)
+                     authenticate=authenticate, drain_seconds=settings.drain_seconds,
+                     drain_settle_seconds=settings.drain_settle_seconds)
     checks: dict[str, ReadinessCheck] = {}
     if redis is not None:
         checks["redis"] = redis.link.ping
@@ -150,7 +151,10 @@ def build_http_app(server: MCPServer, settings: Settings) -> ASGIApp:
     with setting("WIREMCP_TRUSTED_PROXIES"):
         trusted = TrustedProxies(settings.trusted_proxies)
     served = None if oauth is None else oauth.wrap(mcp)
-    return ForwardedHeaders(build_operations(mcp, metrics, checks or None, served), trusted)
+    from wiremcp.transports.closing import ClosingConnections
+
+    closing = ClosingConnections(build_operations(mcp, metrics, checks or None, served), lambda: mcp.draining)
+    return ForwardedHeaders(closing, trusted)
 
 
 def build_redis(settings: Settings) -> RedisBackend | None:

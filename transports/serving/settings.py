@@ -188,6 +188,10 @@ class Settings:
     running are answered with an error on their streams when a client resumes them elsewhere."""
     drain_seconds: float = 10.0
     """On shutdown (SIGTERM), how long requests in flight may finish before their streams are closed."""
+    drain_settle_seconds: float = 0.0
+    """After SIGTERM, how long the replica goes on serving, unready and closing each connection after its
+    answer, before it stops accepting connections and drains: the time a balancer that reads ``/readyz``
+    needs to stop sending it new ones (Kubernetes: a few seconds; a ``preStop`` sleep does the same)."""
     task_ttl_seconds: float = 3600.0
     """How long a task is kept from its creation (a 2025-11-25 client may ask for less, or up to a day)."""
     task_poll_interval_ms: int = 1000
@@ -311,6 +315,7 @@ class Settings:
             replica_id=_str("WIREMCP_REPLICA_ID", d.replica_id),
             replica_lease_seconds=_seconds("WIREMCP_REPLICA_LEASE_SECONDS", d.replica_lease_seconds, zero=False),
             drain_seconds=_seconds("WIREMCP_DRAIN_SECONDS", d.drain_seconds),
+            drain_settle_seconds=_seconds("WIREMCP_DRAIN_SETTLE_SECONDS", d.drain_settle_seconds),
             task_ttl_seconds=_seconds("WIREMCP_TASK_TTL_SECONDS", d.task_ttl_seconds, zero=False),
             task_poll_interval_ms=_int("WIREMCP_TASK_POLL_INTERVAL_MS", d.task_poll_interval_ms, zero=False),
             max_tasks_per_owner=_int("WIREMCP_MAX_TASKS_PER_OWNER", d.max_tasks_per_owner, zero=False),
