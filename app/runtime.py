@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from wiremcp.backend import Backend
@@ -60,6 +61,9 @@ class Runtime:
         self._task_runner: TaskRunner | None = None
         self._task_methods: TaskMethods | None = None
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self.change_writers: list[Callable[[JSONObject], None]] = []
+        """Called with each change published here (``changed``), from any thread: a transport whose sessions
+        are shared writes it into the streams of those that listen (``SessionManager``)."""
         self._skill_watch: asyncio.Task[None] | None = None
         server.served_by(self)
 
@@ -135,6 +139,8 @@ class Runtime:
         for session in list(self._sessions):
             if session.state.wants(message):
                 session.post(message)
+        for write in self.change_writers:
+            write(message)
         self.backend.bus.publish(message)
 
 

@@ -5,6 +5,11 @@ second one is refused with 409, a resumed one takes the stream over). Where sess
 is kept where every replica sees it (``wiremcp.transports.redis.stream_holds``), and lasts a lease: the
 replica serving the stream renews it while the stream is open, so a stream whose replica stopped frees the
 session's GET after one lease at most.
+
+The holds also remember which sessions listen: every session that opened a GET stream, until the session
+ends (``forget``). A notification unrelated to any request (a resource updated, a list changed) is kept in
+the GET stream of each of them whether a stream is open at that moment or not, so that one sent while the
+client reconnects (to another replica, after a drain) is read when it resumes.
 """
 
 from __future__ import annotations
@@ -33,6 +38,14 @@ class StreamHolds(ABC):
     async def release(self, session_id: str, token: str) -> None:
         """Give the hold up, unless another holder took it over (never raises: called as a stream ends)."""
 
+    @abstractmethod
+    async def listening(self) -> list[str]:
+        """The sessions that have held a GET stream (``hold``) and were not forgotten since, in any order."""
+
+    @abstractmethod
+    async def forget(self, session_id: str) -> None:
+        """The session ended: it listens no more (never raises)."""
+
 
 class InMemoryStreamHolds(StreamHolds):
     """The holds of one process's sessions."""
@@ -42,6 +55,7 @@ class InMemoryStreamHolds(StreamHolds):
         self._clock = clock
         self._holds: dict[str, tuple[str, float]] = {}
         """Session id -> (its holder's token, held until then)."""
+        self._listening: set[str] = set()
 
     def _holder(self, session_id: str) -> str | None:
         held = self._holds.get(session_id)
@@ -56,6 +70,7 @@ class InMemoryStreamHolds(StreamHolds):
         if not take_over and self._holder(session_id) is not None:
             return False
         self._holds[session_id] = (token, self._clock() + self.lease)
+        self._listening.add(session_id)
         return True
 
     async def renew(self, session_id: str, token: str) -> bool:
@@ -67,3 +82,10 @@ class InMemoryStreamHolds(StreamHolds):
     async def release(self, session_id: str, token: str) -> None:
         if self._holder(session_id) == token:
             del self._holds[session_id]
+
+    async def listening(self) -> list[str]:
+        return list(self._listening)
+
+    async def forget(self, session_id: str) -> None:
+        self._listening.discard(session_id)
+        self._holds.pop(session_id, None)

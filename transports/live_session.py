@@ -37,8 +37,8 @@ class LiveSession:
                  link: ReplicaLink | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         assert state.id is not None
         if link is not None and events is not None and events.shared:
-            # Any replica may write the GET stream; server-wide notifications reach it through the
-            # bus on the replica holding it (``SessionManager.bus_event``), not through this copy.
+            # Any replica may write the GET stream; server-wide notifications are written there by the
+            # replica that published them (``SessionManager.change_published``), not through this copy.
             self.standalone: EventChannel = SharedChannel(state.id, STANDALONE_STREAM, events)
             self.session = ServerSession(server, state, request_ids=link.request_ids(), clock=clock)
         else:

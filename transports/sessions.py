@@ -38,6 +38,10 @@ def new_session_id() -> str:
     return secrets.token_urlsafe(32)
 
 
+WRITE_BATCH = 64
+"""Sessions a change is written to at once (their states read and their streams appended concurrently)."""
+
+
 class SessionLimitReached(Exception):
     pass
 
@@ -60,14 +64,17 @@ class SessionManager(ClusterEvents):
         self._reaper: asyncio.Task[None] | None = None
         self.draining = False
         """Set on shutdown: no new sessions (503), streams are closed so that clients reconnect elsewhere."""
-        self.get_streams: dict[str, int] = {}
-        """Sessions whose GET stream this process holds (shared mode), with how many readers."""
         self._background: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._writing = asyncio.Lock()
+        """Changes published here are written one after the other, in the order they were published."""
         self.release_rule = FallFromPeak()
         """When the memory of ended sessions goes back to the system (``_give_back``): the live count is
         followed as sessions are added and checked at each sweep."""
         if self.link is not None:
             self.link.listen(self)
+        if self.shared:
+            server.runtime.change_writers.append(self.change_published)
 
     @property
     def shared(self) -> bool:
@@ -129,6 +136,7 @@ class SessionManager(ClusterEvents):
         await self._end_tasks(session_id)
         found = await self.store.delete(session_id)
         await self.events.drop_session(session_id)
+        await self.backend.stream_holds.forget(session_id)
         if self.link is not None:
             await self.link.broadcast_delete(session_id)  # other replicas stop its work and streams
         return found or live is not None
@@ -221,19 +229,46 @@ class SessionManager(ClusterEvents):
         if live is not None:
             live.session.handle_notification(jsonrpc.Notification("notifications/cancelled", params))
 
-    def bus_event(self, event: JSONObject) -> None:
-        """A server-wide notification from any replica: the holder of each GET stream writes it there."""
-        if self.get_streams:
-            self._spawn(self._write_change(event, list(self.get_streams)))
+    # -- changes published here, for the sessions of every replica ------------------------------------
+    def change_published(self, event: JSONObject) -> None:
+        """A server-wide notification published on this replica (``Runtime.changed``; from any thread): this
+        replica writes it into the GET stream of every session that listens and wants it, on whichever
+        replica that stream is open, if it is open at all (a client reconnecting reads it when it resumes).
+        Not only the replica holding a stream: one that drains has given its streams up, and no replica holds
+        them until their clients are back."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None and self._loop in (None, running):
+            self._loop = running
+            self._spawn(self._write_change(event))
+        elif self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(lambda: self._spawn(self._write_change(event)))
+        else:
+            log.warning("a change published before any session was served was not written to any session: %s",
+                        event.get("method"))
 
-    async def _write_change(self, event: JSONObject, session_ids: list[str]) -> None:
-        for sid in session_ids:
+    async def _write_change(self, event: JSONObject) -> None:
+        async with self._writing:
             try:
-                state = await self.store.get(sid)
-                if state is not None and state.wants(event):
-                    await self.events.append_next(sid, STANDALONE_STREAM, event)
+                listening = await self.backend.stream_holds.listening()
             except StoreUnavailable as exc:
-                log.warning("a change notification for session %s was lost: %s", sid, exc)
+                log.warning("a change notification (%s) was lost for every session: %s", event.get("method"), exc)
+                return
+            for start in range(0, len(listening), WRITE_BATCH):
+                batch = listening[start:start + WRITE_BATCH]
+                await asyncio.gather(*(self._write_to(sid, event) for sid in batch))
+
+    async def _write_to(self, sid: str, event: JSONObject) -> None:
+        try:
+            state = await self.store.get(sid)
+            if state is None:
+                await self.backend.stream_holds.forget(sid)  # ended (expired) since it listened
+            elif state.wants(event):
+                await self.events.append_next(sid, STANDALONE_STREAM, event)
+        except StoreUnavailable as exc:
+            log.warning("a change notification for session %s was lost: %s", sid, exc)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -254,6 +289,9 @@ class SessionManager(ClusterEvents):
                 log.exception("session expiry failed")
 
     async def close(self) -> None:
+        writers = self.server.runtime.change_writers
+        if self.change_published in writers:
+            writers.remove(self.change_published)
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -156,13 +156,10 @@ class SharedStreams:
         polling = at_least(live.version, PRIMING_SINCE)
         follower = Follower()
         standalone = stream == STANDALONE_STREAM
-        holders = self.manager.get_streams
         link, events = self.link, self.events
 
         async def stream_events() -> AsyncIterator[sse.Event]:
             live.followers.add(follower)
-            if standalone:
-                holders[live.id] = holders.get(live.id, 0) + 1
             answered = False
             try:
                 async for seq, message in follow(events, link, live.id, stream, first, after, follower,
@@ -174,11 +171,5 @@ class SharedStreams:
                     yield sse.retry_hint(retry)  # closed early: say when to come back
             finally:
                 live.followers.discard(follower)
-                if standalone:
-                    left = holders.get(live.id, 1) - 1
-                    if left > 0:
-                        holders[live.id] = left
-                    else:
-                        holders.pop(live.id, None)
 
         await sse.serve_sse(stream_events(), scope, receive, send, keepalive=self.keepalive, counted=live)

@@ -427,3 +427,18 @@ async def test_the_link_names_this_process_among_the_replicas(backend: Backend) 
     assert link.owner_of(first) == link.replica
     assert link.owner_of(7) is None
 
+
+async def test_a_session_listens_from_its_first_get_stream_until_it_is_forgotten(backend: Backend) -> None:
+    """Where a change is kept for a session whose GET stream is between two connections: every session that
+    held one, the stream open or not, until the session ends."""
+    holds = backend.stream_holds
+    other = SID + "-other"
+    assert await holds.listening() == []
+    assert await holds.hold(SID, "a", take_over=False)
+    await holds.release(SID, "a")
+    assert await holds.hold(other, "b", take_over=False)
+    assert sorted(await holds.listening()) == sorted({SID, other})
+    await holds.forget(SID)
+    assert await holds.listening() == [other]
+    await holds.forget(SID)  # twice: nothing to do
+    assert await holds.listening() == [other]

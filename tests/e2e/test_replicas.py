@@ -133,6 +133,37 @@ async def test_every_request_of_a_session_may_land_on_either_replica(
                                    ("POST", B, 200), ("DELETE", B, 200), ("POST", A, 404)]), mine
 
 
+async def test_a_change_made_while_no_get_stream_is_open_is_read_when_the_stream_resumes_on_the_other_replica(
+        balanced: Balanced, http: httpx.AsyncClient) -> None:
+    """What the server tells a session outside any request is kept in its GET stream whether a stream is open
+    or not: a resource update and a list change made on B while the client was between two connections (its
+    replica drained, say) are replayed, in order, when it resumes with ``Last-Event-ID``, here on B."""
+    await balanced.to(A)
+    session = await initialize(http, balanced.url)
+    uri = f"fixture://watched/{next(_names)}"
+    await balanced.to(B)
+    subscribed = await session.request("resources/subscribe", {"uri": uri})
+    assert subscribed.status_code == 200, subscribed.text
+    await balanced.to(A)
+    async with session.stream_get() as get:
+        assert get.status_code == 200
+        priming = await SSEReader(get).next()
+    assert priming.id is not None
+
+    await balanced.to(B)
+    assert await session.tool("touch", uri=uri) == f"touched {uri}"
+    await balanced.to(A)
+    assert (await session.tool("add_tool", name=f"extra{next(_names)}")).startswith("added")
+
+    await balanced.to(B)
+    async with session.stream_get(priming.id) as resumed:
+        assert resumed.status_code == 200
+        events = SSEReader(resumed)
+        assert await events.message() == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                                          "params": {"uri": uri}}
+        assert await events.message() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
 async def test_cancelling_on_one_replica_stops_the_call_running_on_the_other(
         balanced: Balanced, http: httpx.AsyncClient) -> None:
     await balanced.to(A)

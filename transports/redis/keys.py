@@ -79,6 +79,17 @@ class Keys:
     def session_indexes(self) -> list[str]:
         return [self.session_index(shard) for shard in range(self.session_shards)]
 
+    def listening(self, sid: str) -> str:
+        """Set: the sessions that opened a GET stream (``StreamHolds.listening``), the shard ``sid`` is in."""
+        return self.listening_index(_shard(sid, self.session_shards))
+
+    def listening_index(self, shard: int) -> str:
+        return f"{self.prefix}:listening:{{{shard}}}"
+
+    @property
+    def listening_indexes(self) -> list[str]:
+        return [self.listening_index(shard) for shard in range(self.session_shards)]
+
     # -- what goes to every replica: sharded channels ----------------------------------------------------
     def broadcast(self, subject: str) -> str:
         """Pub/sub: the channel to every replica for messages about ``subject`` (a session or task id)."""
