@@ -11,12 +11,15 @@ import contextlib
 import os
 from dataclasses import dataclass
 
+import orjson
+
 from wiremcp.backend import Backend
 from wiremcp.replicas import life_name
 from wiremcp.request_state import RequestStateSealer, decode_key
 from wiremcp.transports.redis.bus import RedisSubscriptionBus
 from wiremcp.transports.redis.connection import connect, reachable
 from wiremcp.transports.redis.events import RedisEventStore
+from wiremcp.transports.redis.formats import REQUEST_STATE_KEY
 from wiremcp.transports.redis.grants import RedisGrantStore
 from wiremcp.transports.redis.keys import CLUSTER_SHARDS, Keys
 from wiremcp.transports.redis.rate_limits import RedisRateLimits
@@ -64,9 +67,10 @@ class RedisBackend(Backend):
 
     async def share_request_state_key(self, sealer: RequestStateSealer) -> None:
         """Replicas without configured ``requestState`` keys agree on one kept in Redis (the first one
-        to start makes it), so that a multi-round exchange may continue on any replica. A Redis that does
-        not answer yet does not stop the start: the key is asked for again every lease renewal period until
-        it does, and ``request_state_key_shared`` (a readiness check) is False until then."""
+        to start makes it, in the current format; it is never written again), so that a multi-round exchange
+        may continue on any replica. A Redis that does not answer yet does not stop the start: the key is asked
+        for again every lease renewal period until it does, and ``request_state_key_shared`` (a readiness
+        check) is False until then; so is a key of a format this release does not read (``formats``)."""
         try:
             await self._share_request_state_key(sealer)
         except StoreUnavailable:
@@ -85,10 +89,22 @@ class RedisBackend(Backend):
 
     async def _share_request_state_key(self, sealer: RequestStateSealer) -> None:
         key = self.link.keys.request_state_key
-        fresh = base64.urlsafe_b64encode(os.urandom(32))
+        fresh = orjson.dumps(REQUEST_STATE_KEY.stamp({"key": base64.urlsafe_b64encode(os.urandom(32)).decode()}))
         with reachable("request-state key"):
             await self.link.client.set(key, fresh, nx=True)
             shared = await self.link.client.get(key)
         if shared:
-            sealer.use_keys([decode_key(shared.decode() if isinstance(shared, bytes) else shared)])
+            text = _shared_key(shared.decode() if isinstance(shared, bytes) else shared)
+            if text is None:
+                raise StoreUnavailable("request-state key: the one in Redis is of a format this release does not read")
+            sealer.use_keys([decode_key(text)])
         self._shared = True
+
+
+def _shared_key(stored: str) -> str | None:
+    """The key's base64url text from the stored record: format 1 is the text alone, later ones JSON; None if of
+    a format this release does not read (its refusal logged)."""
+    record = orjson.loads(stored) if stored.startswith("{") else {"key": stored}
+    read = REQUEST_STATE_KEY.unstamp(record, "the requestState key") if isinstance(record, dict) else None
+    text = None if read is None else read.get("key")
+    return text if isinstance(text, str) else None

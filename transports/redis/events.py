@@ -6,7 +6,9 @@ writer of a number wins) and numbering goes on after a quiet stream's events exp
 is bounded in length (``MAXLEN ~``) and in age (its events expire ``max_age`` after the last one);
 the numbers live as long as the session may (``counter_ttl``). Each append publishes a wake-up on the
 session's channel, for whoever follows the stream. Every key of a session and its channel share the
-session's hash slot, so that the append is one script in a Redis Cluster too.
+session's hash slot, so that the append is one script in a Redis Cluster too. Each event carries its format's
+number (``formats.EVENT``); a stream holding an event of a format this release does not read is not replayed
+from before that event (its position is unknown here).
 
 A request's stream (numbered by the replica running the request) goes to Redis through that replica's
 outboxes (``transports.redis.outbox``): what Redis cannot take yet is kept and appended in order once it
@@ -33,6 +35,7 @@ from wiremcp.transports.redis.connection import (
     reachable,
     run_script_on_one_connection,
 )
+from wiremcp.transports.redis.formats import EVENT
 from wiremcp.transports.redis.keys import Keys
 from wiremcp.transports.redis.outbox import GAP, MAX_KEPT_BYTES, TAKEN, KeptEvent, Key, Outboxes
 from wiremcp.types import JSONObject, RequestId
@@ -42,7 +45,8 @@ log = logging.getLogger("wiremcp.events")
 # KEYS: the stream, the session's stream index, the session's numbers.
 # ARGV: 1 number ('' = the next), 2 message, 3 owner, 4 request id, 5 MAXLEN, 6 the stream's TTL (ms), 7 the
 # wake-up channel, 8 the stream's name, 9 the wake-up, 10 the numbers' TTL (ms), 11 the publish command,
-# 12 '1' for the stream's last event (nothing is stored after it).
+# 12 '1' for the stream's last event (nothing is stored after it). Each event carries its format's number
+# (formats.EVENT).
 # Returns the event's number; TAKEN if it was taken (then the numbers' TTL is renewed: a write, so that a WAIT after
 # it covers what this primary holds); GAP - newest if it would leave a gap after the newest (a stream whose numbers
 # Redis does not know, new or expired, takes any number).
@@ -56,7 +60,8 @@ if seq <= newest then
   return TAKEN
 end
 if known and seq > newest + 1 then return GAP - newest end
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[5], '0-' .. (seq + 1), 'm', ARGV[2], 'o', ARGV[3], 'r', ARGV[4])
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[5], '0-' .. (seq + 1), 'm', ARGV[2], 'o', ARGV[3], 'r', ARGV[4],
+  FIELD, FORMAT)
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 if ARGV[12] == '1' then redis.call('HSET', KEYS[3], ARGV[8], 'MAX_SEQ') else
   redis.call('HSET', KEYS[3], ARGV[8], seq) end
@@ -65,7 +70,11 @@ redis.call('SADD', KEYS[2], ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[10])
 redis.call(ARGV[11], ARGV[7], ARGV[9])
 return seq
-""".replace("TAKEN", str(TAKEN)).replace("GAP", str(GAP)).replace("MAX_SEQ", str(MAX_SEQ))
+""".replace("TAKEN", str(TAKEN)).replace("GAP", str(GAP)).replace("MAX_SEQ", str(MAX_SEQ)).replace(
+    "FIELD", repr(EVENT.field)).replace("FORMAT", repr(str(EVENT.current)))
+
+
+_FORMAT = EVENT.field.encode()
 
 
 def _seq(entry_id: bytes | str) -> int:
@@ -173,7 +182,12 @@ class RedisEventStore(EventStore):
                 pipe.xrange(key, min=f"(0-{seq + 1}")
                 first, newest, entries = await pipe.execute()
         events: list[StoredEvent] = []
-        for entry_id, fields in entries:
+        for entry_id, stored in entries:
+            number = EVENT.accept(stored.get(_FORMAT), f"event {_seq(entry_id)} of stream {stream} of session "
+                                                      f"{session_id}")
+            if number is None:
+                return None  # a newer release's event: its stream cannot be replayed here
+            fields = EVENT.upgrade(number, stored)
             raw, owner, request = fields.get(b"m", b""), fields.get(b"o", b""), fields.get(b"r", b"")
             events.append(StoredEvent(stream, _seq(entry_id), orjson.loads(raw) if raw else None,
                                       owner.decode() or None, orjson.loads(request) if request else None))

@@ -2,10 +2,12 @@
 that a limit holds for the deployment, not for each replica.
 
 A bucket is one hash, ``<prefix>:rl:<key>`` = ``{t: tokens, at: when they were counted (µs, Redis
-time)}``. Taking a token is one script: refill by the time elapsed times the rate (at most ``burst``), take
-one if there is one, write back, and expire the key when the bucket would be full again (a full bucket and
-no bucket are the same: a new one is full). The script reads Redis's own clock, so replicas whose clocks
-differ agree; two replicas cannot both take the last token.
+time), f: its format's number}`` (``formats.RATE_BUCKET``). Taking a token is one script: refill by the time
+elapsed times the rate (at most ``burst``), take one if there is one, write back, and expire the key when the
+bucket would be full again (a full bucket and no bucket are the same: a new one is full). The script reads
+Redis's own clock, so replicas whose clocks differ agree; two replicas cannot both take the last token. A
+bucket of a format this release does not read is left as it is, and the call fails with 503
+(``StoreUnavailable``) rather than pass uncounted.
 
 A count of calls running is one integer, ``<prefix>:rlc:<key>``, raised by ``enter`` only while below the
 limit and lowered by ``leave`` (deleted at 0), each in one script. Every ``enter`` and ``leave`` gives it
@@ -21,17 +23,20 @@ import math
 
 from wiremcp.rate_limits import RateLimitStore, Taken
 from wiremcp.transports.redis.connection import Redis, reachable
+from wiremcp.transports.redis.formats import RATE_BUCKET
 from wiremcp.transports.redis.keys import Keys
+from wiremcp.unavailable import StoreUnavailable
 
 DEFAULT_RUNNING_TTL = 600.0
 """Seconds a count of calls running lives after its last ``enter`` or ``leave``."""
 
-_TAKE = """
+_TAKE = RATE_BUCKET.lua_readable("readable") + """
 local now = redis.call('TIME')
 local now_us = tonumber(now[1]) * 1000000 + tonumber(now[2])
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local state = redis.call('HMGET', KEYS[1], 't', 'at')
+local state = redis.call('HMGET', KEYS[1], 't', 'at', FIELD)
+if not readable(state[3] or nil) then return {-1, 0, '0', state[3]} end
 local tokens = tonumber(state[1])
 local at = tonumber(state[2])
 if tokens == nil or at == nil then
@@ -51,14 +56,15 @@ end
 local full_ms = math.ceil((burst - tokens) / rate * 1000)
 if full_ms < 1 then full_ms = 1 end
 if full_ms > 1e15 then full_ms = 1e15 end
-redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'at', string.format('%.0f', now_us))
+redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'at', string.format('%.0f', now_us),
+  FIELD, FORMAT)
 redis.call('PEXPIRE', KEYS[1], string.format('%.0f', full_ms))
 return {allowed, math.floor(tokens), string.format('%.17g', retry)}
-"""
+""".replace("FIELD", repr(RATE_BUCKET.field)).replace("FORMAT", repr(str(RATE_BUCKET.current)))
 """Take one token from the bucket KEYS[1] (ARGV[1] tokens a second, at most ARGV[2]): {1 if taken, the
-whole tokens left, the seconds until one is back (0 if taken)}. The clock moving back (a failover to a
-Redis whose clock is behind) refills nothing; the key lives until the bucket is full again (at least
-1 ms, at most 10^15 ms)."""
+whole tokens left, the seconds until one is back (0 if taken)}; {-1, 0, '0', its number} for a bucket of a
+format this release does not read, left as it is. The clock moving back (a failover to a Redis whose clock
+is behind) refills nothing; the key lives until the bucket is full again (at least 1 ms, at most 10^15 ms)."""
 
 _ENTER = """
 local running = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -108,7 +114,11 @@ class RedisRateLimits(RateLimitStore):
         if not 0 < rate < math.inf or burst < 1:
             raise ValueError("RedisRateLimits.take: rate must be positive and finite, burst at least 1")
         with reachable("rate limits"):
-            allowed, remaining, retry = await self._take(keys=[self.bucket_key(key)], args=[repr(float(rate)), burst])
+            allowed, remaining, retry, *number = await self._take(keys=[self.bucket_key(key)],
+                                                                  args=[repr(float(rate)), burst])
+        if allowed == -1:
+            RATE_BUCKET.refuse(number[0] if number else None, f"the rate-limit bucket {key!r}")
+            raise StoreUnavailable(f"rate limits: the bucket {key!r} was written by a newer release")
         return Taken(bool(allowed), int(remaining), float(retry))
 
     async def enter(self, key: str, limit: int) -> bool:

@@ -1,9 +1,9 @@
 """``SessionStore`` on Redis: any replica reads and writes any session; Redis ends idle ones.
 
-A session is one key holding its state as JSON, with the idle timeout as its TTL (renewed when the
-session is written, or read for its owner: another principal's lookup, refused by the manager, renews
-nothing and leaves no copy). Sorted sets (the index shards of ``Keys``) map session ids to their expiry
-times, so that the live-session cap holds across replicas (see ``create``). The session's key and its
+A session is one key holding its state as JSON with its format's number (``formats.SESSION``), with the idle
+timeout as its TTL (renewed when the session is written, or read for its owner: another principal's lookup,
+refused by the manager, renews nothing and leaves no copy). Sorted sets (the index shards of ``Keys``) map
+session ids to their expiry times, so that the live-session cap holds across replicas (see ``create``). The session's key and its
 index entry are in different hash slots: each script touches one of them, so it runs in a Redis Cluster.
 
 Given the link between replicas (``RedisReplicaLink``), each replica keeps a copy of the sessions it recently read
@@ -46,6 +46,7 @@ from wiremcp.replica_link import ClusterEvents
 from wiremcp.session_store import SERVER, Asker, SessionStore, serves
 from wiremcp.state import SessionState
 from wiremcp.transports.redis.connection import Redis, publish, reachable, run_scripts
+from wiremcp.transports.redis.formats import SESSION
 from wiremcp.transports.redis.keys import Keys
 from wiremcp.transports.redis.replica_link import RedisReplicaLink
 from wiremcp.unavailable import StoreUnavailable
@@ -67,18 +68,21 @@ return 1
 """Count a new session (ARGV[1], expiring in ARGV[2] ms) in its index shard, unless the shard already
 holds ARGV[3] live sessions: 1 if counted."""
 
-_TOUCH = """
+_TOUCH = SESSION.lua_readable("readable") + """
+local value = redis.call('GET', KEYS[1])
+if not value then return false end
 if ARGV[2] == '' then
-  local value = redis.call('GET', KEYS[1])
-  if not value then return false end
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   return value
 end
-if redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1], 'XX') == false then return false end
+local decoded, state = pcall(cjson.decode, value)
+if decoded and type(state) == 'table' and not readable(state[FIELD]) then return value end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1], 'XX')
 return ARGV[2]
-"""
+""".replace("FIELD", repr(SESSION.field))
 """Restart a session's idle clock (ARGV[1] ms) and answer its state; with a state (ARGV[2]), store it
-first, only if the session still exists."""
+first, only if the session still exists and is of a format this release reads (else it is answered as it is,
+unchanged: a newer release's session is never written over in an older format)."""
 
 _LOOKUP = """
 local value = redis.call('GET', KEYS[1])
@@ -116,6 +120,12 @@ DEFAULT_FRESH_FOR = 1.0
 """Seconds a replica uses its copy of a session without reading it again (``WIREMCP_SESSION_CACHE_SECONDS``)."""
 MAX_CACHED = 10_000
 """Copies of sessions a replica keeps at most."""
+
+
+def _load(stored: bytes, sid: str) -> SessionState | None:
+    """A session as read, of any format this release reads; None (refused) if of another."""
+    data = SESSION.unstamp(orjson.loads(stored), f"session {sid}")
+    return None if data is None else SessionState.from_dict(data)
 
 
 class _Lookup:
@@ -187,7 +197,8 @@ class RedisSessionStore(SessionStore, ClusterEvents):
             if limit is not None and self._keys.session_shards > 1 and await self._live() > limit:
                 await self._client.zrem(mine, sid)
                 return False
-            await self._client.set(self._keys.session(sid), orjson.dumps(state.to_dict()), px=self._ttl_ms)
+            await self._client.set(self._keys.session(sid), orjson.dumps(SESSION.stamp(state.to_dict())),
+                                   px=self._ttl_ms)
         self._keep(state, started)
         return True
 
@@ -244,8 +255,8 @@ class RedisSessionStore(SessionStore, ClusterEvents):
         renewals: list[tuple[AsyncScript, list[str], list[Any]]] = []
         answers: list[tuple[_Lookup, SessionState | None]] = []
         for lookup, answer in zip(batch, results, strict=True):
-            state, renewed = (None, False) if answer is None else (
-                SessionState.from_dict(orjson.loads(answer[0])), bool(answer[1]))
+            state = None if answer is None else _load(answer[0], lookup.sid)
+            renewed = state is not None and bool(answer[1])
             if self._lookups.get(lookup.sid) is lookup:  # no change announced meanwhile
                 del self._lookups[lookup.sid]
                 if state is None:
@@ -283,9 +294,13 @@ class RedisSessionStore(SessionStore, ClusterEvents):
         assert sid is not None
         self._lookups.pop(sid, None)  # a read under way may predate this write: it fills no copy
         started, heard = self._clock(), self._heard
+        written = orjson.dumps(SESSION.stamp(state.to_dict()))
         try:
             with reachable("session store"):
-                stored = (await run_scripts(self._client, self._renewal(sid, orjson.dumps(state.to_dict()))))[0]
+                stored = (await run_scripts(self._client, self._renewal(sid, written)))[0]
+                if stored is not None and stored != written:  # a newer release's session: left as it is
+                    _load(stored, sid)  # (its refusal logged)
+                    stored = None
                 if stored is not None:
                     await self._announce(sid)
         except BaseException:

@@ -1,8 +1,9 @@
 """``TaskStore`` on Redis: every replica reads, lists, updates and cancels every task.
 
-A task is one hash key, ``{v: version, json: the record}``, expiring (PX) when its TTL from creation
-has elapsed (``default_ttl`` when the task asks for no limit). Updates are compare-and-set on the
-version in a Lua script: read, check the status, write back only if nobody wrote in between (else read
+A task is one hash key, ``{v: version, json: the record, f: its format's number}`` (``formats.TASK``: a
+task of a format this release does not read is unknown here, and never written over), expiring (PX) when its
+TTL from creation has elapsed (``default_ttl`` when the task asks for no limit). Updates are compare-and-set
+on the version in a Lua script: read, check the status, write back only if nobody wrote in between (else read
 again), so concurrent transitions from any number of replicas have exactly one winner. A sorted set per
 principal (score: creation time) lists its tasks; entries whose task has expired are pruned as listing
 meets them, and every create drops the entries older than the longest TTL a task may have. The task and
@@ -32,6 +33,7 @@ from wiremcp.tasks import (
     with_input_request,
 )
 from wiremcp.transports.redis.connection import Redis, reachable
+from wiremcp.transports.redis.formats import TASK
 from wiremcp.transports.redis.keys import Keys
 from wiremcp.types import JSONObject
 
@@ -40,10 +42,10 @@ DEFAULT_TTL = 24 * 3600.0
 
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'v', '1', 'json', ARGV[1])
+redis.call('HSET', KEYS[1], 'v', '1', 'json', ARGV[1], FIELD, FORMAT)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
-"""
+""".replace("FIELD", repr(TASK.field)).replace("FORMAT", repr(str(TASK.current)))
 
 _INDEX = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
@@ -52,17 +54,29 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KE
 return 1
 """
 
-_SWAP = """
-local v = redis.call('HGET', KEYS[1], 'v')
+_SWAP = TASK.lua_readable("readable") + """
+local found = redis.call('HMGET', KEYS[1], 'v', FIELD)
+local v = found[1]
 if not v then return -1 end
 if v ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', tostring(tonumber(v) + 1), 'json', ARGV[2])
+if not readable(found[2] or nil) then return -2 end
+redis.call('HSET', KEYS[1], 'v', tostring(tonumber(v) + 1), 'json', ARGV[2], FIELD, FORMAT)
 return 1
-"""
+""".replace("FIELD", repr(TASK.field)).replace("FORMAT", repr(str(TASK.current)))
+"""Write the record ARGV[2] in place of the task's if its version is still ARGV[1] and its format one read here:
+1 if written, 0 if the version changed, -1 if the task is gone, -2 if of another format (left as it is)."""
 
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _load(task_id: str, raw: bytes | str, number: bytes | str | None) -> TaskRecord | None:
+    """A task as read, of any format this release reads; None (refused) if of another."""
+    found = TASK.accept(number, f"task {task_id}")
+    if found is None:
+        return None
+    return TaskRecord.from_dict(TASK.upgrade(found, orjson.loads(raw)))
 
 
 class RedisTaskStore(TaskStore):
@@ -92,10 +106,11 @@ class RedisTaskStore(TaskStore):
 
     async def _read(self, task_id: str) -> tuple[bytes | str, TaskRecord] | None:
         with reachable("task store"):
-            version, raw = await self._client.hmget(self._keys.task(task_id), ["v", "json"])
+            version, raw, number = await self._client.hmget(self._keys.task(task_id), ["v", "json", TASK.field])
         if version is None or raw is None:
             return None
-        return version, TaskRecord.from_dict(orjson.loads(raw))
+        record = _load(task_id, raw, number)
+        return None if record is None else (version, record)
 
     async def get(self, task_id: str, principal: str | None) -> TaskRecord | None:
         found = await self._read(task_id)
@@ -121,11 +136,11 @@ class RedisTaskStore(TaskStore):
                           if after is None or (float(score), _text(member)) > after]
                 async with self._client.pipeline(transaction=False) as pipe:
                     for task_id in wanted:
-                        pipe.hget(self._keys.task(task_id), "json")
+                        pipe.hmget(self._keys.task(task_id), ["json", TASK.field])
                     raws = await pipe.execute() if wanted else []
-                stale = [task_id for task_id, raw in zip(wanted, raws, strict=True) if raw is None]
-                found.extend(record for raw in raws if raw is not None
-                             if (record := TaskRecord.from_dict(orjson.loads(raw))).principal == principal)
+                stale = [task_id for task_id, (raw, _) in zip(wanted, raws, strict=True) if raw is None]
+                found.extend(record for task_id, (raw, number) in zip(wanted, raws, strict=True) if raw is not None
+                             if (record := _load(task_id, raw, number)) is not None and record.principal == principal)
                 if stale:
                     await self._client.zrem(index, *stale)
                     offset -= len(stale)
@@ -152,7 +167,7 @@ class RedisTaskStore(TaskStore):
                                            args=[version, orjson.dumps(new.to_dict())])
             if swapped == 1:
                 return new, True
-            if swapped == -1:
+            if swapped < 0:  # gone, or written by a newer release meanwhile
                 return None
 
     async def transition(self, task_id: str, to_status: str, *, expect: Collection[str],

@@ -49,7 +49,7 @@ async def test_a_record_is_kept_as_canonical_json_for_its_ttl_in_ms(
     a, b = replicas
     await a.put("code", "c", {"z": 1, "a": [True, None]}, 60)
     name = a.key_name("code", "c")
-    assert await redis_clients[0].get(name) == b'{"a":[true,null],"z":1}'
+    assert await redis_clients[0].get(name) == b'{"a":[true,null],"z":1,"~fmt":2}'  # with its format's number
     assert 0 < await redis_clients[0].pttl(name) <= 60_000
     assert await b.get("code", "c") == {"a": [True, None], "z": 1}
     assert await b.replace("code", "c", {"a": [True, None], "z": 1}, {"v": 2}, 1e30)  # capped, not refused
