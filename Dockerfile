@@ -16,11 +16,12 @@
 #                          /healthz, /readyz and /metrics are not subject to the check.
 #   WIREMCP_REDIS_URL      shared sessions, so any replica serves any session (e.g. redis://redis:6379/0)
 #   WIREMCP_REQUEST_STATE_KEYS  the same keys on every replica (a secret)
-#   WIREMCP_DRAIN_SECONDS  on SIGTERM, how long requests in flight may finish (10). uvicorn's
-#                          --timeout-graceful-shutdown below (15) must stay longer: raising the drain
-#                          means overriding the command too; and the orchestrator's stop timeout
-#                          (compose stop_grace_period, Kubernetes terminationGracePeriodSeconds)
-#                          longer still.
+#   WIREMCP_DRAIN_SECONDS  on SIGTERM, how long requests in flight may finish (10). The orchestrator's
+#                          stop timeout (compose stop_grace_period, Kubernetes
+#                          terminationGracePeriodSeconds) must cover the whole exit: the settle delay
+#                          (WIREMCP_DRAIN_SETTLE_SECONDS, 0), the drain and its bounded cut-off (7 s),
+#                          idle connections closing (uvicorn's keep-alive, 5 s, and 1 s), then uvicorn's
+#                          --timeout-graceful-shutdown below (15).
 
 ARG PYTHON_IMAGE=python:3.11-slim
 
@@ -81,8 +82,9 @@ EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2).status == 200 else 1)"]
 
-# uvicorn is PID 1 (exec form) and takes SIGTERM itself: readiness turns 503, the drain begins, and the
-# process exits once its connections have closed or after --timeout-graceful-shutdown.
+# uvicorn is PID 1 (exec form) and takes SIGTERM itself: readiness turns 503 and every answer closes its
+# connection, the listening socket closes, the drain runs, idle connections are left to close, and the
+# process exits (uvicorn's own wait, --timeout-graceful-shutdown, comes after the drain).
 STOPSIGNAL SIGTERM
 
 # --no-proxy-headers: uvicorn's own reading of X-Forwarded-For/-Proto is off (by default it believes any
