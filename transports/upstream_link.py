@@ -270,7 +270,10 @@ class UpstreamLink:
         if client is not None and not client.stateless and support != "forbidden" \
                 and (support == "required" or ctx.may_be_task):
             params["task"] = {}
-        result = await self.call("tools/call", params, ctx)
+        if "task" in params or (client is not None and client.stateless and ctx.task is not None):
+            result = await upstream_tasks.answer(self, params, ctx)  # a task asked for: cancelled once it exists
+        else:
+            result = await self.call("tools/call", params, ctx)
         task = upstream_tasks.created_task(result)
         return result if task is None else await upstream_tasks.follow(self, task, ctx)
 

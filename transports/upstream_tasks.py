@@ -12,7 +12,8 @@ take one, and the gateway follows the upstream's task to its end, whose outcome 
   interval; its ``inputRequests`` are asked of the caller, each once, and answered with ``tasks/update``.
 
 When the caller cancels (``tasks/cancel`` of the gateway's task, or the request going away), the upstream's task
-is cancelled too. The caller never sees the upstream's task id: the gateway's task is the one it polls.
+is cancelled too, also when the caller cancels before the upstream's answer to the call has told its id
+(``answer``). The caller never sees the upstream's task id: the gateway's task is the one it polls.
 """
 
 from __future__ import annotations
@@ -50,12 +51,36 @@ def created_task(result: JSONObject) -> JSONObject | None:
     return None
 
 
+async def answer(link: UpstreamLink, params: JSONObject, ctx: Context) -> JSONObject:
+    """The upstream's answer to a ``tools/call`` (``params``) that may create a task there. A caller may cancel
+    the call before that answer comes (a 2025-11-25 caller's task is the gateway's from the start), when the
+    upstream may have created its task already: its id comes only with the answer, so the request is not
+    abandoned then. Its answer is awaited on its own (within the request's timeout), and the task it created, if
+    any, is cancelled."""
+    sending = asyncio.create_task(link.call("tools/call", params, ctx))
+    try:
+        return await asyncio.shield(sending)
+    except asyncio.CancelledError:
+        link.background(_cancel_created(link, sending, ctx))
+        raise
+
+
+async def _cancel_created(link: UpstreamLink, sending: asyncio.Task[JSONObject], ctx: Context) -> None:
+    try:
+        result = await sending
+    except Exception:  # no answer, or an error: no task to cancel (a failure is logged where it is seen)
+        return
+    task = created_task(result)
+    if task is not None:
+        await _cancelled(link, str(task["taskId"]), ctx)
+
+
 async def follow(link: UpstreamLink, task: JSONObject, ctx: Context) -> JSONObject:
     """The outcome of the upstream's ``task``, as the tool call's result (or its error raised), the call having
     become the caller's task if it can."""
     task_id = str(task["taskId"])
-    await ctx.start_task()
     try:
+        await ctx.start_task()  # inside: a call cancelled while it becomes a task cancels the upstream's too
         if task.get("resultType") == "task":
             return await _poll(link, task_id, task, ctx)
         return await link.request("tasks/result", {"taskId": task_id}, ctx, timeout=RESULT_WAIT)
@@ -129,9 +154,9 @@ def _error(given: Any, name: str) -> MCPError:
 def _cancel(link: UpstreamLink, task_id: str, ctx: Context) -> None:
     """Cancel the upstream's task as its caller (the task is theirs there too), without waiting (the caller's
     cancellation is not held up by it)."""
+    link.background(_cancelled(link, task_id, ctx))
 
-    async def cancel() -> None:
-        with contextlib.suppress(Exception):
-            await link.request("tasks/cancel", {"taskId": task_id}, ctx, relayed=False)
 
-    link.background(cancel())
+async def _cancelled(link: UpstreamLink, task_id: str, ctx: Context) -> None:
+    with contextlib.suppress(Exception):
+        await link.request("tasks/cancel", {"taskId": task_id}, ctx, relayed=False)
