@@ -40,6 +40,7 @@ from wiremcp.replicas import replica_of
 from wiremcp.task_inputs import TaskInputs
 from wiremcp.tasks import InMemoryTaskStore, TaskRecord, TaskStore
 from wiremcp.types import JSONObject, Send
+from wiremcp.unavailable import StoreUnavailable
 
 if TYPE_CHECKING:
     from wiremcp.context import Context
@@ -286,12 +287,15 @@ class TaskRunner:
             try:
                 record = await self.store.transition(task_id, status, expect=ACTIVE, **fields)
                 break
-            except Exception:
+            except Exception as exc:
+                # A store that is away says so in one line; anything else is a bug, and shows its traceback.
+                away = isinstance(exc, StoreUnavailable)
                 if attempt == attempts:
-                    log.error("task %s: could not record that it ended (%s); it stays as it was until its TTL",
-                              task_id, status, exc_info=True)
+                    log.error("task %s: could not record that it ended (%s); it stays as it was until its TTL: %s",
+                              task_id, status, exc, exc_info=not away)
                     return
-                log.warning("task %s: could not record its end (%s), trying again", task_id, status, exc_info=True)
+                log.warning("task %s: could not record its end (%s), trying again: %s", task_id, status, exc,
+                            exc_info=not away)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
         self.changed(record)

@@ -14,7 +14,11 @@ it), holds uvicorn's exit back, and runs:
    (``ClosingConnections``), so that no connection it answers is kept for another request; then
    ``settle_seconds`` (``WIREMCP_DRAIN_SETTLE_SECONDS``) of normal service, for a balancer that reads
    readiness (Kubernetes) to stop sending new connections here; then the listening sockets close (a proxy
-   connecting now is refused, which is safe to try elsewhere);
+   connecting now is refused, which is safe to try elsewhere), each connection answering a request closes
+   after its answer, and the idle ones are left to close themselves: each one the proxy still sends a
+   request on is answered (with ``Connection: close``), and the proxy's idle timeout, shorter than the
+   server's, or else uvicorn's own keep-alive timeout ends the others, as at any other time. That takes at
+   most the keep-alive timeout (5 s by default) and a second, with every request served as usual meanwhile;
 1. ``draining`` on: with sessions in memory, ``initialize`` (and a new HTTP+SSE stream) answers 503 with
    ``Retry-After`` (a session in a shared store is served: it lives on elsewhere);
 2. ``subscriptions/listen`` requests answer and close; GET streams close with ``retry``;
@@ -25,14 +29,12 @@ it), holds uvicorn's exit back, and runs:
 5. whatever still streams is closed (Streamable HTTP resumably, HTTP+SSE once what it carries is sent),
    and sse-starlette is told to end the rest.
 
-6. the connections still open are left to close themselves: each one answered since the signal closed
-   after its answer, and an idle one is closed by the proxy (whose idle timeout is shorter than the
-   server's) or by uvicorn's own keep-alive timeout, as at any other time; at most that timeout (5 s by
-   default) plus a second is waited for them. Then uvicorn's exit runs.
+6. the connections still open, each closing after its answer, are given a moment to end; then uvicorn's exit
+   runs.
 
 Every request has its answer before its stream closes, so no connection holds the process open past the
 drain: uvicorn reaches its lifespan shutdown, and the process exits ``settle_seconds + drain_seconds`` after
-the signal and a few seconds more. A second SIGTERM or SIGINT exits at once (as uvicorn does: a third
+the signal and a few seconds more (the idle connections' wait, and the drain's bounded cut-off). A second SIGTERM or SIGINT exits at once (as uvicorn does: a third
 SIGINT forces it). Served some other way than by uvicorn's ``Server`` (its handlers not found), the drain
 runs at the signal and the server's own exit goes on beside it.
 """
@@ -51,6 +53,7 @@ from typing import Any
 from wiremcp.shutdown import CUT_OFF_BOUND, STEP_BOUND, shut_down
 from wiremcp.transports import sse
 from wiremcp.transports.legacy_sse import LegacySSEEndpoints
+from wiremcp.transports.listening import queued, refuse_new_connections
 from wiremcp.transports.sessions import SessionManager
 
 log = logging.getLogger("wiremcp.drain")
@@ -61,9 +64,12 @@ _exits: set[asyncio.Task[None]] = set()
 """The exit in progress (settle, drain, quiet connections, then uvicorn's exit), once a signal started it."""
 _exit_started = False
 
+ACCEPT_BOUND = 1.0
+"""Seconds, at most, for the server to accept the connections queued when the listening socket closes."""
 QUIET_TICK = 0.05
 QUIET_MARGIN = 1.0
-"""Seconds past the server's keep-alive timeout that the exit waits, at most, for idle connections to close."""
+"""Seconds past the server's keep-alive timeout that the exit waits, at most, for idle connections to close
+(and, after the drain, for the last answers' connections to end)."""
 
 
 class Drain:
@@ -171,33 +177,57 @@ class UvicornExit:
             return None
         return cls(handler, server)
 
-    def stop_accepting(self) -> None:
-        """Close the listening sockets: a proxy's new connection is refused (safe to try elsewhere)."""
-        for listening in getattr(self.server, "servers", ()):
+    async def stop_accepting(self) -> None:
+        """Close the listening sockets (a proxy's new connection is refused: safe to try elsewhere) once the
+        connections the kernel has queued for them are accepted (``wiremcp.transports.listening``), and have
+        each connection answering a request close after its answer. An idle one is left open: a proxy may be
+        writing a request on it."""
+        listeners = list(getattr(self.server, "servers", ()))
+        sockets = [sock for listening in listeners for sock in (getattr(listening, "sockets", None) or ())]
+        refusing = [sock for sock in sockets if refuse_new_connections(sock)]
+        if not await self.until(lambda: not any(queued(sock) for sock in refusing), ACCEPT_BOUND):
+            log.warning("connections still queued %.1fs after the listening socket stopped taking new ones",
+                        ACCEPT_BOUND)
+        for listening in listeners:
             listening.close()
+        for connection in self._connections():
+            if not _idle(connection):
+                connection.shutdown()  # uvicorn's own: an active connection closes once its answer is sent
+
+    def _connections(self) -> list[Any]:
+        return list(self.server.server_state.connections)
 
     @property
     def connections(self) -> int:
         return len(self.server.server_state.connections)
 
     @property
+    def idle_connections(self) -> int:
+        return sum(1 for connection in self._connections() if _idle(connection))
+
+    @property
     def keep_alive_seconds(self) -> float:
         return float(getattr(self.server.config, "timeout_keep_alive", 5))
 
-    async def quiet(self) -> int:
-        """Wait for the open connections to close themselves, ``keep_alive_seconds`` and a margin at most;
-        returns how many were still open."""
-        for _ in range(math.ceil((self.keep_alive_seconds + QUIET_MARGIN) / QUIET_TICK)):
-            if not self.connections:
-                break
-            await asyncio.sleep(QUIET_TICK)  # uvicorn's connection set has no event to wait on
-        return self.connections
+    async def until(self, done: Callable[[], bool], seconds: float) -> bool:
+        """Wait until ``done()`` (uvicorn's connections have no event to wait on), ``seconds`` at most."""
+        for _ in range(math.ceil(seconds / QUIET_TICK)):
+            if done():
+                return True
+            await asyncio.sleep(QUIET_TICK)
+        return done()
+
+
+def _idle(connection: Any) -> bool:
+    """Whether a uvicorn connection waits for its next request (none yet, or its last one answered)."""
+    cycle = getattr(connection, "cycle", None)
+    return cycle is None or bool(getattr(cycle, "response_complete", False))
 
 
 async def leave(drains: list[Drain], held: UvicornExit, signum: int) -> None:
     """The exit of a process served by uvicorn, from the first signal: unready with connections closing
-    after each answer, the settle delay, no new connections, the drains, the connections left to close,
-    then uvicorn's own exit."""
+    after each answer, the settle delay, no new connections, the idle ones left to close (requests that
+    still come on them served as usual), the drains, then uvicorn's own exit."""
     try:
         for drain in drains:
             drain._signalled = True
@@ -206,10 +236,13 @@ async def leave(drains: list[Drain], held: UvicornExit, signum: int) -> None:
         if settle > 0:
             log.info("leaving: unready; serving for %.1fs more before closing the listening socket", settle)
             await asyncio.sleep(settle)  # the settle delay itself: the balancer's time to stop sending here
-        held.stop_accepting()
+        await held.stop_accepting()
+        bound = held.keep_alive_seconds + QUIET_MARGIN
+        if not await held.until(lambda: held.idle_connections == 0, bound):
+            log.info("%d idle connections still open %.1fs after the listening socket closed",
+                     held.idle_connections, bound)
         await asyncio.gather(*(drain.run() for drain in drains), return_exceptions=True)
-        if (left := await held.quiet()):
-            log.info("%d connections still open after the drain are closed now", left)
+        await held.until(lambda: held.connections == 0, QUIET_MARGIN)
     except Exception:
         log.exception("the drain failed; exiting")
     finally:

@@ -40,6 +40,8 @@ def new_session_id() -> str:
 
 WRITE_BATCH = 64
 """Sessions a change is written to at once (their states read and their streams appended concurrently)."""
+CHANGE_RETRY_SECONDS = 30.0
+"""How long a change is tried again while the shared store is away, before it is given up (and logged)."""
 
 
 class SessionLimitReached(Exception):
@@ -250,25 +252,45 @@ class SessionManager(ClusterEvents):
                         event.get("method"))
 
     async def _write_change(self, event: JSONObject) -> None:
+        """Write ``event`` to every session that listens and wants it. A store that is away for a moment (Redis
+        restarting) is tried again, the sessions not written yet only, for ``CHANGE_RETRY_SECONDS``; the
+        changes published meanwhile wait their turn, so that each session gets them in order."""
         async with self._writing:
-            try:
-                listening = await self.backend.stream_holds.listening()
-            except StoreUnavailable as exc:
-                log.warning("a change notification (%s) was lost for every session: %s", event.get("method"), exc)
-                return
-            for start in range(0, len(listening), WRITE_BATCH):
-                batch = listening[start:start + WRITE_BATCH]
-                await asyncio.gather(*(self._write_to(sid, event) for sid in batch))
+            pending: list[str] | None = None  # None: which sessions listen is not known yet
+            pause, deadline = 0.05, time.monotonic() + CHANGE_RETRY_SECONDS
+            while True:
+                try:
+                    if pending is None:
+                        pending = await self.backend.stream_holds.listening()
+                    left: list[str] = []
+                    for start in range(0, len(pending), WRITE_BATCH):
+                        batch = pending[start:start + WRITE_BATCH]
+                        written = await asyncio.gather(*(self._write_to(sid, event) for sid in batch))
+                        left.extend(sid for sid, done in zip(batch, written, strict=True) if not done)
+                    pending = left
+                    if not pending:
+                        return
+                    failure = f"{len(pending)} sessions could not be written"
+                except StoreUnavailable as exc:
+                    failure = str(exc)
+                if time.monotonic() + pause > deadline:
+                    log.warning("a change notification (%s) was lost for %s sessions: %s", event.get("method"),
+                                "every" if pending is None else len(pending), failure)
+                    return
+                await asyncio.sleep(pause)  # the store's way back has no event to wait on
+                pause = min(pause * 2, 1.0)
 
-    async def _write_to(self, sid: str, event: JSONObject) -> None:
+    async def _write_to(self, sid: str, event: JSONObject) -> bool:
+        """Write ``event`` to one session's GET stream if it wants it; False if the store was away."""
         try:
             state = await self.store.get(sid)
             if state is None:
                 await self.backend.stream_holds.forget(sid)  # ended (expired) since it listened
             elif state.wants(event):
                 await self.events.append_next(sid, STANDALONE_STREAM, event)
-        except StoreUnavailable as exc:
-            log.warning("a change notification for session %s was lost: %s", sid, exc)
+        except StoreUnavailable:
+            return False
+        return True
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
