@@ -20,6 +20,16 @@ something else than the deployment, so without nginx this script says so and exi
 ``--workers`` sets nginx's ``worker_processes`` (default 1, so that round robin strictly alternates;
 ``auto`` as shipped). Importable for tests: ``LocalCluster``, a context manager; ``cluster.balancer.routed()``
 says which replica served each request. Only the standard library is used.
+
+A rolling upgrade, step by step (``tests/e2e/test_rolling_upgrade.py``, ``bench/soak.py``):
+``cluster.replace(index)`` sends the replica SIGTERM, waits until its listening socket is closed (the drain
+stops accepting connections), and starts a new process on the same port (nginx's upstream list is static)
+under a new ``WIREMCP_REPLICA_ID`` (``replica-<index>-r<n>``: a Deployment's new pod has a new name); the old
+process drains in the background, and ``cluster.wait_retired()`` collects each one's exit status and
+output. ``cluster.wait_balanced(index)`` waits until nginx sends the new process requests (nginx takes a port
+that refused a connection, as the replaced one did for a moment, for down 5 s: replacing the next replica
+sooner can leave it none). ``LocalCluster(redis_persistence=True)`` keeps Redis's data in an append-only file, so that
+``cluster.restart_redis()`` brings it back on the same port with the same data.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import argparse
 import base64
 import contextlib
 import functools
+import http.client
 import logging
 import math
 import os
@@ -37,8 +48,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -47,10 +59,10 @@ if __package__ in (None, ""):  # run as a script: ``python deploy/local_cluster.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from deploy.nginx import Nginx, NginxMissing, Routed, nginx_binary
-from deploy.processes import STOP_BOUND, accepting, free_port, stop_process, wait_ready
+from deploy.processes import POLL, START_BOUND, STOP_BOUND, accepting, free_port, stop_process, wait_ready
 from deploy.redis_server import RedisServerMissing, redis_server_binary
 
-__all__ = ["LocalCluster", "Nginx", "Routed"]
+__all__ = ["LocalCluster", "Nginx", "Replica", "Retired", "Routed"]
 
 log = logging.getLogger("wiremcp.local_cluster")
 
@@ -67,6 +79,18 @@ def _redis_answers(port: int) -> bool:
             return sock.recv(16).startswith(b"+PONG")
     except OSError:
         return False
+
+
+def _ready(port: int) -> bool:
+    """Whether the replica on ``port`` says it is ready (``/readyz`` answers 200)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1.0)
+    try:
+        connection.request("GET", "/readyz")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        connection.close()
 
 
 def _prefix_lines(stream: IO[bytes], prefix: str) -> None:
@@ -95,6 +119,43 @@ class Replica:
         return self.log_path.read_text("utf-8", "replace") if self.log_path else ""
 
 
+@dataclass
+class Retired:
+    """A replica replaced by ``LocalCluster.replace``: sent SIGTERM at ``signalled`` (``time.monotonic()``),
+    draining in the background until it exits (``returncode``, at ``exited``), killed if it outlives
+    ``bound`` seconds (``killed``)."""
+
+    replica: Replica
+    signalled: float
+    bound: float
+    returncode: int | None = None
+    exited: float | None = None
+    killed: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def drain_seconds(self) -> float | None:
+        """From the signal to the exit."""
+        return None if self.exited is None else self.exited - self.signalled
+
+    def watch(self) -> None:
+        """Wait for the exit on a thread of its own; kill the process past ``bound``."""
+        threading.Thread(target=self._wait, name=f"retired-{self.replica.name}", daemon=True).start()
+
+    def _wait(self) -> None:
+        process = self.replica.process
+        try:
+            process.wait(self.bound)
+        except subprocess.TimeoutExpired:
+            log.warning("%s still ran %.0fs after SIGTERM; killing it", self.replica.name, self.bound)
+            self.killed = True
+            process.kill()
+            process.wait(STOP_BOUND)
+        self.exited = time.monotonic()
+        self.returncode = process.returncode
+        self.done.set()
+
+
 def new_request_state_key() -> str:
     return base64.urlsafe_b64encode(os.urandom(32)).decode()
 
@@ -110,7 +171,10 @@ class LocalCluster:
     def __init__(self, replicas: int = 2, *, port: int = 0, host: str = "127.0.0.1",
                  server: str = DEFAULT_SERVER, redis_url: str | None = None,
                  request_state_keys: str | None = None, env: Mapping[str, str] | None = None,
-                 log_dir: Path | None = None, access_log: bool = True, workers: int | None = 1) -> None:
+                 log_dir: Path | None = None, access_log: bool = True, workers: int | None = 1,
+                 redis_persistence: bool = False) -> None:
+        """``redis_persistence``: the Redis this cluster starts keeps its data in an append-only file (in its
+        temporary folder), so that ``restart_redis`` loses nothing."""
         if replicas < 1:
             raise ValueError("at least one replica")
         self.replica_count = replicas
@@ -125,8 +189,14 @@ class LocalCluster:
         self.replicas: list[Replica] = []
         self.workers = workers
         self.balancer: Nginx | None = None
+        self.redis_persistence = redis_persistence
+        self.retired: list[Retired] = []
+        """Every replica ``replace`` took out, in order, draining or exited."""
         self._redis: subprocess.Popen[bytes] | None = None
+        self._redis_port: int | None = None
+        self._redis_lives = 0
         self._redis_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._generations: dict[int, int] = {}
         self._logs: list[IO[bytes]] = []
 
     @property
@@ -177,6 +247,7 @@ class LocalCluster:
                 replica.process.terminate()
         for replica in self.replicas:
             stop_process(replica.process, bound)
+        self.wait_retired()
         if self._redis is not None:
             stop_process(self._redis, STOP_BOUND)
             self._redis = None
@@ -208,29 +279,62 @@ class LocalCluster:
         return process, path
 
     def _start_redis(self) -> str:
-        binary = redis_server_binary()
         self._redis_dir = tempfile.TemporaryDirectory(prefix="wiremcp-local-redis-")
         for _ in range(3):  # another process may take the free port between the probe and the bind
             port = free_port()
-            self._redis, _ = self._spawn("redis", [
-                binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", self._redis_dir.name,
-                "--save", "", "--appendonly", "no", "--protected-mode", "no", "--daemonize", "no",
-                "--loglevel", "warning"])
-            if wait_ready(self._redis, functools.partial(_redis_answers, port), "redis-server"):
+            if self._run_redis(port):
+                self._redis_port = port
                 return f"redis://127.0.0.1:{port}/0"
-            stop_process(self._redis, STOP_BOUND)
         raise RuntimeError("redis-server did not start")
+
+    def _run_redis(self, port: int) -> bool:
+        """redis-server on ``port`` with its data in our folder; False if it exited before answering."""
+        assert self._redis_dir is not None
+        # With persistence: every write in the append-only file (fsynced each second, and at SIGTERM, which
+        # Redis takes as SHUTDOWN), read back at the next start.
+        persistence = ["--appendonly", "yes", "--appendfsync", "everysec"] if self.redis_persistence \
+            else ["--appendonly", "no"]
+        self._redis_lives += 1
+        name = "redis" if self._redis_lives == 1 else f"redis-r{self._redis_lives - 1}"
+        self._redis, _ = self._spawn(name, [
+            redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", self._redis_dir.name,
+            "--save", "", *persistence, "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"])
+        if wait_ready(self._redis, functools.partial(_redis_answers, port), "redis-server"):
+            return True
+        stop_process(self._redis, STOP_BOUND)
+        return False
+
+    def restart_redis(self, down_seconds: float = 0.0) -> None:
+        """Stop the Redis this cluster started (SIGTERM: it saves its data when ``redis_persistence``), keep it
+        away ``down_seconds``, and start it again on the same port with the same folder."""
+        if self._redis is None or self._redis_port is None:
+            raise RuntimeError("this cluster did not start its Redis (redis_url was given)")
+        stop_process(self._redis, STOP_BOUND)
+        if down_seconds > 0:
+            time.sleep(down_seconds)  # how long Redis stays away: the point of the call
+        deadline = time.monotonic() + START_BOUND
+        while not self._run_redis(self._redis_port):  # its old socket may linger a moment
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start again on port {self._redis_port}")
+            time.sleep(POLL)  # the poll interval of a bounded wait
 
     def _graceful_seconds(self) -> int:
         """uvicorn's ``--timeout-graceful-shutdown``: a bit longer than the replicas' drain."""
         raw = self.env.get("WIREMCP_DRAIN_SECONDS") or os.environ.get("WIREMCP_DRAIN_SECONDS") or "10"
         return math.ceil(float(raw)) + 5
 
-    def _replica_env(self, index: int) -> dict[str, str]:
+    def _retire_bound(self) -> float:
+        """How long a replaced replica may take to exit after SIGTERM before it is killed: the settle time,
+        uvicorn's graceful shutdown (the drain and a margin), the wait for idle connections (uvicorn's
+        keep-alive timeout, 5 s, and a second) and the usual stop bound."""
+        raw = self.env.get("WIREMCP_DRAIN_SETTLE_SECONDS") or os.environ.get("WIREMCP_DRAIN_SETTLE_SECONDS") or "0"
+        return float(raw) + self._graceful_seconds() + 6.0 + STOP_BOUND
+
+    def _replica_env(self, index: int, replica_id: str | None = None) -> dict[str, str]:
         return {**os.environ, "PYTHONUNBUFFERED": "1", **self.env,
                 "WIREMCP_SERVER": self.server, "WIREMCP_REDIS_URL": self.redis_url,
                 "WIREMCP_REQUEST_STATE_KEYS": self.request_state_keys,
-                "WIREMCP_REPLICA_ID": f"replica-{index}", "WIREMCP_TRUSTED_PROXIES": "127.0.0.1"}
+                "WIREMCP_REPLICA_ID": replica_id or f"replica-{index}", "WIREMCP_TRUSTED_PROXIES": "127.0.0.1"}
 
     def _replica_command(self, port: int) -> list[str]:
         command = [sys.executable, "-m", "uvicorn", "app:asgi", "--host", "127.0.0.1", "--port", str(port),
@@ -258,6 +362,111 @@ class LocalCluster:
             else:
                 raise RuntimeError(f"{replica.name} did not start:\n{replica.output()}")
         return replicas
+
+    # -- a rolling upgrade ------------------------------------------------------------------------------
+    def replace(self, index: int, *, replica_id: str | None = None, wait_listener_closed: bool = True) -> Replica:
+        """Replace replica ``index`` as a rolling upgrade does: SIGTERM to its process, then (once its
+        listening socket is closed, with ``wait_listener_closed``: the drain stops accepting connections)
+        a new process on the same port (nginx's upstreams are fixed) under ``replica_id`` (default
+        ``replica-<index>-r<n>``, the n-th replacement of that index: a new pod, a new name), returned once it
+        accepts connections. The old process drains in the background (``retired``, ``wait_retired``).
+
+        Without ``wait_listener_closed`` the new process starts as soon as the old one has seen its signal
+        (its ``/readyz`` is no longer 200), beside it while it still listens: started again (bounded) if the
+        port is still taken when it binds, and taken for ready when ``/readyz`` answers 200."""
+        old = self.replicas[index]
+        generation = self._generations.get(index, 0) + 1
+        self._generations[index] = generation
+        new_id = replica_id or f"replica-{index}-r{generation}"
+        retired = Retired(old, time.monotonic(), self._retire_bound())
+        if old.process.poll() is None:
+            old.process.send_signal(signal.SIGTERM)
+        retired.watch()
+        self.retired.append(retired)
+        replica = self._start_on(index, new_id, old.port, retired, wait_listener_closed)
+        self.replicas[index] = replica
+        return replica
+
+    def _wait_listener_closed(self, retired: Retired) -> None:
+        """Until the replica's port refuses connections or its process has exited (bounded)."""
+        self._wait_while(retired, functools.partial(accepting, "127.0.0.1", retired.replica.port), "accepted connections")
+
+    def _wait_unready(self, retired: Retired) -> None:
+        """Until the replica has seen its signal (``/readyz`` is no longer 200) or has exited (bounded)."""
+        self._wait_while(retired, functools.partial(_ready, retired.replica.port), "said it was ready")
+
+    def _wait_while(self, retired: Retired, still: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + retired.bound
+        while not retired.done.is_set() and still():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{retired.replica.name} still {what} {retired.bound:.0f}s after SIGTERM")
+            time.sleep(POLL)  # the poll interval of a bounded wait
+
+    def _start_on(self, index: int, replica_id: str, port: int, retired: Retired,
+                  wait_listener_closed: bool) -> Replica:
+        """A new replica process on ``port``, started again (bounded) if it exits first (the port still
+        taken). Ready: the port accepts (the old listener is closed by then), or else ``/readyz`` answers
+        200 (the old one, signalled, no longer does)."""
+        if wait_listener_closed:
+            self._wait_listener_closed(retired)
+            ready = functools.partial(accepting, "127.0.0.1", port)
+        else:
+            self._wait_unready(retired)
+            ready = functools.partial(_ready, port)
+        deadline = time.monotonic() + START_BOUND + retired.bound
+        while True:
+            process, path = self._spawn(replica_id, self._replica_command(port), self._replica_env(index, replica_id))
+            replica = Replica(replica_id, port, process, path)
+            if wait_ready(process, ready, replica_id):
+                return replica
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{replica_id} did not start on port {port}:\n{replica.output()}")
+            log.info("%s exited with %s (port %d still taken?); starting it again",
+                     replica_id, process.returncode, port)
+
+    def served(self, index: int) -> int | None:
+        """How many MCP requests replica ``index``'s current process has answered (the sum of its
+        ``wiremcp_http_responses_total``, from its own ``/metrics``); None if it serves no metrics."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.replicas[index].port, timeout=1.0)
+        try:
+            connection.request("GET", "/metrics")
+            response = connection.getresponse()
+            text = response.read().decode("utf-8", "replace")
+        except OSError:
+            return None
+        finally:
+            connection.close()
+        if response.status != 200:
+            return None
+        return int(sum(float(line.rpartition(" ")[2]) for line in text.splitlines()
+                       if line.startswith("wiremcp_http_responses_total")))
+
+    def wait_balanced(self, index: int, bound: float = 15.0) -> bool:
+        """Until nginx passes requests to replica ``index`` again: its current process has answered one (False
+        after ``bound``; ``RuntimeError`` if the replica serves no metrics to tell). nginx takes an upstream
+        whose port refused a connection for down ``fail_timeout`` (``max_fails=1 fail_timeout=5s`` in
+        ``deploy/nginx.conf``), a replaced one too, refused between the old listener's close and the new
+        one's: a rolling upgrade that takes the next replica down before then can leave nginx none at all
+        (every request a 502, "no live upstreams")."""
+        deadline = time.monotonic() + bound
+        while True:
+            served = self.served(index)
+            if served is None and self.replicas[index].process.poll() is None:
+                raise RuntimeError(f"{self.replicas[index].name} serves no /metrics (WIREMCP_METRICS) to tell")
+            if served:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)  # the poll interval of a bounded wait
+
+    def wait_retired(self, bound: float | None = None) -> list[Retired]:
+        """Every replaced replica once it has exited (each is killed past its own bound; ``bound``, if given,
+        caps the wait for all of them together): what ``retired`` holds, each with its exit status."""
+        deadline = None if bound is None else time.monotonic() + bound
+        for retired in self.retired:
+            left = retired.bound + STOP_BOUND if deadline is None else max(0.0, deadline - time.monotonic())
+            retired.done.wait(left)
+        return list(self.retired)
 
 
 # -- the script ---------------------------------------------------------------------------------------------
