@@ -46,6 +46,7 @@ BAD_VALUES = [
     ("WIREMCP_PATH", "mcp", "a URL path starting with /, such as /mcp"),
     ("WIREMCP_SESSION_IDLE_SECONDS", "-5", "a number of seconds, more than 0"),
     ("WIREMCP_DRAIN_SECONDS", "-1", "a number of seconds, 0 or more"),
+    ("WIREMCP_DRAIN_SETTLE_SECONDS", "soon", "a number of seconds, 0 or more"),
     ("WIREMCP_MAX_MESSAGE_BYTES", "0", "an integer, more than 0"),
     ("WIREMCP_MAX_SESSIONS", "-10", "an integer, more than 0"),
 ]
