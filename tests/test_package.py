@@ -24,8 +24,8 @@ def test_the_public_names() -> None:
         "RateLimit", "RateLimited", "ResourceError", "ResourceLink", "ResourceNotFound", "ResponseSizeLimit",
         "Runtime", "TaskSettings", "Timing", "ToolError", "ToolResult", "assistant", "param_header", "text", "user",
     ]
-    assert wiremcp.transports.__all__ == ["Client", "ClientCredentials", "HttpOptions", "MCPHttpApp", "remote",
-                                          "serve_stdio"]
+    assert wiremcp.transports.__all__ == ["Client", "ClientCredentials", "HttpOptions", "MCPHttpApp", "from_openapi",
+                                          "remote", "serve_stdio"]
     assert wiremcp.auth.__all__ == [
         "WELL_KNOWN", "BearerAuth", "IntrospectionVerifier", "InvalidToken", "JWKSVerifier", "ProtectedResource", "StaticTokenVerifier", "TokenVerifier", "VerifierUnavailable",
     ]
