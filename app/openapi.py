@@ -46,6 +46,8 @@ class Argument:
     name: str
     location: str
     wire: str
+    explode: bool = True
+    """A list in the query as the key repeated (``explode``, the default), or as one comma-separated value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,17 +200,18 @@ class _Reader(Schemas):
         required: list[str] = []
         arguments: list[Argument] = []
 
-        def add(wanted: str, location: str, wire: str, schema: Any, needed: bool) -> None:
+        def add(wanted: str, location: str, wire: str, schema: Any, needed: bool, explode: bool = True) -> None:
             suffix = "body" if location == "payload" else location
             name = wanted if wanted not in properties else _unique(f"{wanted}_{suffix}", set(properties))
             properties[name] = schema
-            arguments.append(Argument(name, location, wire))
+            arguments.append(Argument(name, location, wire, explode))
             if needed:
                 required.append(name)
 
         for param in self._parameters(shared, described.get("parameters"), where):
             add(param["name"], param["in"], param["name"], self._parameter_schema(param, where, defs),
-                param["in"] == "path" or param.get("required") is True)
+                param["in"] == "path" or param.get("required") is True,
+                param.get("explode", param.get("style", "form") == "form") is not False)
         missing = [v for v in re.findall(r"{([^}]+)}", path) if ("path", v) not in
                    {(a.location, a.wire) for a in arguments}]
         if missing:

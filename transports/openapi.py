@@ -8,8 +8,9 @@ caller's: an async function of the request's context gives the caller's token fo
 
 An answer outside 2xx is the tool's error (``isError``): the method, the path, the status and what the API said
 (its ``detail``, ``message``, ``title``, ``error``, or its text), cut to ``MAX_SAID`` characters; so is a timeout or
-a connection that fails. A 2xx answer in JSON is the tool's ``structuredContent`` (checked against the
-``outputSchema``), any other answer its text.
+a connection that fails. A 2xx answer is the tool's ``structuredContent`` where the document describes it in JSON (checked
+against the ``outputSchema``: an answer that does not match it, or is not JSON, is the tool's error), else its
+text.
 """
 
 from __future__ import annotations
@@ -169,13 +170,17 @@ class _Caller:
         status = f"{response.status_code} {response.reason_phrase}".strip()
         if not response.is_success:
             return _failed(f"{label} failed: {status}: {said(response)}")
-        if op.output_schema is not None and "json" in response.headers.get("content-type", ""):
-            try:
-                value = response.json()
-            except ValueError:
-                return ToolResult([response.text])
-            return {"result": value} if op.wrapped else value  # checked against the output schema by Tool
-        return ToolResult([response.text or status])
+        if op.output_schema is None:
+            return ToolResult([response.text or status])
+        if not response.content and op.wrapped:  # no answer (a 204, say) where one that may be null is described
+            return {"result": None}
+        try:
+            value = response.json()
+        except ValueError:
+            kind = response.headers.get("content-type") or "no content type"
+            return _failed(_cut(f"{label}: the API answered {status} with {kind} where its document describes JSON: "
+                                f"{response.text}"))
+        return {"result": value} if op.wrapped else value  # checked against the output schema by Tool
 
     def _request(self, op: Operation, arguments: Mapping[str, Any]) -> dict[str, Any]:
         path = op.path
@@ -192,6 +197,8 @@ class _Caller:
                 path = path.replace(f"{{{argument.wire}}}", quote(_text(value), safe=""))
             elif argument.location == "query":
                 values = value if isinstance(value, list) else [value]
+                if not argument.explode and isinstance(value, list):
+                    values = [",".join(_text(v) for v in value)]
                 params.extend((argument.wire, _text(v)) for v in values if v is not None)
             elif argument.location == "header":
                 headers[argument.wire] = _text(value)

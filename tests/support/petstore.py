@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Header, HTTPException
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi.responses import PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
@@ -80,6 +81,18 @@ async def slow(seconds: float = 5.0) -> dict[str, float]:
     return {"slept": seconds}
 
 
+@app.get("/text", tags=["misc"], include_in_schema=False)
+async def text() -> PlainTextResponse:
+    """Text where ``MISDESCRIBED`` says JSON."""
+    return PlainTextResponse("plain words")
+
+
+@app.get("/query", include_in_schema=False)
+async def query(request: Request) -> dict[str, str]:
+    """The query string as it came (what a hand-written document's parameters made of the arguments)."""
+    return {"query": request.url.query}
+
+
 @app.get("/boom", tags=["misc"])
 async def boom() -> dict[str, str]:
     raise HTTPException(500, detail="x" * 5000)
@@ -108,3 +121,15 @@ TREE_DOCUMENT: dict[str, object] = {
                        "children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}},
 }
 """A hand-written OpenAPI 3.0 document of ``/tree``: ``nullable``, and a schema that refers to itself."""
+
+
+MISDESCRIBED: dict[str, object] = {
+    "openapi": "3.1.0",
+    "info": {"title": "Misdescribed", "version": "1"},
+    "paths": {
+        "/tree": {"get": {"operationId": "tree", "responses": {"200": {"description": "", "content": {
+            "application/json": {"schema": {"type": "object", "required": ["size"]}}}}}}},
+        "/text": {"get": {"operationId": "text", "responses": {"200": {"description": "", "content": {
+            "application/json": {"schema": {"type": "object"}}}}}}}},
+}
+"""A document whose ``/tree`` answer lacks what it says, and whose ``/text`` is not the JSON it says."""

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.support.http import refusing_port, serve_in_process
-from tests.support.petstore import TREE, TREE_DOCUMENT, app
+from tests.support.petstore import MISDESCRIBED, TREE, TREE_DOCUMENT, app
 from wiremcp import MCPServer
 from wiremcp.context import Context
 from wiremcp.errors import DefinitionError
@@ -145,6 +145,31 @@ async def test_a_hand_written_30_document_with_nullable_and_a_recursive_ref(http
         flat = await client.call_tool("getTree", {"depth": 1})
     assert tree["structuredContent"] == TREE
     assert flat["structuredContent"]["children"] == []
+
+
+async def test_an_answer_that_is_not_what_the_document_describes_is_a_tool_error(http: httpx.AsyncClient) -> None:
+    async with Client(from_openapi(MISDESCRIBED, client=http)) as client:
+        tree = await client.call_tool("tree")
+        words = await client.call_tool("text")
+    assert tree["isError"] is True
+    assert "does not match its output schema" in text(tree)
+    assert words["isError"] is True
+    assert text(words) == ("GET /text: the API answered 200 OK with text/plain; charset=utf-8 where its document "
+                           "describes JSON: plain words")
+
+
+async def test_lists_in_the_query_exploded_or_not(http: httpx.AsyncClient) -> None:
+    listed = {"type": "array", "items": {"type": "string"}}
+    doc = {"openapi": "3.0.3", "info": {"title": "Q", "version": "1"}, "paths": {"/query": {"get": {
+        "operationId": "query", "parameters": [
+            {"name": "a", "in": "query", "schema": listed},
+            {"name": "b", "in": "query", "explode": False, "schema": listed},
+            {"name": "flag", "in": "query", "schema": {"type": "boolean"}}],
+        "responses": {"200": {"description": "", "content": {"application/json": {"schema": {"type": "object"}}}}},
+    }}}}
+    async with Client(from_openapi(doc, client=http)) as client:
+        sent = await client.call_tool("query", {"a": ["x", "y"], "b": ["x", "y z"], "flag": True})
+    assert sent["structuredContent"] == {"query": "a=x&a=y&b=x%2Cy+z&flag=true"}
 
 
 async def test_the_documents_server_url_when_the_client_has_no_base_url(api: str) -> None:
