@@ -22,7 +22,7 @@ def test_the_public_names() -> None:
         "Context", "DefinitionError", "ElicitResult", "EmbeddedResource", "Image", "InputRequired", "InvalidParams",
         "MCPError", "MCPServer", "Message", "Middleware", "MissingClientCapability", "Principal", "PromptError",
         "RateLimit", "RateLimited", "ResourceError", "ResourceLink", "ResourceNotFound", "ResponseSizeLimit",
-        "Runtime", "TaskSettings", "Timing", "ToolError", "ToolResult", "assistant", "param_header", "text", "user",
+        "Runtime", "TaskSettings", "Timing", "ToolError", "ToolResult", "ToolSearch", "assistant", "param_header", "text", "user",
     ]
     assert wiremcp.transports.__all__ == ["Client", "ClientCredentials", "HttpOptions", "MCPHttpApp", "from_openapi",
                                           "remote", "serve_stdio"]
