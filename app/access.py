@@ -171,6 +171,11 @@ def visible(items: Sequence[C], ctx: Context, kind: ViewKind) -> Sequence[C]:
     return [item for item in items if permits(item, ctx)]
 
 
+def view_searches(ctx: Context) -> list[Any]:
+    """The tool searches (``ToolSearch``) of the caller's views that offer their tools through one."""
+    return [view.search for view in _views(ctx) or () if view.search is not None]
+
+
 def _searches_all(item: object) -> bool:
     """Whether ``item`` is the search tool over a server's whole catalog (``wiremcp.tool_search``): every caller
     is shown it, whatever their views, since it answers with what their views show (``visible`` decides that)."""

@@ -273,7 +273,7 @@ class Dispatcher:
 
     @handles("tools/list")
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._listing(listed_tools(self.server), params, ctx, "tools", "tools")
+        return self._listing(listed_tools(self.server, ctx), params, ctx, "tools", "tools")
 
     @handles("tools/call")
     async def _tools_call(self, params: JSONObject, ctx: Context) -> JSONObject:

@@ -190,16 +190,25 @@ class MCPServer(Definitions):
             mount.parent._pipeline_changed()
 
     def view(self, name: str, *, tools: Sequence[str] = (), prompts: Sequence[str] = (),
-             resources: Sequence[str] = (), scopes: Sequence[str] = (), groups: Sequence[str] = ()) -> None:
+             resources: Sequence[str] = (), scopes: Sequence[str] = (), groups: Sequence[str] = (),
+             tool_search: ToolSearch | None = None) -> None:
         """A named subset of this server's catalog for one team (``wiremcp.views``): callers holding one of
         ``scopes``, or in one of ``groups`` (their token's ``groups`` claim), see only the ``tools``, ``prompts``
         and ``resources`` (shell-style patterns over names and URIs as served here, ``github_*``) of their views.
-        Callers whom no view names see the whole catalog."""
+        Callers whom no view names see the whole catalog. ``tool_search``: the view's callers are listed its
+        search tool (which finds what their views show) and its pinned tools instead."""
         where = definition_site()
+        if tool_search is not None and not isinstance(tool_search, ToolSearch):
+            raise DefinitionError(f"{where}: view {name}: tool_search takes a ToolSearch(...), not {tool_search!r}")
         made = views.make(name, where, tools=tools, prompts=prompts, resources=resources, scopes=scopes,
-                          groups=groups)
+                          groups=groups, search=tool_search)
         if made.name in self.views:
             raise DefinitionError(f"{where}: view {made.name} is already defined on {self.name}")
+        if tool_search is not None and not any(s.covers is None and s.tool.name == tool_search.name
+                                               for s in self.searchers):
+            searcher = Searcher(tool_search, self, tool_search.name, ())
+            searcher.views_only = True
+            self._search(searcher)
         self.views[made.name] = made
 
     # -- composition -------------------------------------------------------------------------------

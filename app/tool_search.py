@@ -210,6 +210,8 @@ class Searcher:
         self.server = server
         self.pinned = tuple(pinned)
         self.covers = covers
+        self.views_only = False
+        """Made for views (``MCPServer.view(..., tool_search=...)``): listed to their callers only."""
         self.mount: Mount | None = None
         """The mount whose tools it covers (``covers``), to be taken away with it."""
         self._snapshot: Snapshot | None = None
@@ -265,11 +267,19 @@ class Searcher:
         return list(access.visible(ranked, ctx, "tools"))[:limit]
 
 
-def listed(server: MCPServer) -> list[Tool]:
-    """The tools ``tools/list`` shows (before the caller's views and scopes): every tool, less those a search
-    covers and does not pin."""
+def listed(server: MCPServer, ctx: Context) -> list[Tool]:
+    """The tools ``tools/list`` shows (before the caller's views and scopes filter them): every tool, less those a
+    search covers and does not pin; a caller whose views offer their tools through search, the search tool and
+    the views' pinned tools."""
     searchers = server.searchers
     tools = list(server.tools.values())
     if not searchers:
         return tools
-    return [t for t in tools if not any(s.hides(t) for s in searchers)]
+    offered = access.view_searches(ctx)
+    if offered:
+        names = {search.name for search in offered}
+        pinned = [pattern for search in offered for pattern in search.pinned]
+        return [t for t in tools if t.name in names if isinstance(t, SearchTool) and t.searcher.covers is None] + [
+            t for t in tools if not isinstance(t, SearchTool) and any(fnmatch.fnmatchcase(t.name, p) for p in pinned)]
+    hidden = {s.tool.name for s in searchers if s.views_only}
+    return [t for t in tools if t.name not in hidden and not any(s.hides(t) for s in searchers if not s.views_only)]

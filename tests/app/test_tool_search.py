@@ -6,7 +6,7 @@ a remote child's); an embedder's ranking is fused in; mistakes are one line."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -257,3 +257,36 @@ def test_a_tool_named_as_the_search_tool_is_refused() -> None:
     server = catalog()
     with pytest.raises(DefinitionError, match="search_tools"):
         server.tool(name="search_tools")(lambda: "mine")
+
+
+def answering(text: str) -> Callable[[], str]:
+    return lambda: text
+
+
+def catalog_listed() -> MCPServer:
+    """The catalog without a search of its own: a view offers its tools through one."""
+    server = MCPServer("catalog")
+    for name, text in (("github_create_issue", "Open a new issue."), ("github_list_pulls", "List pull requests."),
+                       ("jira_search", "Search tickets with JQL."), ("jira_whoami", "Who the Jira user is.")):
+        server.tool(name=name, description=text)(answering(name))
+    server.view("support", tools=["jira_*"], groups=["support"],
+                tool_search=ToolSearch(pinned=["jira_whoami", "github_list_pulls"]))
+    server.view("platform", tools=["github_*"], scopes=["team:platform"])
+    return server
+
+
+async def test_a_view_offers_its_tools_through_search_to_its_callers_only() -> None:
+    server = catalog_listed()
+    async with Client(server, principal=caller(groups=["support"])) as client:
+        assert sorted(t["name"] for t in await client.list_tools()) == ["jira_whoami", "search_tools"]
+        assert await found(client, "search tickets issue pull") == ["jira_search"]  # not github's: outside the view
+        assert (await client.call_tool("jira_search"))["content"][0]["text"] == "jira_search"
+    async with Client(server, principal=caller(["team:platform"])) as client:
+        assert sorted(t["name"] for t in await client.list_tools()) == ["github_create_issue", "github_list_pulls"]
+    async with Client(server) as client:  # no view applies: the whole catalog, listed
+        assert "search_tools" not in {t["name"] for t in await client.list_tools()}
+
+
+def test_a_view_given_something_else_says_so() -> None:
+    with pytest.raises(DefinitionError, match=r"view v: tool_search takes a ToolSearch\(\.\.\.\), not 'yes'"):
+        MCPServer("s").view("v", tools=["*"], scopes=["s"], tool_search="yes")  # type: ignore[arg-type]
