@@ -206,15 +206,22 @@ async def test_a_search_over_everything_covers_mounted_children() -> None:
 
 
 @pytest.mark.timeout(30)
-async def test_the_index_follows_a_remote_childs_tools() -> None:
+async def test_the_index_follows_a_remote_childs_tools_as_its_list_changes() -> None:
     gateway = MCPServer("gateway", tool_search=ToolSearch())
     gateway.mount(remote(command=FIXTURE_STDIO), prefix="fx")
     async with Client(gateway) as client:
         assert [t["name"] for t in await client.list_tools()] == ["search_tools"]
         hits = await found(client, "simple text", 3)
+        assert await found(client, "zebra crossing") == []
+        version = gateway.tools_version
+        await client.call_tool("fx_add_tool", {"name": "zebra_crossing"})  # the child adds a tool, and says so
+        while gateway.tools_version == version:
+            heard = sum(n["method"] == "notifications/tools/list_changed" for n in client.notifications)
+            await client.wait_for_notification("notifications/tools/list_changed", count=heard + 1)
+        assert await found(client, "zebra crossing") == ["fx_zebra_crossing"]
+        assert (await client.call_tool("fx_zebra_crossing"))["content"][0]["text"] == "added at runtime"
     assert hits
     assert all(name.startswith("fx_") for name in hits)
-    assert gateway.tools_version > 1
 
 
 class Letters:
@@ -290,3 +297,19 @@ async def test_a_view_offers_its_tools_through_search_to_its_callers_only() -> N
 def test_a_view_given_something_else_says_so() -> None:
     with pytest.raises(DefinitionError, match=r"view v: tool_search takes a ToolSearch\(\.\.\.\), not 'yes'"):
         MCPServer("s").view("v", tools=["*"], scopes=["s"], tool_search="yes")  # type: ignore[arg-type]
+
+
+async def test_a_mounts_search_tool_is_shown_as_the_mounts_tools_are() -> None:
+    parent = MCPServer("gateway")
+    parent.tool(name="jira_search", description="Search Jira tickets.")(answering("jira"))
+    child = MCPServer("github")
+    child.tool(name="search_code", description="Search code in repositories.")(answering("code"))
+    parent.mount(child, "gh", tool_search=ToolSearch())
+    parent.view("support", tools=["jira_*"], groups=["support"])
+    parent.view("platform", tools=["gh_*"], groups=["platform"])
+    async with Client(parent, principal=caller(groups=["support"])) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["jira_search"]
+    async with Client(parent, principal=caller(groups=["platform"])) as client:
+        assert [t["name"] for t in await client.list_tools()] == ["gh_search_tools"]
+        result = await client.call_tool("gh_search_tools", {"query": "search"})
+    assert [t["name"] for t in result["structuredContent"]["tools"]] == ["gh_search_code"]
