@@ -266,6 +266,12 @@ class MCPServer(Definitions):
         self.searchers.append(searcher)
         self.list_changed("tools")
 
+    def remove_tool(self, name: str) -> None:
+        """Stop serving the tool ``name``; a search tool taken away takes its search with it (what it covered is
+        listed again)."""
+        self.searchers = [s for s in self.searchers if s.tool.name != name]
+        super().remove_tool(name)
+
     def _unmount(self, mount: Mount) -> None:
         """Stop serving what ``mount`` serves here."""
         for searcher in [s for s in self.searchers if s.mount is mount]:

@@ -313,3 +313,10 @@ async def test_a_mounts_search_tool_is_shown_as_the_mounts_tools_are() -> None:
         assert [t["name"] for t in await client.list_tools()] == ["gh_search_tools"]
         result = await client.call_tool("gh_search_tools", {"query": "search"})
     assert [t["name"] for t in result["structuredContent"]["tools"]] == ["gh_search_code"]
+
+
+async def test_taking_the_search_tool_away_lists_the_catalog_again() -> None:
+    server = catalog()
+    server.remove_tool("search_tools")
+    async with Client(server) as client:
+        assert len(await client.list_tools()) == 5
