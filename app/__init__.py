@@ -42,6 +42,7 @@ from wiremcp.runtime import Runtime
 from wiremcp.server import MCPServer
 from wiremcp.task_runner import TaskSettings
 from wiremcp.timing import Timing
+from wiremcp.tool_search import ToolSearch
 from wiremcp.tools import ToolResult
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "Timing",
     "ToolError",
     "ToolResult",
+    "ToolSearch",
     "assistant",
     "param_header",
     "text",

@@ -62,7 +62,7 @@ def tool(name: Any, ctx: Context) -> Tool:
     found = ctx.found_tool
     if found is None or found.name != name:
         found = ctx.server.tools.get(_name(name, "tools/call"))
-    if found is None or not in_view("tools", found.name, ctx):
+    if found is None or not (in_view("tools", found.name, ctx) or _searches_all(found)):
         raise InvalidParams(f"Unknown tool: {name}")
     check(found, ctx)
     return found
@@ -165,10 +165,21 @@ def visible(items: Sequence[C], ctx: Context, kind: ViewKind) -> Sequence[C]:
     views = _views(ctx)
     if views is not None:
         named_by = "uri" if kind == "resources" else "name"
-        items = [item for item in items if shown(views, kind, str(getattr(item, named_by)))]
+        items = [item for item in items if shown(views, kind, str(getattr(item, named_by))) or _searches_all(item)]
     if not ctx.server.filter_lists_by_scope:
         return items
     return [item for item in items if permits(item, ctx)]
+
+
+def view_searches(ctx: Context) -> list[Any]:
+    """The tool searches (``ToolSearch``) of the caller's views that offer their tools through one."""
+    return [view.search for view in _views(ctx) or () if view.search is not None]
+
+
+def _searches_all(item: object) -> bool:
+    """Whether ``item`` is the search tool over a server's whole catalog (``wiremcp.tool_search``): every caller
+    is shown it, whatever their views, since it answers with what their views show (``visible`` decides that)."""
+    return getattr(item, "whole_catalog", False) is True
 
 
 def _views(ctx: Context) -> list[View] | None:

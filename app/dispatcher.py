@@ -34,6 +34,7 @@ from wiremcp.protocol import (
 )
 from wiremcp.subscriptions import Filter
 from wiremcp.task_runner import declares_extension, require_extension
+from wiremcp.tool_search import listed as listed_tools
 from wiremcp.types import JSONObject
 from wiremcp.views import ViewKind
 
@@ -272,7 +273,7 @@ class Dispatcher:
 
     @handles("tools/list")
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._listing(list(self.server.tools.values()), params, ctx, "tools", "tools")
+        return self._listing(listed_tools(self.server, ctx), params, ctx, "tools", "tools")
 
     @handles("tools/call")
     async def _tools_call(self, params: JSONObject, ctx: Context) -> JSONObject:

@@ -120,7 +120,9 @@ class Mount:
         return key not in mine and self.parent.serves(kind, key)
 
     def _sync_tools(self) -> None:
-        self._sync_named("tools", self.child.tools, self.parent.tools, self._tool)
+        # the child's own tool search is not served as such: the parent searches the mount's tools itself
+        tools = {name: t for name, t in self.child.tools.items() if getattr(t, "searcher", None) is None}
+        self._sync_named("tools", tools, self.parent.tools, self._tool)
 
     def _sync_prompts(self) -> None:
         self._sync_named("prompts", self.child.prompts, self.parent.prompts, _renamed)

@@ -20,6 +20,7 @@ from wiremcp.resources import Resources
 from wiremcp.runtime import Runtime
 from wiremcp.skill_set import SkillSet, Source
 from wiremcp.skills import from_memory
+from wiremcp.tool_search import Searcher, ToolSearch
 from wiremcp.tools import Tool
 from wiremcp.types import JSONObject
 from wiremcp.views import View
@@ -45,7 +46,8 @@ class MCPServer(Definitions):
                  icons: list[JSONObject] | None = None, page_size: int = 100,
                  request_timeout: float = 300.0, cache_ttl_ms: int = 0,
                  cache_scope: Literal["public", "private"] = "private", filter_lists_by_scope: bool = True,
-                 error_details: bool = False, lifespan: Lifespan | None = None) -> None:
+                 error_details: bool = False, lifespan: Lifespan | None = None,
+                 tool_search: ToolSearch | None = None) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
         self.name = name
@@ -79,6 +81,11 @@ class MCPServer(Definitions):
         Off, a client gets a generic message and a reference that names the traceback in the log
         (``wiremcp.failures``); ``WIREMCP_ERROR_DETAILS=true`` turns it on for a deployment."""
         self.tools: dict[str, Tool] = {}
+        self.tools_version = 0
+        """One more at every change of the tools served here (a mounted or remote child's too): what a tool
+        search's index is checked against (``wiremcp.tool_search``)."""
+        self.searchers: list[Searcher] = []
+        """The tool searches served here: over the whole catalog (``tool_search``), or a mount's."""
         self.prompts: dict[str, Prompt] = {}
         self.resources = Resources(lambda: self.list_changed("resources"))
         self.skill_set = SkillSet(self.resources, self.resource_updated)
@@ -99,6 +106,13 @@ class MCPServer(Definitions):
         """What serves this server: one with the in-memory defaults until a ``Runtime`` is made for it (with
         its backend: ``Runtime(server, backend=...)`` replaces it)."""
         self._default_runtime = self.runtime
+        self.tool_search = tool_search
+        """How this server offers its catalog through search (``wiremcp.tool_search``); None: listed whole."""
+        if tool_search is not None:
+            if not isinstance(tool_search, ToolSearch):
+                raise DefinitionError(f"{definition_site()}: MCPServer {name}: tool_search takes a ToolSearch(...), "
+                                      f"not {tool_search!r}")
+            self._search(Searcher(tool_search, self, tool_search.name, tool_search.pinned))
 
     # -- identity ---------------------------------------------------------------------------
     def info(self) -> JSONObject:
@@ -176,27 +190,38 @@ class MCPServer(Definitions):
             mount.parent._pipeline_changed()
 
     def view(self, name: str, *, tools: Sequence[str] = (), prompts: Sequence[str] = (),
-             resources: Sequence[str] = (), scopes: Sequence[str] = (), groups: Sequence[str] = ()) -> None:
+             resources: Sequence[str] = (), scopes: Sequence[str] = (), groups: Sequence[str] = (),
+             tool_search: ToolSearch | None = None) -> None:
         """A named subset of this server's catalog for one team (``wiremcp.views``): callers holding one of
         ``scopes``, or in one of ``groups`` (their token's ``groups`` claim), see only the ``tools``, ``prompts``
         and ``resources`` (shell-style patterns over names and URIs as served here, ``github_*``) of their views.
-        Callers whom no view names see the whole catalog."""
+        Callers whom no view names see the whole catalog. ``tool_search``: the view's callers are listed its
+        search tool (which finds what their views show) and its pinned tools instead."""
         where = definition_site()
+        if tool_search is not None and not isinstance(tool_search, ToolSearch):
+            raise DefinitionError(f"{where}: view {name}: tool_search takes a ToolSearch(...), not {tool_search!r}")
         made = views.make(name, where, tools=tools, prompts=prompts, resources=resources, scopes=scopes,
-                          groups=groups)
+                          groups=groups, search=tool_search)
         if made.name in self.views:
             raise DefinitionError(f"{where}: view {made.name} is already defined on {self.name}")
+        if tool_search is not None and not any(s.covers is None and s.tool.name == tool_search.name
+                                               for s in self.searchers):
+            searcher = Searcher(tool_search, self, tool_search.name, ())
+            searcher.views_only = True
+            self._search(searcher)
         self.views[made.name] = made
 
     # -- composition -------------------------------------------------------------------------------
     def mount(self, child: MCPServer, prefix: str | None = None, *, namespace: str | None = None,
-              replace: bool = False) -> None:
+              replace: bool = False, tool_search: ToolSearch | None = None) -> None:
         """Serve ``child``'s tools, prompts, resources, completions and skills here, under ``prefix`` (see
         ``wiremcp.mount``): ``<prefix>_<name>`` for tools and prompts, ``<scheme>://<prefix>/...`` for URIs
         (no prefix: under their own names). ``namespace`` is ``prefix`` under FastMCP 3's name for it.
         Live: what the child changes later is served here at once. Its scopes and middleware are kept. A name
         this server already serves raises ``DefinitionError``, as does mounting a server in itself, and
-        mounting a server or a prefix mounted already, unless ``replace`` (that mount is taken away first)."""
+        mounting a server or a prefix mounted already, unless ``replace`` (that mount is taken away first).
+        ``tool_search`` (or else the child's own): the child's tools are offered here through a search tool,
+        ``<prefix>_search_tools``, and listed only if pinned (``pinned`` names them as the child does)."""
         here = definition_site()
         if namespace is not None:
             if prefix is not None:
@@ -204,6 +229,8 @@ class MCPServer(Definitions):
             prefix = namespace
         if not isinstance(child, MCPServer):
             raise DefinitionError(f"{here}: mount: {child!r} is not an MCPServer")
+        if tool_search is not None and not isinstance(tool_search, ToolSearch):
+            raise DefinitionError(f"{here}: mount {child.name}: tool_search takes a ToolSearch(...), not {tool_search!r}")
         if child is self or self._within(child):
             raise DefinitionError(f"{here}: mount {child.name} in {self.name}: a server cannot be mounted in itself")
         for mounted in list(self._mounts):
@@ -217,6 +244,14 @@ class MCPServer(Definitions):
         mount.sync()
         self._mounts.append(mount)
         child._mounted_in.append(mount)
+        search = tool_search if tool_search is not None else child.tool_search
+        if search is not None:
+            try:
+                self._search(Searcher(search, self, mount.name(search.name), [mount.name(p) for p in search.pinned],
+                                      lambda: mount.tools, f"the tools of {child.name}"), mount)
+            except DefinitionError:
+                self._unmount(mount)
+                raise
         self._pipeline_changed()
 
     @property
@@ -224,8 +259,24 @@ class MCPServer(Definitions):
         """The servers mounted here, each with its prefix."""
         return tuple(self._mounts)
 
+    def _search(self, searcher: Searcher, mount: Mount | None = None) -> None:
+        """Serve ``searcher``'s search tool here (a tool of that name already served is refused)."""
+        self.add_tool(searcher.tool)
+        searcher.mount = mount
+        self.searchers.append(searcher)
+        self.list_changed("tools")
+
+    def remove_tool(self, name: str) -> None:
+        """Stop serving the tool ``name``; a search tool taken away takes its search with it (what it covered is
+        listed again)."""
+        self.searchers = [s for s in self.searchers if s.tool.name != name]
+        super().remove_tool(name)
+
     def _unmount(self, mount: Mount) -> None:
         """Stop serving what ``mount`` serves here."""
+        for searcher in [s for s in self.searchers if s.mount is mount]:
+            self.searchers.remove(searcher)
+            self.tools.pop(searcher.tool.name, None)
         mount.clear()
         self._mounts.remove(mount)
         mount.child._mounted_in.remove(mount)
@@ -309,6 +360,8 @@ class MCPServer(Definitions):
         """Tools, prompts, resources or completions (``kind``) were added or removed: clients that want to hear
         of it and the servers this one is mounted in hear of it."""
         self._capabilities = None
+        if kind == "tools":
+            self.tools_version += 1
         if kind != "completions":
             self.runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
         for mount in self._mounted_in:

@@ -34,6 +34,8 @@ class View:
     resources: tuple[str, ...]
     scopes: frozenset[str]
     groups: frozenset[str]
+    search: Any = None
+    """The ``ToolSearch`` through which the view offers its tools (``wiremcp.tool_search``); None: listed."""
 
     def applies_to(self, principal: Any) -> bool:
         """Whether the view is ``principal``'s: one of its scopes granted, or one of its groups theirs."""
@@ -52,13 +54,13 @@ class View:
 
 
 def make(name: object, where: str, *, tools: object, prompts: object, resources: object, scopes: object,
-         groups: object) -> View:
+         groups: object, search: Any = None) -> View:
     """A ``View`` from what ``MCPServer.view`` was given; a mistake is a ``DefinitionError`` naming it."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise DefinitionError(f"{where}: view name {name!r} must be 1 to 64 letters, digits, '_', '.' or '-'")
     made = View(name, _patterns(tools, "tools", name, where), _patterns(prompts, "prompts", name, where),
                 _patterns(resources, "resources", name, where), frozenset(_patterns(scopes, "scopes", name, where)),
-                frozenset(_patterns(groups, "groups", name, where)))
+                frozenset(_patterns(groups, "groups", name, where)), search)
     if not made.scopes and not made.groups:
         raise DefinitionError(f"{where}: view {name} is for nobody: give the scopes or groups of the callers it is for")
     if not (made.tools or made.prompts or made.resources):

@@ -22,10 +22,10 @@ def test_the_public_names() -> None:
         "Context", "DefinitionError", "ElicitResult", "EmbeddedResource", "Image", "InputRequired", "InvalidParams",
         "MCPError", "MCPServer", "Message", "Middleware", "MissingClientCapability", "Principal", "PromptError",
         "RateLimit", "RateLimited", "ResourceError", "ResourceLink", "ResourceNotFound", "ResponseSizeLimit",
-        "Runtime", "TaskSettings", "Timing", "ToolError", "ToolResult", "assistant", "param_header", "text", "user",
+        "Runtime", "TaskSettings", "Timing", "ToolError", "ToolResult", "ToolSearch", "assistant", "param_header", "text", "user",
     ]
-    assert wiremcp.transports.__all__ == ["Client", "ClientCredentials", "HttpOptions", "MCPHttpApp", "remote",
-                                          "serve_stdio"]
+    assert wiremcp.transports.__all__ == ["Client", "ClientCredentials", "HttpOptions", "MCPHttpApp", "from_openapi",
+                                          "remote", "serve_stdio"]
     assert wiremcp.auth.__all__ == [
         "WELL_KNOWN", "BearerAuth", "IntrospectionVerifier", "InvalidToken", "JWKSVerifier", "ProtectedResource", "StaticTokenVerifier", "TokenVerifier", "VerifierUnavailable",
     ]

@@ -1,0 +1,148 @@
+"""An OpenAPI document's schemas as JSON Schema 2020-12, for tools' input and output schemas
+(``wiremcp.openapi``).
+
+- ``$ref``s: local ones (``#/...``, JSON pointers) only. One is inlined, unless the schema it names refers back
+  to itself (through any chain of ``$ref``s): then it stays a ``$ref`` into ``#/$defs/<Name>``, and the schema,
+  converted once, is put in the ``defs`` the caller gives (to go at the root of the tool's schema). A chain of
+  ``$ref``s between other objects (parameters, request bodies, responses) is followed, and one that comes back
+  to itself is a ``DocumentError``.
+- OpenAPI 3.0: ``nullable: true`` adds ``null`` to the ``type`` (and to an ``enum``), or, without a ``type``,
+  makes the schema ``anyOf`` it and ``null``; a boolean ``exclusiveMinimum``/``exclusiveMaximum`` becomes the
+  number of its ``minimum``/``maximum``; ``nullable``, ``discriminator``, ``xml``, ``externalDocs`` and ``example``
+  go. 3.1's schemas are JSON Schema already (its type arrays kept as they are).
+- ``x-`` extensions are dropped in both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import unquote
+
+NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_.-]+")
+"""What a tool name (or a ``$defs`` key made here) may not have."""
+_DROPPED_30 = frozenset({"nullable", "discriminator", "xml", "externalDocs", "example"})
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_SCHEMAS = frozenset({"items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else",
+                      "unevaluatedItems", "unevaluatedProperties", "additionalItems"})
+
+
+class DocumentError(ValueError):
+    """The document cannot be read as tools: the message says what is wrong, and where."""
+
+
+class Schemas:
+    """The ``$ref``s and schemas of ``document`` (an OpenAPI 3.0 one when ``v30``)."""
+
+    def __init__(self, document: Mapping[str, Any], *, v30: bool) -> None:
+        self.document = document
+        self.v30 = v30
+        self._recursive: dict[str, bool] = {}
+        self._keys: dict[str, str] = {}
+
+    # -- references --------------------------------------------------------------------------------------
+    def target(self, ref: str, where: str) -> Any:
+        if not ref.startswith("#"):
+            raise DocumentError(f"{where}: $ref {ref!r} is outside this document (only local refs, #/..., are read)")
+        node: Any = self.document
+        for part in ref[2:].split("/") if ref != "#" else []:
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, Mapping) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                raise DocumentError(f"{where}: $ref {ref!r} points at nothing in the document")
+        return node
+
+    def deref(self, node: Any, where: str) -> Any:
+        """``node`` (a parameter, a request body, a response, a path item) with its chain of ``$ref``s followed."""
+        seen: set[str] = set()
+        while isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
+            ref = node["$ref"]
+            if ref in seen:
+                raise DocumentError(f"{where}: $ref {ref!r} refers to itself")
+            seen.add(ref)
+            node = self.target(ref, where)
+        return node
+
+    def _refs_in(self, node: Any) -> Iterator[str]:
+        if isinstance(node, Mapping):
+            if isinstance(node.get("$ref"), str):
+                yield node["$ref"]
+            for value in node.values():
+                yield from self._refs_in(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from self._refs_in(value)
+
+    def recursive(self, ref: str, where: str) -> bool:
+        """Whether the schema at ``ref`` reaches ``ref`` again through its own ``$ref``s."""
+        if ref not in self._recursive:
+            seen: set[str] = set()
+            todo = list(self._refs_in(self.target(ref, where)))
+            while todo:
+                found = todo.pop()
+                if found not in seen:
+                    seen.add(found)
+                    todo.extend(self._refs_in(self.target(found, where)))
+            self._recursive[ref] = ref in seen
+        return self._recursive[ref]
+
+    # -- schemas ---------------------------------------------------------------------------------------
+    def schema(self, node: Any, where: str, defs: dict[str, Any]) -> Any:
+        """``node`` as JSON Schema 2020-12; the recursive ``$ref``s it uses land in ``defs``."""
+        if isinstance(node, list):
+            return [self.schema(n, where, defs) for n in node]
+        if not isinstance(node, Mapping):
+            return node
+        ref = node.get("$ref")
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        if isinstance(ref, str):
+            extra = self.schema(siblings, where, defs) if siblings else {}
+            if self.recursive(ref, where):
+                key = self._key(ref)
+                if key not in defs:
+                    defs[key] = {}  # taken before it is made: the refs back to it stop here
+                    defs[key] = self.schema(self.target(ref, where), where, defs)
+                return {"$ref": f"#/$defs/{key}", **extra}
+            inlined = self.schema(self.target(ref, where), where, defs)
+            return {**inlined, **extra} if isinstance(inlined, dict) else inlined
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key.startswith("x-") or (self.v30 and key in _DROPPED_30):
+                continue
+            if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+                out[key] = {k: self.schema(v, where, defs) for k, v in value.items()}
+            elif (key in _SCHEMA_LISTS and isinstance(value, list)) or key in _SCHEMAS:
+                out[key] = self.schema(value, where, defs)
+            else:
+                out[key] = value
+        return self._from_30(node, out) if self.v30 else out
+
+    @staticmethod
+    def _from_30(node: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+        for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+            if isinstance(out.get(bound), bool) and out.pop(bound) and limit in out:
+                out[bound] = out.pop(limit)
+        if node.get("nullable") is True:
+            kind = out.get("type")
+            if isinstance(kind, str):
+                out["type"] = [kind, "null"]
+                if isinstance(out.get("enum"), list) and None not in out["enum"]:
+                    out["enum"] = [*out["enum"], None]
+            elif kind is None:
+                return {"anyOf": [out, {"type": "null"}]}
+        return out
+
+    def _key(self, ref: str) -> str:
+        if ref not in self._keys:
+            base = NOT_IN_NAMES.sub("_", ref.rsplit("/", 1)[-1]) or "schema"
+            key, n, taken = base, 1, set(self._keys.values())
+            while key in taken:
+                n += 1
+                key = f"{base}_{n}"
+            self._keys[ref] = key
+        return self._keys[ref]
