@@ -43,8 +43,10 @@ from wiremcp.server import MCPServer
 from wiremcp.task_runner import TaskSettings
 from wiremcp.timing import Timing
 from wiremcp.tools import ToolResult
+from wiremcp.transforms import Arg
 
 __all__ = [
+    "Arg",
     "Audio",
     "AuditLog",
     "Backend",

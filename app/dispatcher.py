@@ -272,7 +272,7 @@ class Dispatcher:
 
     @handles("tools/list")
     async def _tools_list(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._listing(list(self.server.tools.values()), params, ctx, "tools", "tools")
+        return self._listing([t for t in self.server.tools.values() if t.listed], params, ctx, "tools", "tools")
 
     @handles("tools/call")
     async def _tools_call(self, params: JSONObject, ctx: Context) -> JSONObject:

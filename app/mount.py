@@ -100,7 +100,7 @@ class Mount:
         """Take what this mount serves out of the parent (it is being replaced)."""
         parent = self.parent
         for name in self.tools:
-            parent.tools.pop(name, None)
+            parent.defined_tools.pop(name, None)
         for name in self.prompts:
             parent.prompts.pop(name, None)
         for uri in self.resources:
@@ -120,7 +120,7 @@ class Mount:
         return key not in mine and self.parent.serves(kind, key)
 
     def _sync_tools(self) -> None:
-        self._sync_named("tools", self.child.tools, self.parent.tools, self._tool)
+        self._sync_named("tools", self.child.tools, self.parent.defined_tools, self._tool)
 
     def _sync_prompts(self) -> None:
         self._sync_named("prompts", self.child.prompts, self.parent.prompts, _renamed)

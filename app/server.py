@@ -21,6 +21,7 @@ from wiremcp.runtime import Runtime
 from wiremcp.skill_set import SkillSet, Source
 from wiremcp.skills import from_memory
 from wiremcp.tools import Tool
+from wiremcp.transforms import Transform, served
 from wiremcp.types import JSONObject
 from wiremcp.views import View
 
@@ -78,7 +79,9 @@ class MCPServer(Definitions):
         """Show clients the type and text of unexpected exceptions (development only: they can hold secrets).
         Off, a client gets a generic message and a reference that names the traceback in the log
         (``wiremcp.failures``); ``WIREMCP_ERROR_DETAILS=true`` turns it on for a deployment."""
-        self.tools: dict[str, Tool] = {}
+        self.defined_tools: dict[str, Tool] = {}
+        self.tools: dict[str, Tool] = self.defined_tools
+        self.transforms: dict[str, Transform] = {}
         self.prompts: dict[str, Prompt] = {}
         self.resources = Resources(lambda: self.list_changed("resources"))
         self.skill_set = SkillSet(self.resources, self.resource_updated)
@@ -240,7 +243,16 @@ class MCPServer(Definitions):
         (``kind``: ``tools``, ``prompts`` or ``resources``)."""
         if kind == "resources":
             return key in self.resources.static or key in self.resources.templates
-        return key in (self.tools if kind == "tools" else self.prompts)
+        return key in (self.defined_tools if kind == "tools" else self.prompts)
+
+    def _may_serve(self, tool: str) -> bool:
+        if self.lifespan is not None and not self.defined_tools and not self._mounts:
+            return True  # a remote child: its tools are listed as it starts
+        for mount in self._mounts:
+            inner = tool if mount.prefix is None else tool.removeprefix(f"{mount.prefix}_")
+            if (mount.prefix is None or inner != tool) and inner not in mount.child.tools and mount.child._may_serve(inner):
+                return True
+        return False
 
     def _mounted(self, kind: str, key: str, where: str) -> None:
         for mount in self._mounts:
@@ -309,6 +321,8 @@ class MCPServer(Definitions):
         """Tools, prompts, resources or completions (``kind``) were added or removed: clients that want to hear
         of it and the servers this one is mounted in hear of it."""
         self._capabilities = None
+        if kind == "tools":
+            self.tools = served(self.defined_tools, self.transforms)
         if kind != "completions":
             self.runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
         for mount in self._mounted_in:
