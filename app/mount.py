@@ -11,7 +11,9 @@ what the child adds, removes or updates later reaches the parent and its clients
 The child's middleware is kept: a request that names one of the child's components (``tools/call``,
 ``prompts/get``, ``resources/read``, ``resources/subscribe``, ``completion/complete``, ``skills/get``,
 ``resources/directory/read``) goes through the parent's middleware, then the child's, which sees the names
-the child gave (``MountHop``); lists are the parent's own requests.
+the child gave (``MountHop``); lists are the parent's own requests. A call of the parent's transform of one of
+the child's tools (``wiremcp.transforms``) reaches the child's middleware as a call of the child's tool, with the
+arguments the client sent under the tool's own names (the hidden ones are set after, as the tool is called).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from wiremcp.errors import DefinitionError
 from wiremcp.middleware import Call, CallNext, chain
 from wiremcp.skill_set import Source
 from wiremcp.skills import Skill
+from wiremcp.transforms import TransformedTool
 from wiremcp.types import JSONObject
 from wiremcp.uritemplate import UriTemplate
 
@@ -209,6 +212,12 @@ class Mount:
         if call.method in ("tools/call", "prompts/get"):
             names = self.tools if call.method == "tools/call" else self.prompts
             name = call.name
+            shaped = self.transformed(call)
+            if shaped is not None:  # the parent's transform of the child's tool: the child's shape
+                child: JSONObject = {**params, "name": names[shaped.source.name]}
+                if "arguments" in params:
+                    child["arguments"] = shaped.as_source(params["arguments"])
+                return child
             return {**params, "name": names[name]} if name in names else None
         if call.method in methods.NAMES_BY_URI and call.uri is not None:
             inner = self.child_uri(call.uri)
@@ -222,9 +231,28 @@ class Mount:
                 return {**params, "ref": {**ref, "uri": inner}}
         return None
 
-    def back(self, params: JSONObject) -> JSONObject:
-        """The child's params (as its middleware left them) in the parent's names again."""
+    def transformed(self, call: Call) -> TransformedTool | None:
+        """The parent's transform of one of the child's tools that ``call`` calls, if it calls one."""
+        name = call.name
+        found = self.parent.tools.get(name) if call.method == "tools/call" and name and name not in self.tools else None
+        if isinstance(found, TransformedTool) and self.parent.defined_tools.get(found.source.name) is found.source \
+                and found.source.name in self.tools:
+            return found
+        return None
+
+    def back(self, params: JSONObject, shaped: TransformedTool | None = None,
+             given: JSONObject | None = None, sent: JSONObject | None = None) -> JSONObject:
+        """The child's params (as its middleware left them) in the parent's names again. ``shaped``: the
+        parent's transform of the tool called, with the params ``given`` to the child's middleware and those
+        the client ``sent``: what the middleware left as it was given is what the client sent."""
         out = dict(params)
+        if shaped is not None and given is not None and sent is not None:
+            out["name"] = shaped.name if out.get("name") == given.get("name") else self.name(str(out.get("name")))
+            if out.get("arguments") is not given.get("arguments"):
+                out["arguments"] = shaped.as_shown(out.get("arguments"))
+            elif "arguments" in sent:
+                out["arguments"] = sent["arguments"]
+            return out
         if isinstance(out.get("name"), str) and "uri" not in out:
             out["name"] = self.name(out["name"])
         if isinstance(out.get("uri"), str):
@@ -274,9 +302,12 @@ class MountHop:
                          principal=call.principal, session=call.session, stateless=call.stateless, peer=call.peer,
                          batch=call.batch, runtime=call.runtime)
 
-            async def onwards(inner: Call = inner, mount: Mount = mount, given: JSONObject = params) -> JSONObject | None:
+            shaped = mount.transformed(call)
+
+            async def onwards(inner: Call = inner, mount: Mount = mount, given: JSONObject = params,
+                              shaped: TransformedTool | None = shaped) -> JSONObject | None:
                 if inner.params is not given:
-                    call.params = mount.back(inner.params)
+                    call.params = mount.back(inner.params, shaped, given, call.params)
                 return await call_next()
 
             return await chain(pipeline, inner, onwards)

@@ -221,6 +221,19 @@ class TransformedTool(Tool):
         self._checker = SchemaChecker(schema)
         self.header_params = header_params(schema, self.name)
 
+    def as_source(self, arguments: Any) -> Any:
+        """A client's ``arguments`` under the original tool's names (for a mounted child's middleware)."""
+        if not isinstance(arguments, dict):
+            return arguments
+        return {self._back.get(key, key): value for key, value in arguments.items()}
+
+    def as_shown(self, arguments: Any) -> Any:
+        """``arguments`` under the original tool's names (``as_source``'s) under the names clients see again."""
+        if not isinstance(arguments, dict):
+            return arguments
+        shown = {original: key for key, original in self._back.items()}
+        return {shown.get(key, key): value for key, value in arguments.items()}
+
     async def call(self, arguments: JSONObject, ctx: Context) -> JSONObject:
         """Check ``arguments`` against the transformed schema, then call the original tool with its names,
         defaults and hidden values."""

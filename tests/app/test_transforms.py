@@ -198,6 +198,33 @@ async def test_a_mounted_childs_tool_is_transformed_by_the_parent_or_the_child()
     assert child_shaped["content"][0]["text"] == "Sunny in Rome (metric)"
 
 
+async def test_the_childs_middleware_sees_a_transformed_call_in_the_childs_names() -> None:
+    child = weather()
+    seen: list[Any] = []
+
+    async def shout(call: Call, call_next: CallNext) -> Any:
+        if call.method == "tools/call":
+            seen.append((call.name, call.params.get("arguments")))
+            if call.params["arguments"].get("city") == "oslo":
+                call.params = {**call.params, "arguments": {"city": "OSLO"}}
+        return await call_next()
+
+    child.add_middleware(shout)
+    child.add_middleware(RateLimit(2, per=60, tools=["forecast"]))
+    parent = MCPServer("parent")
+    parent.mount(child, prefix="wx")
+    parent.transform("wx_forecast", name="weather", arguments={"city": Arg(name="town"), "units": Arg(value="imperial")})
+    async with Client(parent) as client:
+        as_sent = await client.call_tool("weather", {"town": "Rome"})
+        rewritten = await client.call_tool("weather", {"town": "oslo"})
+        with pytest.raises(MCPError) as limited:
+            await client.call_tool("weather", {"town": "Bergen"})
+    assert seen == [("forecast", {"city": "Rome"}), ("forecast", {"city": "oslo"}), ("forecast", {"city": "Bergen"})]
+    assert as_sent["content"][0]["text"] == "Sunny in Rome (imperial)"
+    assert rewritten["content"][0]["text"] == "Sunny in OSLO (imperial)"  # back in the transform's names
+    assert limited.value.code == RATE_LIMITED  # the child's own rate limit
+
+
 async def test_a_mounted_tool_that_comes_later_is_transformed_as_it_comes() -> None:
     child = weather()
     parent = MCPServer("parent")
