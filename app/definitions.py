@@ -97,6 +97,10 @@ class Definitions:
     def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
         """Serve ``tool``; one of the same name already here is refused with a ``DefinitionError`` naming
         where each is defined, unless ``replace``."""
+        for shaped in self.transforms.values():
+            if shaped.name == tool.name and shaped.tool != tool.name:
+                raise DefinitionError(f"{tool.defined_at}: tool {tool.name} is the name the transform of tool "
+                                      f"{shaped.tool} at {shaped.defined_at} serves it under; give one another name")
         self._add("tools", self.defined_tools, tool, replace)
 
     def remove_tool(self, name: str) -> None:

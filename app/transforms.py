@@ -200,7 +200,7 @@ class TransformedTool(Tool):
     """A tool served in the shape a ``Transform`` gives it; a call is checked against that shape, then made to
     the original tool (``source``) in its own."""
 
-    __slots__ = ("_back", "source", "transform")
+    __slots__ = ("_back", "_withheld", "source", "transform")
 
     def __init__(self, source: Tool, transform: Transform) -> None:
         schema, back = transform.schema(source)
@@ -211,6 +211,9 @@ class TransformedTool(Tool):
         self.source = source
         self.transform = transform
         self._back = back
+        self._withheld = tuple(key for key in transform.arguments if key not in back)
+        """The original names clients may not send: the hidden arguments', and the renamed ones' (a schema that
+        allows other arguments would let them through)."""
         self.name = transform.name or source.name
         self.title = transform.title if transform.title is not None else source.title
         self.description = transform.description if transform.description is not None else source.description
@@ -241,8 +244,11 @@ class TransformedTool(Tool):
         problem = self._checker.errors(arguments)
         if problem is not None:
             return error_result(f"Invalid arguments for tool {self.name}: {problem}")
+        withheld = [key for key in self._withheld if key in arguments]
+        if withheld:
+            return error_result(f"Invalid arguments for tool {self.name}: arguments: {withheld[0]!r} was unexpected")
         back = self._back
-        given = {back[key]: value for key, value in arguments.items() if key in back}
+        given = {back.get(key, key): value for key, value in arguments.items()}
         for key, arg in self.transform.arguments.items():
             if arg.hide and (arg.value is not MISSING or arg.compute is not None):
                 try:

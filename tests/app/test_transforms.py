@@ -5,6 +5,7 @@ access gate; and the definition mistakes, each one line naming the line that mad
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from typing import Any, TypedDict
@@ -12,7 +13,7 @@ from typing import Any, TypedDict
 import pytest
 
 from tests.support.http import UvicornProcess, run_uvicorn
-from wiremcp import Arg, Context, MCPServer, RateLimit
+from wiremcp import Arg, AuditLog, Context, MCPServer, RateLimit
 from wiremcp.errors import RATE_LIMITED, DefinitionError, MCPError
 from wiremcp.middleware import Call, CallNext
 from wiremcp.principal import Principal
@@ -94,6 +95,24 @@ async def test_arguments_are_checked_against_the_new_schema() -> None:
     assert "'query' is a required property" in old_name["content"][0]["text"]
 
 
+async def test_a_schema_that_allows_other_arguments_still_withholds_the_hidden_and_renamed_ones() -> None:
+    server = MCPServer("open")
+
+    @server.tool(input_schema={"type": "object", "properties": {"q": {"type": "string"}, "tenant": {"type": "string"}},
+                               "required": ["q"]})
+    def search(**arguments: Any) -> str:
+        return repr(sorted(arguments.items()))
+
+    server.transform("search", arguments={"q": Arg(name="query"), "tenant": Arg(value="acme")})
+    async with Client(server) as client:
+        passed = await client.call_tool("search", {"query": "x", "extra": 1})
+        hidden = await client.call_tool("search", {"query": "x", "tenant": "globex"})
+        old_name = await client.call_tool("search", {"query": "x", "q": "y"})
+    assert passed["content"][0]["text"] == "[('extra', 1), ('q', 'x'), ('tenant', 'acme')]"
+    assert hidden["content"][0]["text"] == "Invalid arguments for tool search: arguments: 'tenant' was unexpected"
+    assert old_name["content"][0]["text"] == "Invalid arguments for tool search: arguments: 'q' was unexpected"
+
+
 async def test_a_computed_value_may_be_sync_of_nothing_and_its_failure_is_the_tools() -> None:
     server = catalog()
     server.transform("search", arguments={"tenant": Arg(compute=lambda: "fixed"), "api_key": Arg(compute=broken)})
@@ -169,6 +188,23 @@ async def test_scopes_views_middleware_and_rate_limits_apply_to_the_new_name() -
             await client.call_tool("clean", {"older_than": 1})
         assert [tool["name"] for tool in await client.list_tools()] == ["search"]
     assert forbidden.value.message == "Forbidden: this needs the scopes admin"  # the original's scopes
+
+
+async def test_the_audit_log_names_the_transformed_tool_and_a_task_runs_it() -> None:
+    server = MCPServer("s")
+    lines: list[str] = []
+    server.add_middleware(AuditLog(methods=["tools/call"], write=lines.append))
+
+    @server.tool(task_support="optional")
+    async def export(table: str, region: str = "eu") -> str:
+        return f"{table} from {region}"
+
+    server.transform("export", name="export_orders", arguments={"table": Arg(value="orders")})
+    async with Client(server) as client:
+        created = await client.request("tools/call", {"name": "export_orders", "arguments": {}, "task": {}})
+        result = await client.request("tasks/result", {"taskId": created["task"]["taskId"]})
+    assert result["content"] == [{"type": "text", "text": "orders from eu"}]
+    assert json.loads(lines[0])["component"] == "export_orders"
 
 
 def weather() -> MCPServer:
@@ -316,6 +352,17 @@ def test_a_definition_mistake_is_one_line_naming_the_users_line(make: Any, says:
     assert "\n" not in message
     assert message.startswith(f"{HERE}:"), message
     assert message.split(": ", 1)[1].startswith(says), message
+
+
+def test_a_tool_under_the_name_a_transform_serves_is_refused() -> None:
+    server = catalog()
+    server.transform("search", name="find")  # then a tool of that name
+    with pytest.raises(DefinitionError) as refused:
+        @server.tool
+        def find() -> None: ...
+    transformed_at = line_of("# then a tool of that name")
+    assert str(refused.value) == (f"{HERE}:{line_of('def find() -> None') - 1}: tool find is the name the transform of tool "
+                                  f"search at {HERE}:{transformed_at} serves it under; give one another name")
 
 
 def test_a_bare_decorator_and_a_second_transform_are_refused() -> None:
