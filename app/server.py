@@ -82,6 +82,9 @@ class MCPServer(Definitions):
         self.defined_tools: dict[str, Tool] = {}
         self.tools: dict[str, Tool] = self.defined_tools
         self.transforms: dict[str, Transform] = {}
+        self.from_upstream = False
+        """Whether its catalog is an upstream's, listed as it serves and whenever the upstream changes it (a
+        remote child's): a transform may name a tool it does not list (yet)."""
         self.prompts: dict[str, Prompt] = {}
         self.resources = Resources(lambda: self.list_changed("resources"))
         self.skill_set = SkillSet(self.resources, self.resource_updated)
@@ -246,8 +249,8 @@ class MCPServer(Definitions):
         return key in (self.defined_tools if kind == "tools" else self.prompts)
 
     def _may_serve(self, tool: str) -> bool:
-        if self.lifespan is not None and not self.defined_tools and not self._mounts:
-            return True  # a remote child: its tools are listed as it starts
+        if self.from_upstream:
+            return True
         for mount in self._mounts:
             inner = tool if mount.prefix is None else tool.removeprefix(f"{mount.prefix}_")
             if (mount.prefix is None or inner != tool) and inner not in mount.child.tools and mount.child._may_serve(inner):

@@ -104,6 +104,7 @@ def remote(url: str | None = None, *, command: Sequence[str] | None = None, env:
             await catalog.close()
 
     made = MCPServer(str(label), lifespan=connected)
+    made.from_upstream = True
     REMOTES.add(made)
     return made
 

@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 import pytest
 
 from tests.support.http import UvicornProcess, run_uvicorn
+from tests.support.http_fixture_server import FIXTURE_SERVER
 from wiremcp import Arg, AuditLog, Context, MCPServer, RateLimit
 from wiremcp.errors import RATE_LIMITED, DefinitionError, MCPError
 from wiremcp.middleware import Call, CallNext
@@ -304,6 +305,51 @@ async def test_a_remote_tool_is_transformed_when_the_upstream_lists_it(word_coun
     assert refused["isError"] is True
     assert unlisted == []
     assert called["structuredContent"] == {"words": 2, "chars": 3}
+
+
+@pytest.fixture(scope="module")
+def fixture_upstream() -> Iterator[UvicornProcess]:
+    with run_uvicorn(FIXTURE_SERVER) as process:
+        yield process
+
+
+def changes(client: Client) -> int:
+    return sum(n["method"] == "notifications/tools/list_changed" for n in client.notifications)
+
+
+@pytest.mark.timeout(60)
+async def test_a_remote_tools_transform_holds_through_the_upstreams_list_changes(
+        fixture_upstream: UvicornProcess) -> None:
+    gateway = MCPServer("gateway")
+    gateway.mount(remote(fixture_upstream.url), prefix="up")
+    gateway.transform("up_echo", name="say")
+    async with Client(gateway) as client:
+        assert "say" in {tool["name"] for tool in await client.list_tools()}
+        # a tool the upstream does not have yet: accepted, applied once the upstream lists it
+        gateway.transform("up_late_tool", name="late", description="Added later.")
+        heard = changes(client)
+        await client.call_tool("up_add_tool", {"name": "late_tool"})
+        while "late" not in (names := {tool["name"] for tool in await client.list_tools()}):
+            await client.wait_for_notification("notifications/tools/list_changed", count=heard + 1)
+            heard = changes(client)
+        said = await client.call_tool("say", {"text": "still here"})
+        late = await client.call_tool("late")
+    assert not {"up_echo", "up_late_tool"} & names
+    assert said["content"][0]["text"].endswith("still here")
+    assert late["content"] == [{"type": "text", "text": "added at runtime"}]
+
+
+def test_only_a_name_under_a_remote_childs_prefix_may_wait_for_its_tool() -> None:
+    gateway = MCPServer("gateway")
+    gateway.mount(remote("http://127.0.0.1:9/mcp"), prefix="wc")
+    gateway.mount(weather(), prefix="wx")
+    gateway.transform("wc_anything", name="anything")  # the upstream lists its tools as the gateway starts
+    with pytest.raises(DefinitionError) as local:
+        gateway.transform("wx_nothing")
+    with pytest.raises(DefinitionError) as elsewhere:
+        gateway.transform("nothing")
+    assert "transform wx_nothing: no tool wx_nothing here (its tools: wx_forecast)" in str(local.value)
+    assert "transform nothing: no tool nothing here" in str(elsewhere.value)
 
 
 def test_a_tool_that_comes_later_and_does_not_fit_is_not_served(caplog: pytest.LogCaptureFixture) -> None:
