@@ -130,7 +130,8 @@ class Definitions:
             except ValueError as exc:
                 raise DefinitionError(f"{where}: transform {made.tool}: {exc}") from None
             other = self.defined_tools.get(shaped.name)
-            if other is not None and other is not source and shaped.name not in self.transforms:
+            moved = self.transforms.get(shaped.name)
+            if other is not None and other is not source and (moved is None or moved.name in (None, shaped.name)):
                 raise DefinitionError(f"{where}: transform {made.tool}: tool {shaped.name} is served here already "
                                       f"(defined at {other.defined_at})")
         elif not self._may_serve(made.tool):
@@ -150,6 +151,11 @@ class Definitions:
             raise duplicate(kind[:-1], component.name, first.defined_at, component.defined_at, "another name")
         named[component.name] = component
         self.list_changed(kind)
+
+    def remove_transform(self, tool: str) -> None:
+        """Serve the tool named ``tool`` as it is again (``transform``'s); clients hear of it."""
+        del self.transforms[tool]
+        self.list_changed("tools")
 
     # -- resources ----------------------------------------------------------------------------
     def resource(self, uri: str, *, name: str | None = None, title: str | None = None,

@@ -151,6 +151,17 @@ async def test_an_unlisted_tool_is_still_callable_and_a_transform_at_runtime_is_
         answer = await client.call_tool("purge", {"older_than": 3})
     assert listed == ["search"]
     assert answer["content"] == [{"type": "text", "text": "purged 3"}]
+    server.remove_transform("purge")
+    assert server.tools["purge"] is server.defined_tools["purge"]
+
+
+async def test_a_transform_removed_at_runtime_serves_the_tool_as_it_was() -> None:
+    server = reshaped()
+    async with Client(server) as client:
+        server.remove_transform("search")
+        await client.wait_for_notification("notifications/tools/list_changed")
+        names = sorted(tool["name"] for tool in await client.list_tools())
+    assert names == ["purge", "search"]
 
 
 def caller(scopes: list[str]) -> Principal:
@@ -380,6 +391,8 @@ def line_of(text: str) -> int:
     (lambda s: s.transform("search", arguments={"q": "query"}),
      "transform search: arguments= maps argument names to Arg(...), as in arguments={\"limit\": Arg(default=10)}"),
     (lambda s: s.transform("search", name="purge"),
+     "transform search: tool purge is served here already (defined at"),
+    (lambda s: (s.transform("purge", title="Purge"), s.transform("search", name="purge")),
      "transform search: tool purge is served here already (defined at"),
     (lambda s: s.transform("search", listed="no"), "transform search: listed= is True or False, not 'no'"),
     (lambda s: s.transform(42), "transform: the tool to transform is named by a string, not 42"),
