@@ -233,8 +233,7 @@ class Mount:
 
     def transformed(self, call: Call) -> TransformedTool | None:
         """The parent's transform of one of the child's tools that ``call`` calls, if it calls one."""
-        name = call.name
-        found = self.parent.tools.get(name) if call.method == "tools/call" and name and name not in self.tools else None
+        found = call.component if call.method == "tools/call" and call.name not in self.tools else None
         if isinstance(found, TransformedTool) and self.parent.defined_tools.get(found.source.name) is found.source \
                 and found.source.name in self.tools:
             return found

@@ -231,11 +231,13 @@ class TransformedTool(Tool):
         return {self._back.get(key, key): value for key, value in arguments.items()}
 
     def as_shown(self, arguments: Any) -> Any:
-        """``arguments`` under the original tool's names (``as_source``'s) under the names clients see again."""
+        """``arguments`` under the original tool's names (``as_source``'s) under the names clients see again;
+        a hidden one is left out (its value is the transform's, set as the tool is called)."""
         if not isinstance(arguments, dict):
             return arguments
         shown = {original: key for key, original in self._back.items()}
-        return {shown.get(key, key): value for key, value in arguments.items()}
+        return {shown.get(key, key): value for key, value in arguments.items()
+                if key in shown or key not in self._withheld}
 
     async def call(self, arguments: JSONObject, ctx: Context) -> JSONObject:
         """Check ``arguments`` against the transformed schema, then call the original tool with its names,

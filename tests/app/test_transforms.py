@@ -253,8 +253,8 @@ async def test_the_childs_middleware_sees_a_transformed_call_in_the_childs_names
     async def shout(call: Call, call_next: CallNext) -> Any:
         if call.method == "tools/call":
             seen.append((call.name, call.params.get("arguments")))
-            if call.params["arguments"].get("city") == "oslo":
-                call.params = {**call.params, "arguments": {"city": "OSLO"}}
+            if call.params["arguments"].get("city") == "oslo":  # the hidden units it sets are the transform's
+                call.params = {**call.params, "arguments": {"city": "OSLO", "units": "kelvin"}}
         return await call_next()
 
     child.add_middleware(shout)
