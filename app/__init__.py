@@ -44,8 +44,10 @@ from wiremcp.task_runner import TaskSettings
 from wiremcp.timing import Timing
 from wiremcp.tool_search import ToolSearch
 from wiremcp.tools import ToolResult
+from wiremcp.transforms import Arg
 
 __all__ = [
+    "Arg",
     "Audio",
     "AuditLog",
     "Backend",

@@ -75,7 +75,7 @@ def callable_function(fn: object) -> None:
         raise TypeError("a generator function (it yields): a handler returns its value")
 
 
-_PACKAGE = tuple({os.path.realpath(os.path.join(os.path.dirname(__file__), part)) + os.sep
+_PACKAGE = tuple({os.path.realpath(os.path.join(os.path.dirname(os.path.realpath(__file__)), part)) + os.sep
                   for part in ("", "transports", "auth")})
 """The folders of wiremcp's modules, as their files really are: the core's, the transports' and auth's (an
 editable install links the package to them, and the transports and auth folders from inside it)."""

@@ -11,7 +11,7 @@ one line that starts with the ``file:line`` of the definition (and, for a duplic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
@@ -22,6 +22,7 @@ from wiremcp.errors import DefinitionError
 from wiremcp.prompts import Prompt
 from wiremcp.resources import Resource, Resources
 from wiremcp.tools import TaskStart, TaskSupport, Tool
+from wiremcp.transforms import Arg, Transform
 from wiremcp.types import JSONObject
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,6 +33,11 @@ class Definitions:
     """What ``MCPServer`` serves, and how it is registered: its tools, prompts, resources and completers."""
 
     tools: dict[str, Tool]
+    """The tools served: ``defined_tools`` with the ``transforms`` applied."""
+    defined_tools: dict[str, Tool]
+    """The tools defined here, mounted here or listed from the upstream, as they were written."""
+    transforms: dict[str, Transform]
+    """The transforms (``transform``), by the name of the tool each reshapes."""
     prompts: dict[str, Prompt]
     resources: Resources
     completers: dict[tuple[str, str, str], Completer]
@@ -42,6 +48,10 @@ class Definitions:
 
     def _mounted(self, kind: str, key: str, where: str) -> None:
         """Refuse ``key`` if a mounted server serves it here (``MCPServer``'s)."""
+        raise NotImplementedError
+
+    def _may_serve(self, tool: str) -> bool:
+        """Whether a tool of that name may be served here later: a remote child's (``MCPServer``'s)."""
         raise NotImplementedError
 
     # -- tools --------------------------------------------------------------------------------
@@ -87,10 +97,48 @@ class Definitions:
     def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
         """Serve ``tool``; one of the same name already here is refused with a ``DefinitionError`` naming
         where each is defined, unless ``replace``."""
-        self._add("tools", self.tools, tool, replace)
+        for shaped in self.transforms.values():
+            if shaped.name == tool.name and shaped.tool != tool.name:
+                raise DefinitionError(f"{tool.defined_at}: tool {tool.name} is the name the transform of tool "
+                                      f"{shaped.tool} at {shaped.defined_at} serves it under; give one another name")
+        self._add("tools", self.defined_tools, tool, replace)
 
     def remove_tool(self, name: str) -> None:
-        del self.tools[name]
+        del self.defined_tools[name]
+        self.list_changed("tools")
+
+    def transform(self, tool: str, /, *, name: str | None = None, title: str | None = None,
+                  description: str | None = None, arguments: Mapping[str, Arg] | None = None, listed: bool = True,
+                  replace: bool = False) -> None:
+        """Serve the tool named ``tool`` (as served here: a mounted child's under its prefix) in another shape
+        (``wiremcp.transforms``): under ``name``, with ``title`` and ``description``, its ``arguments`` changed
+        as each ``Arg`` says (renamed, redescribed, given a default, hidden with a value), left out of
+        ``tools/list`` but callable (``listed=False``). A tool not here (and that no remote child may serve
+        later), an argument it does not have, a required argument hidden without a value raise
+        ``DefinitionError``; so does a second transform of one tool, unless ``replace``."""
+        where = definition_site()
+        made = Transform(tool, where, name=name, title=title, description=description, listed=listed,
+                         arguments=arguments)
+        first = self.transforms.get(made.tool)
+        if first is not None and not replace:
+            raise DefinitionError(f"{where}: tool {made.tool} is transformed already at {first.defined_at}; give "
+                                  "one transform, or pass replace=True to replace that one")
+        source = self.defined_tools.get(made.tool)
+        if source is not None:
+            try:
+                shaped = made.made_from(source)
+            except ValueError as exc:
+                raise DefinitionError(f"{where}: transform {made.tool}: {exc}") from None
+            other = self.defined_tools.get(shaped.name)
+            moved = self.transforms.get(shaped.name)
+            if other is not None and other is not source and (moved is None or moved.name in (None, shaped.name)):
+                raise DefinitionError(f"{where}: transform {made.tool}: tool {shaped.name} is served here already "
+                                      f"(defined at {other.defined_at})")
+        elif not self._may_serve(made.tool):
+            known = ", ".join(sorted(self.defined_tools)) or "none"
+            raise DefinitionError(f"{where}: transform {made.tool}: no tool {made.tool} here (its tools: {known}); "
+                                  "transform a tool after it is defined or mounted")
+        self.transforms[made.tool] = made
         self.list_changed("tools")
 
     def _add(self, kind: Literal["tools", "prompts"], named: dict[str, N], component: N, replace: bool) -> None:
@@ -103,6 +151,11 @@ class Definitions:
             raise duplicate(kind[:-1], component.name, first.defined_at, component.defined_at, "another name")
         named[component.name] = component
         self.list_changed(kind)
+
+    def remove_transform(self, tool: str) -> None:
+        """Serve the tool named ``tool`` as it is again (``transform``'s); clients hear of it."""
+        del self.transforms[tool]
+        self.list_changed("tools")
 
     # -- resources ----------------------------------------------------------------------------
     def resource(self, uri: str, *, name: str | None = None, title: str | None = None,

@@ -11,7 +11,9 @@ what the child adds, removes or updates later reaches the parent and its clients
 The child's middleware is kept: a request that names one of the child's components (``tools/call``,
 ``prompts/get``, ``resources/read``, ``resources/subscribe``, ``completion/complete``, ``skills/get``,
 ``resources/directory/read``) goes through the parent's middleware, then the child's, which sees the names
-the child gave (``MountHop``); lists are the parent's own requests.
+the child gave (``MountHop``); lists are the parent's own requests. A call of the parent's transform of one of
+the child's tools (``wiremcp.transforms``) reaches the child's middleware as a call of the child's tool, with the
+arguments the client sent under the tool's own names (the hidden ones are set after, as the tool is called).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from wiremcp.errors import DefinitionError
 from wiremcp.middleware import Call, CallNext, chain
 from wiremcp.skill_set import Source
 from wiremcp.skills import Skill
+from wiremcp.transforms import TransformedTool
 from wiremcp.types import JSONObject
 from wiremcp.uritemplate import UriTemplate
 
@@ -100,7 +103,7 @@ class Mount:
         """Take what this mount serves out of the parent (it is being replaced)."""
         parent = self.parent
         for name in self.tools:
-            parent.tools.pop(name, None)
+            parent.defined_tools.pop(name, None)
         for name in self.prompts:
             parent.prompts.pop(name, None)
         for uri in self.resources:
@@ -122,7 +125,7 @@ class Mount:
     def _sync_tools(self) -> None:
         # the child's own tool search is not served as such: the parent searches the mount's tools itself
         tools = {name: t for name, t in self.child.tools.items() if getattr(t, "searcher", None) is None}
-        self._sync_named("tools", tools, self.parent.tools, self._tool)
+        self._sync_named("tools", tools, self.parent.defined_tools, self._tool)
 
     def _sync_prompts(self) -> None:
         self._sync_named("prompts", self.child.prompts, self.parent.prompts, _renamed)
@@ -211,6 +214,12 @@ class Mount:
         if call.method in ("tools/call", "prompts/get"):
             names = self.tools if call.method == "tools/call" else self.prompts
             name = call.name
+            shaped = self.transformed(call)
+            if shaped is not None:  # the parent's transform of the child's tool: the child's shape
+                child: JSONObject = {**params, "name": names[shaped.source.name]}
+                if "arguments" in params:
+                    child["arguments"] = shaped.as_source(params["arguments"])
+                return child
             return {**params, "name": names[name]} if name in names else None
         if call.method in methods.NAMES_BY_URI and call.uri is not None:
             inner = self.child_uri(call.uri)
@@ -224,9 +233,27 @@ class Mount:
                 return {**params, "ref": {**ref, "uri": inner}}
         return None
 
-    def back(self, params: JSONObject) -> JSONObject:
-        """The child's params (as its middleware left them) in the parent's names again."""
+    def transformed(self, call: Call) -> TransformedTool | None:
+        """The parent's transform of one of the child's tools that ``call`` calls, if it calls one."""
+        found = call.component if call.method == "tools/call" and call.name not in self.tools else None
+        if isinstance(found, TransformedTool) and self.parent.defined_tools.get(found.source.name) is found.source \
+                and found.source.name in self.tools:
+            return found
+        return None
+
+    def back(self, params: JSONObject, shaped: TransformedTool | None = None,
+             given: JSONObject | None = None, sent: JSONObject | None = None) -> JSONObject:
+        """The child's params (as its middleware left them) in the parent's names again. ``shaped``: the
+        parent's transform of the tool called, with the params ``given`` to the child's middleware and those
+        the client ``sent``: what the middleware left as it was given is what the client sent."""
         out = dict(params)
+        if shaped is not None and given is not None and sent is not None:
+            out["name"] = shaped.name if out.get("name") == given.get("name") else self.name(str(out.get("name")))
+            if out.get("arguments") is not given.get("arguments"):
+                out["arguments"] = shaped.as_shown(out.get("arguments"))
+            elif "arguments" in sent:
+                out["arguments"] = sent["arguments"]
+            return out
         if isinstance(out.get("name"), str) and "uri" not in out:
             out["name"] = self.name(out["name"])
         if isinstance(out.get("uri"), str):
@@ -276,9 +303,12 @@ class MountHop:
                          principal=call.principal, session=call.session, stateless=call.stateless, peer=call.peer,
                          batch=call.batch, runtime=call.runtime)
 
-            async def onwards(inner: Call = inner, mount: Mount = mount, given: JSONObject = params) -> JSONObject | None:
+            shaped = mount.transformed(call)
+
+            async def onwards(inner: Call = inner, mount: Mount = mount, given: JSONObject = params,
+                              shaped: TransformedTool | None = shaped) -> JSONObject | None:
                 if inner.params is not given:
-                    call.params = mount.back(inner.params)
+                    call.params = mount.back(inner.params, shaped, given, call.params)
                 return await call_next()
 
             return await chain(pipeline, inner, onwards)

@@ -22,6 +22,7 @@ from wiremcp.skill_set import SkillSet, Source
 from wiremcp.skills import from_memory
 from wiremcp.tool_search import Searcher, ToolSearch
 from wiremcp.tools import Tool
+from wiremcp.transforms import Transform, served
 from wiremcp.types import JSONObject
 from wiremcp.views import View
 
@@ -80,7 +81,12 @@ class MCPServer(Definitions):
         """Show clients the type and text of unexpected exceptions (development only: they can hold secrets).
         Off, a client gets a generic message and a reference that names the traceback in the log
         (``wiremcp.failures``); ``WIREMCP_ERROR_DETAILS=true`` turns it on for a deployment."""
-        self.tools: dict[str, Tool] = {}
+        self.defined_tools: dict[str, Tool] = {}
+        self.tools: dict[str, Tool] = self.defined_tools
+        self.transforms: dict[str, Transform] = {}
+        self.from_upstream = False
+        """Whether its catalog is an upstream's, listed as it serves and whenever the upstream changes it (a
+        remote child's): a transform may name a tool it does not list (yet)."""
         self.tools_version = 0
         """One more at every change of the tools served here (a mounted or remote child's too): what a tool
         search's index is checked against (``wiremcp.tool_search``)."""
@@ -276,7 +282,7 @@ class MCPServer(Definitions):
         """Stop serving what ``mount`` serves here."""
         for searcher in [s for s in self.searchers if s.mount is mount]:
             self.searchers.remove(searcher)
-            self.tools.pop(searcher.tool.name, None)
+            self.defined_tools.pop(searcher.tool.name, None)
         mount.clear()
         self._mounts.remove(mount)
         mount.child._mounted_in.remove(mount)
@@ -291,7 +297,16 @@ class MCPServer(Definitions):
         (``kind``: ``tools``, ``prompts`` or ``resources``)."""
         if kind == "resources":
             return key in self.resources.static or key in self.resources.templates
-        return key in (self.tools if kind == "tools" else self.prompts)
+        return key in (self.defined_tools if kind == "tools" else self.prompts)
+
+    def _may_serve(self, tool: str) -> bool:
+        if self.from_upstream:
+            return True
+        for mount in self._mounts:
+            inner = tool if mount.prefix is None else tool.removeprefix(f"{mount.prefix}_")
+            if (mount.prefix is None or inner != tool) and inner not in mount.child.tools and mount.child._may_serve(inner):
+                return True
+        return False
 
     def _mounted(self, kind: str, key: str, where: str) -> None:
         for mount in self._mounts:
@@ -361,6 +376,7 @@ class MCPServer(Definitions):
         of it and the servers this one is mounted in hear of it."""
         self._capabilities = None
         if kind == "tools":
+            self.tools = served(self.defined_tools, self.transforms)
             self.tools_version += 1
         if kind != "completions":
             self.runtime.changed({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})

@@ -272,7 +272,7 @@ def listed(server: MCPServer, ctx: Context) -> list[Tool]:
     search covers and does not pin; a caller whose views offer their tools through search, the search tool and
     the views' pinned tools."""
     searchers = server.searchers
-    tools = list(server.tools.values())
+    tools = [t for t in server.tools.values() if t.listed]  # a transform may keep one out of lists
     if not searchers:
         return tools
     offered = access.view_searches(ctx)

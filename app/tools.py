@@ -83,7 +83,7 @@ class Tool(Component):
     """One registered tool."""
 
     __slots__ = ("_checker", "_fields", "_model", "_output", "_output_checker", "annotations", "header_params",
-                 "input_schema", "output_schema", "task_start", "task_support")
+                 "input_schema", "listed", "output_schema", "task_start", "task_support")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, annotations: JSONObject | None = None,
@@ -100,6 +100,9 @@ class Tool(Component):
         if task_start not in ("call", "handler"):
             raise ValueError(f"{self.name}: task_start must be 'call' or 'handler'")
         self.annotations = annotations
+        self.listed = True
+        """Whether ``tools/list`` shows it (a transform may hide it: ``MCPServer.transform(listed=False)``);
+        it is callable either way."""
         self.task_support: TaskSupport = task_support
         """Whether the tool may (``optional``) or must (``required``) run as a task the client polls: a
         2025-11-25 client asks for one (``params.task``); with the 2026-07-28 tasks extension the server

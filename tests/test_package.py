@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_public_names() -> None:
     assert wiremcp.__all__ == [
-        "Audio", "AuditLog", "Backend", "Call", "CallNext", "ClientError", "ClientTimeout", "Completion", "CompletionError",
+        "Arg", "Audio", "AuditLog", "Backend", "Call", "CallNext", "ClientError", "ClientTimeout", "Completion", "CompletionError",
         "Context", "DefinitionError", "ElicitResult", "EmbeddedResource", "Image", "InputRequired", "InvalidParams",
         "MCPError", "MCPServer", "Message", "Middleware", "MissingClientCapability", "Principal", "PromptError",
         "RateLimit", "RateLimited", "ResourceError", "ResourceLink", "ResourceNotFound", "ResponseSizeLimit",

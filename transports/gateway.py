@@ -104,6 +104,7 @@ def remote(url: str | None = None, *, command: Sequence[str] | None = None, env:
             await catalog.close()
 
     made = MCPServer(str(label), lifespan=connected)
+    made.from_upstream = True
     REMOTES.add(made)
     return made
 
@@ -199,7 +200,7 @@ class Catalog:
         if kind == "tools":
             tools = await client.list_all("tools/list", "tools") if offered else []
             made_tools = {str(t["name"]): self._tool(t, client) for t in tools if t.get("name")}
-            self._replace(self.server.tools, made_tools, kind)
+            self._replace(self.server.defined_tools, made_tools, kind)
         elif kind == "prompts":
             prompts = await client.list_all("prompts/list", "prompts") if offered else []
             made = {str(p["name"]): self._prompt(p) for p in prompts if p.get("name")}
@@ -242,7 +243,7 @@ class Catalog:
         for task in list(self._reading.values()):
             task.cancel()
         self._drop_skills()
-        for served in (self.server.tools, self.server.prompts, self.server.resources.static,
+        for served in (self.server.defined_tools, self.server.prompts, self.server.resources.static,
                        self.server.resources.templates, self.server.completers):
             served.clear()
         for kind in (*KINDS, "completions"):
