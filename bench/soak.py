@@ -31,6 +31,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: ``python bench/soak.py``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.rolling_counts import Judged
 from bench.rolling_load import LoadOptions, Report, RollingLoad
 from deploy.local_cluster import LocalCluster, Replica, Retired
 
@@ -147,7 +148,7 @@ def _traceback_end(output: str) -> str:
 
 
 @dataclass
-class SoakResult:
+class SoakResult(Judged):
     options: SoakOptions
     report: Report
     rss: list[Rss]
@@ -163,17 +164,9 @@ class SoakResult:
                 for r in self.rss if r.flat() is False]
         return out
 
-    @property
-    def passed(self) -> bool:
-        return not self.problems()
-
-    @property
-    def verdict(self) -> str:
-        problems = self.problems()
-        if problems:
-            return "FAIL: " + "; ".join(problems)
+    def summary(self) -> str:
         judged = [r for r in self.rss if r.flat() is not None]
-        return (f"PASS: {self.report.http_requests} requests in {self.report.seconds:.0f}s "
+        return (f"{self.report.http_requests} requests in {self.report.seconds:.0f}s "
                 f"({self.report.requests_per_second:.1f}/s), {len(self.retired)} replicas replaced, nothing failed "
                 f"or lost ({self.report.retried} retried), RSS flat in {len(judged)} of {len(self.rss)} processes "
                 f"(the others too short to judge)")
