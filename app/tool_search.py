@@ -237,10 +237,11 @@ class Searcher:
         self.tool = tool
 
     def covered(self) -> tuple[Tool, ...]:
-        """The tools this search covers now (never a search tool)."""
+        """The tools this search covers now (never a search tool, nor one a transform keeps out of lists)."""
         tools = self.server.tools.items()
         names = self.covers() if self.covers is not None else None
-        return tuple(t for name, t in tools if (names is None or name in names) and not isinstance(t, SearchTool))
+        return tuple(t for name, t in tools
+                     if (names is None or name in names) and t.listed and not isinstance(t, SearchTool))
 
     def hides(self, tool: Tool) -> bool:
         """Whether ``tools/list`` leaves ``tool`` out (it is found by this search, and not pinned)."""

@@ -320,3 +320,14 @@ async def test_taking_the_search_tool_away_lists_the_catalog_again() -> None:
     server.remove_tool("search_tools")
     async with Client(server) as client:
         assert len(await client.list_tools()) == 5
+
+
+async def test_a_tool_a_transform_keeps_out_of_lists_is_not_found_by_search_and_still_called() -> None:
+    server = catalog()
+    server.transform("jira_search", listed=False)
+    async with Client(server) as client:
+        listed = [t["name"] for t in (await client.list_tools())]
+        assert "jira_search" not in await found(client, "search Jira tickets with a JQL query")
+        result = await client.call_tool("jira_search", {"jql": "project = PROJ"})
+    assert "jira_search" not in listed
+    assert result["structuredContent"] == {"result": ["PROJ-1"]}
