@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import importlib.util
+import logging
 import math
 import re
 from collections.abc import Callable, Collection, Sequence
@@ -171,6 +172,7 @@ def build(version: int, tools: tuple[Tool, ...], embedder: Embedder | None) -> S
     """Index ``tools`` (on a worker thread: a few thousand take a moment)."""
     import bm25s  # type: ignore[import-untyped]  # the search extra (no type hints); imported when the first search indexes
 
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets its own to DEBUG: a line on stderr per index
     retriever = bm25s.BM25()
     if tools:
         retriever.index([document(t) or ["_"] for t in tools], show_progress=False)
