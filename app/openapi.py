@@ -10,8 +10,9 @@ I/O): ``wiremcp.transports.openapi`` calls the API.
   (``id_query``, ``id_header``, ``id_body``).
 - **Output**: the schema of the first 2xx response with JSON content; one that is not an object travels as
   ``{"result": value}``.
-- **Schemas**: as JSON Schema 2020-12 (``wiremcp.openapi_schemas``: ``$ref``s inlined, or into ``$defs`` when they
-  refer back to themselves; 3.0's ``nullable`` as a ``null`` type).
+- **Schemas**: as JSON Schema 2020-12 (``wiremcp.openapi_schemas``: a schema a ``$ref`` names is in the tool
+  schema's ``$defs`` once, or inlined where it is used only once and does not refer back to itself; 3.0's
+  ``nullable`` as a ``null`` type).
 
 A document that cannot be read so raises ``DocumentError``, one line naming what is wrong and where.
 """
@@ -224,8 +225,13 @@ class _Reader(Schemas):
         input_schema: JSONObject = {"type": "object", "properties": properties}
         if required:
             input_schema["required"] = required
-        if defs:
-            input_schema["$defs"] = defs
+        input_schema = self.finish(input_schema, defs)
+        kept = input_schema.get("$defs", {})
+        for prop, spec in input_schema["properties"].items():  # a ref's description, for the reader and search
+            named = kept.get(spec["$ref"].removeprefix("#/$defs/")) \
+                if isinstance(spec, dict) and isinstance(spec.get("$ref"), str) else None
+            if isinstance(named, dict) and isinstance(named.get("description"), str) and "description" not in spec:
+                input_schema["properties"][prop] = {**spec, "description": named["description"]}
         output, wrapped = self._output(described.get("responses"), where)
         return Operation(name, method.upper(), path, described.get("operationId"), tuple(tags),
                          _description(described), input_schema, output, wrapped, tuple(arguments),
@@ -270,7 +276,7 @@ class _Reader(Schemas):
             return False if needed else ""
         media, described = found
         raw = described.get("schema", {}) if isinstance(described, Mapping) else {}
-        schema = self.schema(raw, f"{where} requestBody", defs)
+        schema = self.root(raw, f"{where} requestBody", defs, recursive=False)
         props = schema.get("properties") if isinstance(schema, dict) else None
         if isinstance(schema, dict) and schema.get("type") == "object" and isinstance(props, dict) and props \
                 and not any(k in schema for k in ("allOf", "anyOf", "oneOf", "$ref")):
@@ -292,15 +298,11 @@ class _Reader(Schemas):
             if found is None or not isinstance(found[1], Mapping) or "schema" not in found[1]:
                 continue
             defs: dict[str, Any] = {}
-            schema = self.schema(found[1]["schema"], f"{where} response {code}", defs)
-            if isinstance(schema, dict) and list(schema) == ["$ref"]:  # a schema that refers to itself: written out
-                schema = defs[schema["$ref"].removeprefix("#/$defs/")]
+            schema = self.root(found[1]["schema"], f"{where} response {code}", defs)
             if isinstance(schema, dict) and schema.get("type") == "object":
                 out: JSONObject = dict(schema)
                 wrapped = False
             else:
                 out, wrapped = {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
-            if defs:
-                out["$defs"] = {**out.get("$defs", {}), **defs}
-            return out, wrapped
+            return self.finish(out, defs), wrapped
         return None, False

@@ -1,11 +1,14 @@
 """An OpenAPI document's schemas as JSON Schema 2020-12, for tools' input and output schemas
 (``wiremcp.openapi``).
 
-- ``$ref``s: local ones (``#/...``, JSON pointers) only. One is inlined, unless the schema it names refers back
-  to itself (through any chain of ``$ref``s): then it stays a ``$ref`` into ``#/$defs/<Name>``, and the schema,
-  converted once, is put in the ``defs`` the caller gives (to go at the root of the tool's schema). A chain of
-  ``$ref``s between other objects (parameters, request bodies, responses) is followed, and one that comes back
-  to itself is a ``DocumentError``.
+- ``$ref``s: local ones (``#/...``, JSON pointers) only. A schema one names is converted once per tool schema and
+  put in the ``defs`` the caller gives (to go at the root of the tool's schema, as ``$defs``), under its name
+  (``#/components/schemas/Pet`` as ``Pet``; other characters than ``A-Za-z0-9_.-`` as ``_``, a name taken by
+  another ref gets ``_2``); the ``$ref`` points at ``#/$defs/<Name>``. ``root`` inlines the ref at the top of a
+  body or a response (an object body is spread into arguments), and ``finish`` inlines a definition used once
+  and not recursive, so ``$defs`` holds the ones used twice or more, and those that refer back to themselves.
+  A chain of ``$ref``s between other objects (parameters, request bodies, responses) is followed, and one that
+  comes back to itself is a ``DocumentError``.
 - OpenAPI 3.0: ``nullable: true`` adds ``null`` to the ``type`` (and to an ``enum``), or, without a ``type``,
   makes the schema ``anyOf`` it and ``null``; a boolean ``exclusiveMinimum``/``exclusiveMaximum`` becomes the
   number of its ``minimum``/``maximum``; ``nullable``, ``discriminator``, ``xml``, ``externalDocs`` and ``example``
@@ -16,6 +19,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote
@@ -39,7 +43,6 @@ class Schemas:
     def __init__(self, document: Mapping[str, Any], *, v30: bool) -> None:
         self.document = document
         self.v30 = v30
-        self._recursive: dict[str, bool] = {}
         self._keys: dict[str, str] = {}
 
     # -- references --------------------------------------------------------------------------------------
@@ -68,48 +71,22 @@ class Schemas:
             node = self.target(ref, where)
         return node
 
-    def _refs_in(self, node: Any) -> Iterator[str]:
-        if isinstance(node, Mapping):
-            if isinstance(node.get("$ref"), str):
-                yield node["$ref"]
-            for value in node.values():
-                yield from self._refs_in(value)
-        elif isinstance(node, list):
-            for value in node:
-                yield from self._refs_in(value)
-
-    def recursive(self, ref: str, where: str) -> bool:
-        """Whether the schema at ``ref`` reaches ``ref`` again through its own ``$ref``s."""
-        if ref not in self._recursive:
-            seen: set[str] = set()
-            todo = list(self._refs_in(self.target(ref, where)))
-            while todo:
-                found = todo.pop()
-                if found not in seen:
-                    seen.add(found)
-                    todo.extend(self._refs_in(self.target(found, where)))
-            self._recursive[ref] = ref in seen
-        return self._recursive[ref]
-
     # -- schemas ---------------------------------------------------------------------------------------
     def schema(self, node: Any, where: str, defs: dict[str, Any]) -> Any:
-        """``node`` as JSON Schema 2020-12; the recursive ``$ref``s it uses land in ``defs``."""
+        """``node`` as JSON Schema 2020-12; the schemas its ``$ref``s name land in ``defs`` (converted once)."""
         if isinstance(node, list):
             return [self.schema(n, where, defs) for n in node]
         if not isinstance(node, Mapping):
             return node
         ref = node.get("$ref")
-        siblings = {k: v for k, v in node.items() if k != "$ref"}
         if isinstance(ref, str):
+            siblings = {k: v for k, v in node.items() if k != "$ref"}
             extra = self.schema(siblings, where, defs) if siblings else {}
-            if self.recursive(ref, where):
-                key = self._key(ref)
-                if key not in defs:
-                    defs[key] = {}  # taken before it is made: the refs back to it stop here
-                    defs[key] = self.schema(self.target(ref, where), where, defs)
-                return {"$ref": f"#/$defs/{key}", **extra}
-            inlined = self.schema(self.target(ref, where), where, defs)
-            return {**inlined, **extra} if isinstance(inlined, dict) else inlined
+            key = self._key(ref)
+            if key not in defs:
+                defs[key] = {}  # taken before it is made: the refs back to it stop here
+                defs[key] = self.schema(self.target(ref, where), where, defs)
+            return {"$ref": f"#/$defs/{key}", **extra}
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key.startswith("x-") or (self.v30 and key in _DROPPED_30):
@@ -121,6 +98,55 @@ class Schemas:
             else:
                 out[key] = value
         return self._from_30(node, out) if self.v30 else out
+
+    def root(self, node: Any, where: str, defs: dict[str, Any], *, recursive: bool = True) -> Any:
+        """``schema``, with a ``$ref`` at the top (only there) inlined: the schema of a body or a response. One to
+        a schema that refers back to itself stays a ``$ref`` unless ``recursive``."""
+        out = self.schema(node, where, defs)
+        seen: set[str] = set()
+        while isinstance(out, dict) and isinstance(out.get("$ref"), str) and out["$ref"].startswith("#/$defs/"):
+            key = out["$ref"].removeprefix("#/$defs/")
+            if key in seen or (not recursive and _reaches(defs, key, key)):
+                break
+            seen.add(key)
+            inlined = defs[key]
+            extra = {k: v for k, v in out.items() if k != "$ref"}
+            if not isinstance(inlined, dict):
+                return inlined
+            out = {**inlined, **extra}
+        return out
+
+    @staticmethod
+    def finish(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+        """``schema`` with ``defs`` as its ``$defs``: those used once and not recursive inlined where used, the
+        others kept, each once (the order they were met in)."""
+        reached: list[str] = []
+        todo = [key for key in _def_refs(schema) if key in defs]
+        while todo:  # the definitions the schema uses, through any chain of them (others, left by root, go)
+            key = todo.pop()
+            if key not in reached:
+                reached.append(key)
+                todo.extend(k for k in _def_refs(defs[key]) if k in defs)
+        uses = Counter([*_def_refs(schema), *(k for key in reached for k in _def_refs(defs[key]))])
+        inline = {key for key in reached if uses[key] == 1 and not _reaches(defs, key, key)}
+
+        def put(node: Any) -> Any:
+            if isinstance(node, list):
+                return [put(n) for n in node]
+            if not isinstance(node, dict):
+                return node
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref.removeprefix("#/$defs/") in inline:
+                inlined = put(defs[ref.removeprefix("#/$defs/")])
+                extra = {k: put(v) for k, v in node.items() if k != "$ref"}
+                return {**inlined, **extra} if isinstance(inlined, dict) else inlined
+            return {k: put(v) for k, v in node.items()}
+
+        out: dict[str, Any] = put(schema)
+        kept = {key: put(value) for key, value in defs.items() if key in reached and key not in inline}
+        if kept:
+            out["$defs"] = {**out.get("$defs", {}), **kept}
+        return out
 
     @staticmethod
     def _from_30(node: Mapping[str, Any], out: dict[str, Any]) -> dict[str, Any]:
@@ -146,3 +172,29 @@ class Schemas:
                 key = f"{base}_{n}"
             self._keys[ref] = key
         return self._keys[ref]
+
+
+def _def_refs(node: Any) -> Iterator[str]:
+    """The ``$defs`` keys the ``#/$defs/<key>`` refs in ``node`` name, one for each ref."""
+    if isinstance(node, Mapping):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            yield ref.removeprefix("#/$defs/")
+        for value in node.values():
+            yield from _def_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _def_refs(value)
+
+
+def _reaches(defs: Mapping[str, Any], start: str, goal: str) -> bool:
+    """Whether ``defs[start]``'s refs lead to ``goal`` (through any chain of them)."""
+    todo, seen = [start], set()
+    while todo:
+        for key in _def_refs(defs.get(todo.pop())):
+            if key == goal:
+                return True
+            if key not in seen:
+                seen.add(key)
+                todo.append(key)
+    return False

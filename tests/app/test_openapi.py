@@ -68,6 +68,36 @@ def test_31_type_arrays_are_kept_and_refs_inlined() -> None:
     assert not op.wrapped
 
 
+def test_a_component_referenced_n_times_is_in_each_tool_schema_once() -> None:
+    user = {"type": "object", "description": "Someone", "required": ["id"],
+            "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}
+    ref = {"$ref": "#/components/schemas/User"}
+    doc = document({"/tasks": {"post": {
+        "parameters": [{"name": "by", "in": "query", "schema": {"$ref": "#/components/schemas/Id"}}],
+        "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewTask"}}}},
+        "responses": ok({"$ref": "#/components/schemas/Task"})}}}, components={"schemas": {
+            "User": user, "Id": {"type": "string", "minLength": 3},
+            "NewTask": {"type": "object", "properties": {"owner": ref, "followers": {"type": "array", "items": ref}}},
+            "Task": {"type": "object", "properties": {"owner": ref, "creator": ref, "assignee": ref,
+                                                      "followers": {"type": "array", "items": ref}}}}})
+    (op,) = operations(doc)
+    assert op.output_schema is not None
+    assert op.output_schema["$defs"] == {"User": user}  # four refs, one definition
+    assert op.output_schema["properties"]["assignee"] == {"$ref": "#/$defs/User"}
+    assert str(op.output_schema).count("Someone") == 1
+    assert op.input_schema == {"type": "object", "properties": {  # Id, used once, is inlined
+        "by": {"type": "string", "minLength": 3},
+        "owner": {"$ref": "#/$defs/User", "description": "Someone"},  # its description, for search and the reader
+        "followers": {"type": "array", "items": {"$ref": "#/$defs/User"}}}, "$defs": {"User": user}}
+    arguments = jsonschema.Draft202012Validator(op.input_schema)
+    assert arguments.is_valid({"by": "ann", "owner": {"id": "1"}, "followers": [{"id": "2"}]})
+    assert not arguments.is_valid({"followers": [{"name": "no id"}]})
+    assert not arguments.is_valid({"by": "a"})
+    output = jsonschema.Draft202012Validator(op.output_schema)
+    assert output.is_valid({"owner": {"id": "1"}, "creator": {"id": "2", "name": "Bo"}})
+    assert not output.is_valid({"assignee": {"id": 3}})
+
+
 def test_names_clashing_across_locations_get_their_location() -> None:
     doc = document({"/items/{id}": {
         "parameters": [{"name": "id", "in": "path", "schema": {"type": "string"}}],

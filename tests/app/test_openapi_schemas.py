@@ -1,5 +1,5 @@
-"""``wiremcp.openapi_schemas``: an OpenAPI document's schemas as JSON Schema 2020-12: ``$ref``s inlined, or kept
-into ``$defs`` where they recur (no endless inlining), 3.0's keywords turned into JSON Schema's."""
+"""``wiremcp.openapi_schemas``: an OpenAPI document's schemas as JSON Schema 2020-12: a schema a ``$ref`` names
+kept once in ``$defs`` (inlined where used once and not recursive), 3.0's keywords turned into JSON Schema's."""
 
 from __future__ import annotations
 
@@ -15,13 +15,36 @@ def schemas(components: dict[str, Any], *, v30: bool = False) -> Schemas:
     return Schemas({"openapi": "3.0.3" if v30 else "3.1.0", "components": {"schemas": components}}, v30=v30)
 
 
-def test_a_ref_is_inlined_with_its_siblings() -> None:
+def test_a_ref_is_a_ref_into_defs_and_root_inlines_the_top_one_with_its_siblings() -> None:
     found = schemas({"Pet": {"type": "object", "properties": {"tag": {"$ref": "#/components/schemas/Tag"}}},
                      "Tag": {"type": "string", "x-internal": True}})
     defs: dict[str, Any] = {}
-    out = found.schema({"$ref": "#/components/schemas/Pet", "description": "a pet"}, "here", defs)
-    assert out == {"type": "object", "properties": {"tag": {"type": "string"}}, "description": "a pet"}
-    assert defs == {}
+    given = {"$ref": "#/components/schemas/Pet", "description": "a pet"}
+    assert found.schema(given, "here", defs) == {"$ref": "#/$defs/Pet", "description": "a pet"}
+    assert defs == {"Pet": {"type": "object", "properties": {"tag": {"$ref": "#/$defs/Tag"}}},
+                    "Tag": {"type": "string"}}
+    defs = {}
+    out = found.root(given, "here", defs)
+    assert out == {"type": "object", "properties": {"tag": {"$ref": "#/$defs/Tag"}}, "description": "a pet"}
+    assert Schemas.finish(out, defs) == \
+        {"type": "object", "properties": {"tag": {"type": "string"}}, "description": "a pet"}
+
+
+def test_a_component_used_n_times_is_in_defs_once() -> None:
+    tag = {"type": "object", "description": "A label", "properties": {"name": {"type": "string", "maxLength": 9}}}
+    found = schemas({"Tag": tag, "Pet": {"type": "object", "properties": {
+        "tags": {"type": "array", "items": {"$ref": "#/components/schemas/Tag"}},
+        "main": {"$ref": "#/components/schemas/Tag"}, "old": {"$ref": "#/components/schemas/Tag"}}}})
+    defs: dict[str, Any] = {}
+    schema = found.schema({"type": "object", "properties": {
+        "pet": {"$ref": "#/components/schemas/Pet"}, "extra": {"$ref": "#/components/schemas/Tag"}}}, "here", defs)
+    out = Schemas.finish(schema, defs)
+    assert out["$defs"] == {"Tag": tag}  # Pet, used once, is inlined; Tag, used four times, is there once
+    assert out["properties"]["pet"]["properties"]["main"] == {"$ref": "#/$defs/Tag"}
+    assert str(out).count("maxLength") == 1
+    checker = jsonschema.Draft202012Validator(out)
+    assert checker.is_valid({"pet": {"tags": [{"name": "a"}], "main": {"name": "b"}}, "extra": {}})
+    assert not checker.is_valid({"pet": {"tags": [{"name": "much too long"}]}})
 
 
 def test_schemas_that_refer_back_to_each_other_stay_refs_into_defs() -> None:
@@ -32,14 +55,23 @@ def test_schemas_that_refer_back_to_each_other_stay_refs_into_defs() -> None:
                                                                "items": {"$ref": "#/components/schemas/Person"}}}},
         "Name": {"type": "string"}})
     defs: dict[str, Any] = {}
-    out = found.schema({"type": "array", "items": {"$ref": "#/components/schemas/Person"}}, "here", defs)
-    assert out == {"type": "array", "items": {"$ref": "#/$defs/Person"}}
-    assert defs == {
+    out = Schemas.finish(found.schema({"type": "array", "items": {"$ref": "#/components/schemas/Person"}}, "here",
+                                      defs), defs)
+    assert out == {"type": "array", "items": {"$ref": "#/$defs/Person"}, "$defs": {
         "Person": {"type": "object", "properties": {"employer": {"$ref": "#/$defs/Company"}, "name": {"type": "string"}}},
-        "Company": {"type": "object", "properties": {"staff": {"type": "array", "items": {"$ref": "#/$defs/Person"}}}}}
-    checker = jsonschema.Draft202012Validator({**out, "$defs": defs})
+        "Company": {"type": "object", "properties": {"staff": {"type": "array", "items": {"$ref": "#/$defs/Person"}}}}}}
+    checker = jsonschema.Draft202012Validator(out)
     assert checker.is_valid([{"name": "Ann", "employer": {"staff": [{"name": "Bo"}]}}])
     assert not checker.is_valid([{"employer": {"staff": [{"name": 3}]}}])
+
+
+def test_defs_names_are_sanitized_and_kept_apart() -> None:
+    found = schemas({"A thing": {"type": "string"}, "A_thing": {"type": "integer"}})
+    defs: dict[str, Any] = {}
+    out = found.schema({"anyOf": [{"$ref": "#/components/schemas/A thing"}, {"$ref": "#/components/schemas/A_thing"}]},
+                       "here", defs)
+    assert out == {"anyOf": [{"$ref": "#/$defs/A_thing"}, {"$ref": "#/$defs/A_thing_2"}]}
+    assert defs == {"A_thing": {"type": "string"}, "A_thing_2": {"type": "integer"}}
 
 
 def test_values_are_not_read_as_schemas() -> None:
@@ -49,7 +81,8 @@ def test_values_are_not_read_as_schemas() -> None:
 
 
 def test_30_keywords_become_json_schema() -> None:
-    found = schemas({"Thing": {"type": "string"}}, v30=True)
+    found = schemas({"Thing": {"type": "string"}, "Bound": {"type": "integer", "maximum": 5, "exclusiveMaximum": True,
+                                                            "nullable": True}}, v30=True)
 
     def converted(schema: dict[str, Any]) -> Any:
         return found.schema(schema, "here", {})
@@ -60,7 +93,10 @@ def test_30_keywords_become_json_schema() -> None:
     assert converted({"type": "string", "enum": ["red"], "nullable": True}) == \
         {"type": ["string", "null"], "enum": ["red", None]}
     assert converted({"allOf": [{"$ref": "#/components/schemas/Thing"}], "nullable": True}) == \
-        {"anyOf": [{"allOf": [{"type": "string"}]}, {"type": "null"}]}
+        {"anyOf": [{"allOf": [{"$ref": "#/$defs/Thing"}]}, {"type": "null"}]}
+    defs: dict[str, Any] = {}  # and inside the definitions a ref names
+    assert found.schema({"$ref": "#/components/schemas/Bound"}, "here", defs) == {"$ref": "#/$defs/Bound"}
+    assert defs == {"Bound": {"type": ["integer", "null"], "exclusiveMaximum": 5}}
     assert converted({"type": "object", "discriminator": {"propertyName": "kind"}, "xml": {}}) == {"type": "object"}
 
 

@@ -5,6 +5,7 @@ and an API that is not there; a hand-written 3.0 document (``nullable``, a recur
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -145,6 +146,23 @@ async def test_a_hand_written_30_document_with_nullable_and_a_recursive_ref(http
         flat = await client.call_tool("getTree", {"depth": 1})
     assert tree["structuredContent"] == TREE
     assert flat["structuredContent"]["children"] == []
+
+
+async def test_arguments_and_answers_are_checked_against_refs_into_defs(http: httpx.AsyncClient) -> None:
+    doc: dict[str, Any] = copy.deepcopy(TREE_DOCUMENT)
+    depth = {"$ref": "#/components/schemas/Depth"}
+    doc["paths"]["/tree"]["get"]["parameters"] = [{"name": "depth", "in": "query", "schema": depth},
+                                                  {"name": "X-Depth", "in": "header", "schema": depth}]
+    doc["components"]["schemas"]["Depth"] = {"type": "integer", "minimum": 0, "nullable": True}
+    async with Client(from_openapi(doc, client=http)) as client:
+        (tool,) = await client.list_tools()
+        assert tool["inputSchema"]["$defs"] == {"Depth": {"type": ["integer", "null"], "minimum": 0}}
+        assert tool["inputSchema"]["properties"]["depth"] == {"$ref": "#/$defs/Depth"}
+        flat = await client.call_tool("getTree", {"depth": 1, "X-Depth": None})
+        bad = await client.call_tool("getTree", {"depth": -1})
+    assert flat["structuredContent"]["children"] == []
+    assert bad["isError"] is True
+    assert "depth" in text(bad)
 
 
 async def test_an_answer_that_is_not_what_the_document_describes_is_a_tool_error(http: httpx.AsyncClient) -> None:
