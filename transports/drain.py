@@ -53,7 +53,7 @@ from typing import Any
 from wiremcp.shutdown import CUT_OFF_BOUND, STEP_BOUND, shut_down
 from wiremcp.transports import sse
 from wiremcp.transports.legacy_sse import LegacySSEEndpoints
-from wiremcp.transports.listening import queued, refuse_new_connections
+from wiremcp.transports.listening import refuse_new_connections
 from wiremcp.transports.sessions import SessionManager
 
 log = logging.getLogger("wiremcp.drain")
@@ -184,12 +184,16 @@ class UvicornExit:
         writing a request on it."""
         listeners = list(getattr(self.server, "servers", ()))
         sockets = [sock for listening in listeners for sock in (getattr(listening, "sockets", None) or ())]
-        refusing = [sock for sock in sockets if refuse_new_connections(sock)]
-        if not await self.until(lambda: not any(queued(sock) for sock in refusing), ACCEPT_BOUND):
-            log.warning("connections still queued %.1fs after the listening socket stopped taking new ones",
-                        ACCEPT_BOUND)
-        for listening in listeners:
-            listening.close()
+        refusing = [held for sock in sockets if (held := refuse_new_connections(sock)) is not None]
+        try:
+            if not await self.until(lambda: not any(held.queued for held in refusing), ACCEPT_BOUND):
+                log.warning("connections still queued %.1fs after the listening socket stopped taking new ones",
+                            ACCEPT_BOUND)
+            for listening in listeners:
+                listening.close()
+        finally:
+            for held in refusing:
+                held.release()  # a socket shared with another process takes connections again, for it
         for connection in self._connections():
             if not _idle(connection):
                 connection.shutdown()  # uvicorn's own: an active connection closes once its answer is sent

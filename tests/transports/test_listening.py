@@ -1,5 +1,6 @@
 """``wiremcp.transports.listening``: a listening socket stops taking new connections while those the kernel
-queued stay to be accepted, on real sockets (Linux: where the socket filter exists)."""
+queued stay to be accepted, and takes them again once released (for another holder of the same socket), on
+real sockets (Linux: where the socket filter exists)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from wiremcp.transports.listening import queued, refuse_new_connections
+from wiremcp.transports.listening import refuse_new_connections
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the socket filter is Linux's")
 
@@ -26,21 +27,35 @@ def test_a_queued_connection_is_still_accepted_and_a_new_one_is_not_taken(listen
     port = listener.getsockname()[1]
     with socket.create_connection(("127.0.0.1", port)) as early:
         early.sendall(b"POST")
-        assert queued(listener) == 1
-
-        assert refuse_new_connections(listener)
+        refusing = refuse_new_connections(listener)
+        assert refusing is not None
+        assert refusing.queued == 1
         with socket.socket() as late:
             late.settimeout(0.3)  # its handshake is never answered (the bound of a wait that must not end)
             with pytest.raises(TimeoutError):
                 late.connect(("127.0.0.1", port))
-        assert queued(listener) == 1  # the early one still waits, not reset
+        assert refusing.queued == 1  # the early one still waits, not reset
 
         accepted, _ = listener.accept()
         with accepted:
             assert accepted.recv(4) == b"POST"
-        assert queued(listener) == 0
+        assert refusing.queued == 0
+        refusing.release()
 
 
-def test_a_socket_that_is_not_a_listening_tcp_one_is_left_alone() -> None:
+def test_released_the_socket_takes_connections_again_for_another_holder(listener: socket.socket) -> None:
+    """uvicorn ``--fd`` and ``--workers`` share a listening socket: the process leaving gives it back whole."""
+    refusing = refuse_new_connections(listener)
+    assert refusing is not None
+    refusing.release()
+    with socket.create_connection(("127.0.0.1", listener.getsockname()[1]), timeout=2.0):
+        accepted, _ = listener.accept()
+        accepted.close()
+
+
+def test_a_socket_that_is_not_a_tcp_one_is_left_alone() -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
-        assert queued(unix) == 0
+        refusing = refuse_new_connections(unix)
+        assert refusing is None or refusing.queued == 0
+        if refusing is not None:
+            refusing.release()
