@@ -65,9 +65,13 @@ class EventStore(ABC):
         """Store one event; ``seq`` increases by one per stream. A ``seq`` already taken is ignored
         (shared stores: the first writer wins). ``request_id``: the request the stream answers."""
 
-    async def append_next(self, session_id: str, stream: str, message: JSONObject | None) -> int:
+    async def append_next(self, session_id: str, stream: str, message: JSONObject | None, *,
+                          once: str | None = None) -> int:
         """Store one event under the stream's next number, which is returned (for streams with
-        several writers, such as a session's GET stream written by every replica)."""
+        several writers, such as a session's GET stream written by every replica). ``once``: an id for an
+        append that may be tried again after a failure whose outcome is unknown (a store that went away
+        mid-answer); an event with the same id among the stream's newest is not stored twice. (A store in this
+        process never half-fails, so it needs no id.)"""
         seq = await self.last(session_id, stream) + 1
         await self.append(session_id, stream, seq, message)
         return seq

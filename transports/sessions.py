@@ -255,6 +255,7 @@ class SessionManager(ClusterEvents):
         """Write ``event`` to every session that listens and wants it. A store that is away for a moment (Redis
         restarting) is tried again, the sessions not written yet only, for ``CHANGE_RETRY_SECONDS``; the
         changes published meanwhile wait their turn, so that each session gets them in order."""
+        once = secrets.token_hex(8)  # tried again after an answer lost with Redis, an append is not made twice
         async with self._writing:
             pending: list[str] | None = None  # None: which sessions listen is not known yet
             pause, deadline = 0.05, time.monotonic() + CHANGE_RETRY_SECONDS
@@ -265,7 +266,7 @@ class SessionManager(ClusterEvents):
                     left: list[str] = []
                     for start in range(0, len(pending), WRITE_BATCH):
                         batch = pending[start:start + WRITE_BATCH]
-                        written = await asyncio.gather(*(self._write_to(sid, event) for sid in batch))
+                        written = await asyncio.gather(*(self._write_to(sid, event, once) for sid in batch))
                         left.extend(sid for sid, done in zip(batch, written, strict=True) if not done)
                     pending = left
                     if not pending:
@@ -280,14 +281,14 @@ class SessionManager(ClusterEvents):
                 await asyncio.sleep(pause)  # the store's way back has no event to wait on
                 pause = min(pause * 2, 1.0)
 
-    async def _write_to(self, sid: str, event: JSONObject) -> bool:
+    async def _write_to(self, sid: str, event: JSONObject, once: str) -> bool:
         """Write ``event`` to one session's GET stream if it wants it; False if the store was away."""
         try:
             state = await self.store.get(sid)
             if state is None:
                 await self.backend.stream_holds.forget(sid)  # ended (expired) since it listened
             elif state.wants(event):
-                await self.events.append_next(sid, STANDALONE_STREAM, event)
+                await self.events.append_next(sid, STANDALONE_STREAM, event, once=once)
         except StoreUnavailable:
             return False
         return True

@@ -45,12 +45,25 @@ log = logging.getLogger("wiremcp.events")
 # KEYS: the stream, the session's stream index, the session's numbers.
 # ARGV: 1 number ('' = the next), 2 message, 3 owner, 4 request id, 5 MAXLEN, 6 the stream's TTL (ms), 7 the
 # wake-up channel, 8 the stream's name, 9 the wake-up, 10 the numbers' TTL (ms), 11 the publish command,
-# 12 '1' for the stream's last event (nothing is stored after it). Each event carries its format's number
-# (formats.EVENT).
+# 12 '1' for the stream's last event (nothing is stored after it), 13 the append's id ('' = none: see
+# ``append_next``'s ``once``; an id among the stream's ONCE_WINDOW newest events means it is stored already).
+# Each event carries its format's number (formats.EVENT).
 # Returns the event's number; TAKEN if it was taken (then the numbers' TTL is renewed: a write, so that a WAIT after
 # it covers what this primary holds); GAP - newest if it would leave a gap after the newest (a stream whose numbers
 # Redis does not know, new or expired, takes any number).
+ONCE_WINDOW = 64
+"""The newest events of a stream an append with an id (``once``) looks among for one it stored already: those
+appended while it was tried again (a few seconds of changes to one session) are far fewer."""
+
 _APPEND = """
+if ARGV[13] ~= '' then
+  for _, entry in ipairs(redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', ONCE_WINDOW)) do
+    local fields = entry[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'c' and fields[i + 1] == ARGV[13] then return TAKEN end
+    end
+  end
+end
 local known = redis.call('HGET', KEYS[3], ARGV[8])
 local newest = tonumber(known or '-1')
 local seq
@@ -60,8 +73,13 @@ if seq <= newest then
   return TAKEN
 end
 if known and seq > newest + 1 then return GAP - newest end
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[5], '0-' .. (seq + 1), 'm', ARGV[2], 'o', ARGV[3], 'r', ARGV[4],
-  FIELD, FORMAT)
+if ARGV[13] ~= '' then
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[5], '0-' .. (seq + 1), 'm', ARGV[2], 'o', ARGV[3], 'r', ARGV[4],
+    FIELD, FORMAT, 'c', ARGV[13])
+else
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[5], '0-' .. (seq + 1), 'm', ARGV[2], 'o', ARGV[3], 'r', ARGV[4],
+    FIELD, FORMAT)
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 if ARGV[12] == '1' then redis.call('HSET', KEYS[3], ARGV[8], 'MAX_SEQ') else
   redis.call('HSET', KEYS[3], ARGV[8], seq) end
@@ -70,7 +88,7 @@ redis.call('SADD', KEYS[2], ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[10])
 redis.call(ARGV[11], ARGV[7], ARGV[9])
 return seq
-""".replace("TAKEN", str(TAKEN)).replace("GAP", str(GAP)).replace("MAX_SEQ", str(MAX_SEQ)).replace(
+""".replace("ONCE_WINDOW", str(ONCE_WINDOW)).replace("TAKEN", str(TAKEN)).replace("GAP", str(GAP)).replace("MAX_SEQ", str(MAX_SEQ)).replace(
     "FIELD", repr(EVENT.field)).replace("FORMAT", repr(str(EVENT.current)))
 
 
@@ -119,23 +137,27 @@ class RedisEventStore(EventStore):
         await self._outboxes.put((session_id, stream), seq, b"" if message is None else orjson.dumps(message),
                                  request_id)
 
-    async def append_next(self, session_id: str, stream: str, message: JSONObject | None) -> int:
+    async def append_next(self, session_id: str, stream: str, message: JSONObject | None, *,
+                          once: str | None = None) -> int:
         payload = b"" if message is None else orjson.dumps(message)
         with reachable("event store"):
-            results, replicas = await self._run([self._call(session_id, stream, None, payload, None)])
+            results, replicas = await self._run([self._call(session_id, stream, None, payload, None, once=once)])
+        if int(results[0]) == TAKEN:  # stored by an earlier try whose answer was lost
+            return await self.last(session_id, stream)
         if self._wait is not None and replicas < self._wait[0]:
             log.warning("event %s_%d of session %s: %d of %d replicas have it", stream, results[0], session_id,
                         replicas, self._wait[0])
         return int(results[0])
 
     def _call(self, session_id: str, stream: str, seq: int | None, payload: bytes, request_id: RequestId | None,
-              final: bool = False) -> tuple[list[str], list[Any]]:
+              final: bool = False, once: str | None = None) -> tuple[list[str], list[Any]]:
         """The keys and arguments of one append (``_APPEND``)."""
         wake = orjson.dumps(["w", session_id, stream])
         return ([self._keys.events(session_id, stream), self._keys.streams(session_id), self._keys.counters(session_id)],
                 ["" if seq is None else seq, payload, self.replica,
                  b"" if request_id is None else orjson.dumps(request_id), self._max_events, self._ttl_ms,
-                 self._keys.wake(session_id), stream, wake, self._counter_ttl_ms, self._publish, "1" if final else "0"])
+                 self._keys.wake(session_id), stream, wake, self._counter_ttl_ms, self._publish, "1" if final else "0",
+                 once or ""])
 
     async def _run(self, calls: list[tuple[list[str], list[Any]]]) -> tuple[list[Any], int]:
         """The appends, in order on one connection, and the replicas that have them (``WAIT``; 0 without it)."""

@@ -206,3 +206,19 @@ async def test_numbering_continues_after_a_quiet_stream_expires(client: Redis, r
     after = await store.after(SID, "get", 2)
     assert after is not None
     assert [(e.seq, e.message) for e in after] == [(3, note(3))]
+
+
+async def test_an_append_tried_again_with_its_id_is_stored_once(client: Redis, other_client: Redis,
+                                                                 redis_keys: Keys) -> None:
+    """A change written to a session's GET stream, tried again because Redis's answer was lost (the append may
+    have happened): with the same id it is not stored twice, even with other events appended in between."""
+    a = RedisEventStore(client, redis_keys, replica="A")
+    b = RedisEventStore(other_client, redis_keys, replica="B")
+    first = await a.append_next(SID, "get", note(1, "A"), once="change-1")
+    await b.append_next(SID, "get", note(2, "B"))
+    again = await a.append_next(SID, "get", note(1, "A"), once="change-1")
+    other = await a.append_next(SID, "get", note(3, "A"), once="change-2")
+    stored = await a.after(SID, "get", -1)
+    assert stored is not None
+    assert [event.message for event in stored] == [note(1, "A"), note(2, "B"), note(3, "A")]
+    assert (first, again, other) == (0, 1, 2)  # the second try answers with the stream's newest number
