@@ -113,5 +113,6 @@ def test_the_drain_settings_are_those_the_server_reads() -> None:
     rows = {line.split(" | ")[0].strip("| `"): line.split(" | ")[1].strip("`") for line in PAGE.read_text().splitlines()
             if line.startswith("| `WIREMCP_")}
     assert rows == {"WIREMCP_DRAIN_SECONDS": str(int(defaults.drain_seconds)),
+                    "WIREMCP_DRAIN_SETTLE_SECONDS": str(int(defaults.drain_settle_seconds)),
                     "WIREMCP_STDIO_DRAIN_SECONDS": str(defaults.stdio_drain_seconds)}
 

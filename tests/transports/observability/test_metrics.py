@@ -14,6 +14,7 @@ from tests.support.http import asgi_client, initialize, post_headers, request_bo
 from wiremcp import MCPServer, ToolError
 from wiremcp.middleware import Call, CallNext
 from wiremcp.timing import Timing
+from wiremcp.transports.closing import ClosingConnections
 from wiremcp.transports.forwarded import ForwardedHeaders
 from wiremcp.transports.http_app import MCPHttpApp
 from wiremcp.transports.memory import Client
@@ -124,7 +125,9 @@ async def test_authentication_failures_are_counted_by_reason() -> None:
                         auth_scopes=("mcp:tools",), auth_static_tokens=("t1=alice:mcp:tools", "t2=bob:mcp:read"))
     outer = build_http_app(_server(), settings)
     assert isinstance(outer, ForwardedHeaders)
-    app = outer.app
+    closing = outer.app
+    assert isinstance(closing, ClosingConnections)
+    app = closing.app
     assert isinstance(app, Operations)
     assert app.metrics is not None
     async with asgi_client(outer) as http:
@@ -143,8 +146,9 @@ async def test_authentication_failures_are_counted_by_reason() -> None:
 def test_metrics_can_be_turned_off() -> None:
     app = build_http_app(_server(), Settings(metrics=False))
     assert isinstance(app, ForwardedHeaders)
-    assert isinstance(app.app, Operations)
-    assert app.app.metrics is None
+    assert isinstance(app.app, ClosingConnections)
+    assert isinstance(app.app.app, Operations)
+    assert app.app.app.metrics is None
 
 
 async def test_tasks_are_counted_when_created_and_when_they_end() -> None:
