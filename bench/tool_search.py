@@ -33,6 +33,9 @@ import httpx
 import orjson
 from tokenizers import Tokenizer
 
+if __package__ in (None, ""):  # run as a script: ``python bench/tool_search.py``
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from bench.machine import machine_line
 from wiremcp import MCPServer, ToolSearch
 from wiremcp.transports import Client, from_openapi
