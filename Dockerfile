@@ -20,7 +20,8 @@
 #                          stop timeout (compose stop_grace_period, Kubernetes
 #                          terminationGracePeriodSeconds) must cover the whole exit: the settle delay
 #                          (WIREMCP_DRAIN_SETTLE_SECONDS, 0), the drain and its bounded cut-off (7 s),
-#                          idle connections closing (uvicorn's keep-alive, 5 s, and 1 s), then uvicorn's
+#                          idle connections closing before and after the drain (uvicorn's keep-alive,
+#                          5 s, and 1 s, each time), then uvicorn's
 #                          --timeout-graceful-shutdown below (15).
 
 ARG PYTHON_IMAGE=python:3.11-slim

@@ -14,11 +14,11 @@ it), holds uvicorn's exit back, and runs:
    (``ClosingConnections``), so that no connection it answers is kept for another request; then
    ``settle_seconds`` (``WIREMCP_DRAIN_SETTLE_SECONDS``) of normal service, for a balancer that reads
    readiness (Kubernetes) to stop sending new connections here; then the listening sockets close (a proxy
-   connecting now is refused, which is safe to try elsewhere), each connection answering a request closes
-   after its answer, and the idle ones are left to close themselves: each one the proxy still sends a
-   request on is answered (with ``Connection: close``), and the proxy's idle timeout, shorter than the
-   server's, or else uvicorn's own keep-alive timeout ends the others, as at any other time. That takes at
-   most the keep-alive timeout (5 s by default) and a second, with every request served as usual meanwhile;
+   connecting now is refused, which is safe to try elsewhere), and the idle connections are left to close
+   themselves: each one the proxy still sends a request on is answered (with ``Connection: close``), and the
+   proxy's idle timeout, shorter than the server's, or else uvicorn's own keep-alive timeout ends the others,
+   as at any other time. That takes at most the keep-alive timeout (5 s by default) and a second, with every
+   request served as usual meanwhile;
 1. ``draining`` on: with sessions in memory, ``initialize`` (and a new HTTP+SSE stream) answers 503 with
    ``Retry-After`` (a session in a shared store is served: it lives on elsewhere);
 2. ``subscriptions/listen`` requests answer and close; GET streams close with ``retry``;
@@ -29,8 +29,8 @@ it), holds uvicorn's exit back, and runs:
 5. whatever still streams is closed (Streamable HTTP resumably, HTTP+SSE once what it carries is sent),
    and sse-starlette is told to end the rest.
 
-6. the connections still open, each closing after its answer, are given a moment to end; then uvicorn's exit
-   runs.
+6. the connections the drain's closed streams leave idle are left to close the same way (the same bound);
+   then uvicorn's exit runs.
 
 Every request has its answer before its stream closes, so no connection holds the process open past the
 drain: uvicorn reaches its lifespan shutdown, and the process exits ``settle_seconds + drain_seconds`` after
@@ -69,7 +69,7 @@ ACCEPT_BOUND = 1.0
 QUIET_TICK = 0.05
 QUIET_MARGIN = 1.0
 """Seconds past the server's keep-alive timeout that the exit waits, at most, for idle connections to close
-(and, after the drain, for the last answers' connections to end)."""
+(before the drain, and again after it)."""
 
 
 class Drain:
@@ -179,9 +179,10 @@ class UvicornExit:
 
     async def stop_accepting(self) -> None:
         """Close the listening sockets (a proxy's new connection is refused: safe to try elsewhere) once the
-        connections the kernel has queued for them are accepted (``wiremcp.transports.listening``), and have
-        each connection answering a request close after its answer. An idle one is left open: a proxy may be
-        writing a request on it."""
+        connections the kernel has queued for them are accepted (``wiremcp.transports.listening``). The open
+        connections are left as they are: one whose answer began before the signal (without ``Connection:
+        close``) is kept by the proxy once the answer ends, and closing it then races the proxy's next request
+        on it, as closing an idle one does."""
         listeners = list(getattr(self.server, "servers", ()))
         sockets = [sock for listening in listeners for sock in (getattr(listening, "sockets", None) or ())]
         refusing = [held for sock in sockets if (held := refuse_new_connections(sock)) is not None]
@@ -194,9 +195,6 @@ class UvicornExit:
         finally:
             for held in refusing:
                 held.release()  # a socket shared with another process takes connections again, for it
-        for connection in self._connections():
-            if not _idle(connection):
-                connection.shutdown()  # uvicorn's own: an active connection closes once its answer is sent
 
     def _connections(self) -> list[Any]:
         return list(self.server.server_state.connections)
@@ -246,7 +244,8 @@ async def leave(drains: list[Drain], held: UvicornExit, signum: int) -> None:
             log.info("%d idle connections still open %.1fs after the listening socket closed",
                      held.idle_connections, bound)
         await asyncio.gather(*(drain.run() for drain in drains), return_exceptions=True)
-        await held.until(lambda: held.connections == 0, QUIET_MARGIN)
+        # The streams the drain closed leave their connections idle: left to close the same way.
+        await held.until(lambda: held.connections == 0, bound)
     except Exception:
         log.exception("the drain failed; exiting")
     finally:

@@ -124,8 +124,9 @@ def graceful_seconds() -> float:
 def exit_seconds(drain: float, settle: float = 0.0) -> float:
     """The longest a replica takes to exit after SIGTERM (``wiremcp.transports.drain``): the settle delay, the
     idle connections left to close (uvicorn's keep-alive, 5 s by default), the drain and its bounded cut-off,
-    the last answers' connections, then uvicorn's own wait for connections."""
-    return settle + 5 + QUIET_MARGIN + drain + CUT_OFF_BOUND + STEP_BOUND + QUIET_MARGIN + graceful_seconds()
+    the connections its closed streams leave idle, then uvicorn's own wait for connections."""
+    idle = 5 + QUIET_MARGIN
+    return settle + idle + drain + CUT_OFF_BOUND + STEP_BOUND + idle + graceful_seconds()
 
 
 def test_the_dockerfile_has_two_stages_on_python_3_11_slim() -> None:
