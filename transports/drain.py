@@ -100,10 +100,15 @@ class Drain:
         _coordinators.add(self)
         _hook_uvicorn()
 
-    def begin(self) -> None:
-        """Start draining now (from the exit signal, when uvicorn's exit is not held for it)."""
+    def signalled(self) -> None:
+        """The process got its exit signal: unready and closing connections from now on, and the drain's end
+        may release sse-starlette's streams (the process is going away)."""
         self._signalled = True
         self.leaving = True
+
+    def begin(self) -> None:
+        """Start draining now (from the exit signal, when uvicorn's exit is not held for it)."""
+        self.signalled()
         loop = self._loop
         if loop is None or loop.is_closed() or self._task is not None:
             return
@@ -230,10 +235,7 @@ async def leave(drains: list[Drain], held: UvicornExit, signum: int) -> None:
     """The exit of a process served by uvicorn, from the first signal: unready with connections closing
     after each answer, the settle delay, no new connections, the idle ones left to close (requests that
     still come on them served as usual), the drains, then uvicorn's own exit."""
-    try:
-        for drain in drains:
-            drain._signalled = True
-            drain.leaving = True
+    try:  # (the drains know of the signal already: ``_chained``)
         settle = max(drain.settle_seconds for drain in drains)
         if settle > 0:
             log.info("leaving: unready; serving for %.1fs more before closing the listening socket", settle)
@@ -291,7 +293,7 @@ def _chained(previous: Callable[[int, FrameType | None], Any]) -> Callable[[int,
 
         _exit_started = True
         for drain in drains:
-            drain.leaving = True  # unready from the signal on, not from the loop's next turn
+            drain.signalled()  # unready from the signal on, not from the loop's next turn
         loop.call_soon_threadsafe(start)
 
     return handler
