@@ -11,7 +11,7 @@ from wiremcp import access
 from wiremcp.component import callable_function, definition_site
 from wiremcp.errors import CompletionError, InvalidParams, MCPError, ToolError
 from wiremcp.failures import internal_error
-from wiremcp.threads import run_sync
+from wiremcp.threads import SyncFunction
 from wiremcp.types import JSONObject
 from wiremcp.unavailable import Unavailable
 
@@ -51,7 +51,7 @@ def to_wire(value: Any) -> JSONObject:
 class Completer:
     """A function ``(value, arguments) -> list[str] | Completion`` for one argument of one prompt or template."""
 
-    __slots__ = ("_fn", "_is_async", "defined_at")
+    __slots__ = ("_fn", "_sync", "defined_at")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         callable_function(fn)
@@ -62,12 +62,14 @@ class Completer:
         except ValueError:  # a builtin without a signature: called as it is
             pass
         self._fn = fn
-        self._is_async = inspect.iscoroutinefunction(fn)
+        self._sync = None if inspect.iscoroutinefunction(fn) else SyncFunction(
+            fn, None, f"completion {getattr(fn, '__qualname__', fn)!r}")
+        """Where a sync function's calls run (``wiremcp.threads``)."""
         self.defined_at = definition_site(fn)
         """``file:line`` of the function (see ``Component.defined_at``)."""
 
     async def complete(self, value: str, arguments: dict[str, str]) -> JSONObject:
-        result = await self._fn(value, arguments) if self._is_async else await run_sync(self._fn, value, arguments)
+        result = await self._fn(value, arguments) if self._sync is None else await self._sync(value, arguments)
         return to_wire(result)
 
 

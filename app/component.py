@@ -13,7 +13,7 @@ from pydantic import PydanticUserError
 
 from wiremcp.errors import DefinitionError
 from wiremcp.schema import context_parameter, resolve_hints
-from wiremcp.threads import run_sync
+from wiremcp.threads import SyncFunction, run_sync
 from wiremcp.types import JSONObject
 
 C = TypeVar("C")
@@ -23,11 +23,12 @@ class Component:
     """A registered user function with a name, a title, a description (default: its docstring),
     icons, ``_meta`` and the scopes a caller needs."""
 
-    __slots__ = ("_ctx_param", "_fn", "_hints", "_is_async", "defined_at", "description", "icons", "meta", "name",
-                 "scopes", "title")
+    __slots__ = ("_ctx_param", "_fn", "_hints", "_is_async", "_sync", "defined_at", "description", "icons", "meta",
+                 "name", "scopes", "title")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
-                 icons: list[JSONObject] | None, meta: JSONObject | None, scopes: list[str] | None) -> None:
+                 icons: list[JSONObject] | None, meta: JSONObject | None, scopes: list[str] | None,
+                 blocking: bool | None = None) -> None:
         callable_function(fn)
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name= must be a string, not {name!r}")
@@ -42,6 +43,9 @@ class Component:
         self.meta = meta
         self.scopes = scopes or []
         self._is_async = inspect.iscoroutinefunction(fn)
+        self._sync = None if self._is_async else SyncFunction(
+            fn, blocking, f"{type(self).__name__.lower()} {self.name!r}")
+        """Where a sync function's calls run (``wiremcp.threads``): on the loop's thread unless it blocks."""
         self._hints = resolve_hints(fn)
         self._ctx_param = context_parameter(fn, self._hints)
 
@@ -50,12 +54,15 @@ class Component:
         return [p for p in inspect.signature(self._fn).parameters.values() if p.name != self._ctx_param]
 
     async def _invoke(self, kwargs: dict[str, Any], ctx: Any) -> Any:
-        """Call the function (sync ones on a worker thread), passing the context if it wants it."""
+        """Call the function (a sync one where ``SyncFunction`` says), passing the context if it wants it."""
         if self._ctx_param is not None:
             kwargs[self._ctx_param] = ctx
-        if self._is_async:
+        sync = self._sync
+        if sync is None:
             return await self._fn(**kwargs)
-        return await run_sync(self._fn, **kwargs)
+        if sync.blocking:
+            return await run_sync(self._fn, **kwargs)
+        return sync.call(**kwargs)
 
     def _describe(self, out: JSONObject) -> JSONObject:
         """Add the optional descriptive fields to a wire listing entry."""

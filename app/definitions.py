@@ -65,7 +65,8 @@ class Definitions:
              output_schema: JSONObject | None = None, structured_output: bool | None = None,
              scopes: list[str] | None = None, task_support: TaskSupport = "forbidden",
              task_start: TaskStart = "call", ui: str | None = None,
-             visibility: Sequence[apps.Visibility] | None = None, replace: bool = False) -> Callable[[F], F]: ...
+             visibility: Sequence[apps.Visibility] | None = None, blocking: bool | None = None,
+             replace: bool = False) -> Callable[[F], F]: ...
 
     def tool(self, name: str | F | None = None, *, title: str | None = None, description: str | None = None,
              annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
@@ -73,15 +74,19 @@ class Definitions:
              output_schema: JSONObject | None = None, structured_output: bool | None = None,
              scopes: list[str] | None = None, task_support: TaskSupport = "forbidden",
              task_start: TaskStart = "call", ui: str | None = None,
-             visibility: Sequence[apps.Visibility] | None = None, replace: bool = False) -> F | Callable[[F], F]:
+             visibility: Sequence[apps.Visibility] | None = None, blocking: bool | None = None,
+             replace: bool = False) -> F | Callable[[F], F]:
         """Register a function as a tool (``@server.tool`` or ``@server.tool(...)``). Its signature is the input
         schema, its return annotation the output; its name the function's unless ``name`` is given.
         ``task_support``: whether the tool may (``optional``) or must (``required``) run as a task the client
         polls (both eras' tasks: see ``Tool.task_support``); ``task_start``: whether the task starts with the
         call or when the handler calls ``ctx.start_task()``. ``ui``: the ``ui://`` view (``server.app``) that
         hosts supporting MCP Apps render its results in; ``visibility``: who may call it, ``model``, ``app``
-        (the view only) or both (the default). A tool of that name already here is refused, unless
-        ``replace``."""
+        (the view only) or both (the default). ``blocking``: a sync function is called on the event loop's
+        thread, unless it is marked ``blocking=True`` (it waits on I/O or sleeps: its calls go to a worker
+        thread) or one call holds the loop longer than ``wiremcp.threads.HOLD_LIMIT`` (then its later calls go
+        to a worker); ``blocking=False`` keeps it on the loop. A tool of that name already here is refused,
+        unless ``replace``."""
         bare, given = _bare("tool", name)
 
         def register(fn: F) -> F:
@@ -89,7 +94,8 @@ class Definitions:
                 fn, name=given, title=title, description=description, annotations=annotations, icons=icons,
                 meta=apps.tool_meta(ui, visibility, meta) if ui is not None else _no_visibility(visibility, meta),
                 input_schema=input_schema, output_schema=output_schema, structured_output=structured_output,
-                scopes=scopes, task_support=task_support, task_start=task_start)), replace=replace)
+                scopes=scopes, task_support=task_support, task_start=task_start, blocking=blocking)),
+                replace=replace)
             return fn
 
         return register(bare) if bare is not None else register
@@ -162,11 +168,12 @@ class Definitions:
                  description: str | None = None, mime_type: str | None = None, size: int | None = None,
                  annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
                  meta: JSONObject | None = None, scopes: list[str] | None = None, ttl_ms: int | None = None,
-                 cache_scope: Literal["public", "private"] | None = None,
+                 cache_scope: Literal["public", "private"] | None = None, blocking: bool | None = None,
                  replace: bool = False) -> Callable[[F], F]:
         """Register a resource at ``uri``; a URI with ``{variables}`` (RFC 6570) registers a template.
         ``ttl_ms`` and ``cache_scope`` are the caching hints of its reads (stateless era). A resource (or
-        template) already at ``uri`` is refused, unless ``replace``. A resource needs its URI: a bare
+        template) already at ``uri`` is refused, unless ``replace``. ``blocking``: where a sync function runs,
+        as for ``tool``. A resource needs its URI: a bare
         ``@server.resource`` raises ``DefinitionError``."""
         if not isinstance(uri, str):
             what = getattr(uri, "__qualname__", None) if callable(uri) else None
@@ -178,7 +185,7 @@ class Definitions:
             resource = defined("resource", fn, lambda: Resource(
                 uri, fn, name=name, title=title, description=description, mime_type=mime_type, size=size,
                 annotations=annotations, icons=icons, meta=meta, scopes=scopes, ttl_ms=ttl_ms,
-                cache_scope=cache_scope))
+                cache_scope=cache_scope, blocking=blocking))
             self.resources.add(resource, replace=replace)
             return fn
 
@@ -222,18 +229,22 @@ class Definitions:
     @overload
     def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
                icons: list[JSONObject] | None = None, meta: JSONObject | None = None,
-               scopes: list[str] | None = None, replace: bool = False) -> Callable[[F], F]: ...
+               scopes: list[str] | None = None, blocking: bool | None = None,
+               replace: bool = False) -> Callable[[F], F]: ...
 
     def prompt(self, name: str | F | None = None, *, title: str | None = None, description: str | None = None,
                icons: list[JSONObject] | None = None, meta: JSONObject | None = None,
-               scopes: list[str] | None = None, replace: bool = False) -> F | Callable[[F], F]:
+               scopes: list[str] | None = None, blocking: bool | None = None,
+               replace: bool = False) -> F | Callable[[F], F]:
         """Register a function as a prompt (``@server.prompt`` or ``@server.prompt(...)``); its parameters are the
-        prompt's (string) arguments. A prompt of that name already here is refused, unless ``replace``."""
+        prompt's (string) arguments. ``blocking``: where a sync function runs, as for ``tool``. A prompt of that
+        name already here is refused, unless ``replace``."""
         bare, given = _bare("prompt", name)
 
         def register(fn: F) -> F:
             self.add_prompt(defined("prompt", fn, lambda: Prompt(fn, name=given, title=title, description=description,
-                                                                  icons=icons, meta=meta, scopes=scopes)),
+                                                                  icons=icons, meta=meta, scopes=scopes,
+                                                                  blocking=blocking)),
                             replace=replace)
             return fn
 

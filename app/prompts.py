@@ -71,11 +71,11 @@ class Prompt(Component):
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, title: str | None = None,
                  description: str | None = None, icons: list[JSONObject] | None = None,
                  meta: JSONObject | None = None, scopes: list[str] | None = None,
-                 arguments: list[JSONObject] | None = None) -> None:
+                 arguments: list[JSONObject] | None = None, blocking: bool | None = None) -> None:
         """``arguments``: the arguments as ``prompts/list`` shows them (``name``, ``description``, ``required``),
         for a function that takes them all as ``**arguments``; by default they are the function's parameters."""
         super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
-                         scopes=scopes)
+                         scopes=scopes, blocking=blocking)
         hints = self._hints
         self.arguments: list[JSONObject] = []
         if arguments is not None:

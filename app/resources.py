@@ -32,9 +32,9 @@ class Resource(Component):
                  description: str | None = None, mime_type: str | None = None, size: int | None = None,
                  annotations: JSONObject | None = None, icons: list[JSONObject] | None = None,
                  meta: JSONObject | None = None, scopes: list[str] | None = None, ttl_ms: int | None = None,
-                 cache_scope: str | None = None, listed: bool = True) -> None:
+                 cache_scope: str | None = None, listed: bool = True, blocking: bool | None = None) -> None:
         super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
-                         scopes=scopes)
+                         scopes=scopes, blocking=blocking)
         if (ttl_ms is not None and ttl_ms < 0) or cache_scope not in (None, "public", "private"):
             raise ValueError(f"resource {uri}: ttl_ms must be >= 0 and cache_scope 'public' or 'private'")
         if has_dot_segments(uri):

@@ -1,4 +1,9 @@
-"""Run blocking handler functions on daemon worker threads.
+"""Where a plain (sync) handler function runs: on the event loop's thread, or on a daemon worker thread.
+
+A sync function that does no I/O costs less called where it is than handed to a thread and back, so it is
+called on the loop's thread (``SyncFunction``), unless its author marked it ``blocking=True``. One call that
+holds the loop longer than ``HOLD_LIMIT`` shows that it blocks after all: from then on its calls go to a
+worker, and a warning says so once. ``blocking=False`` keeps it on the loop whatever a call takes.
 
 The default executor's threads are joined at interpreter exit, so one stuck
 sync tool would keep a stdio server alive after its client hung up. These
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import threading
 import time
 import weakref
@@ -30,6 +36,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+log = logging.getLogger("wiremcp.threads")
+
+HOLD_LIMIT = 0.01
+"""Seconds a sync handler not marked either way may hold the event loop's thread: a call that takes longer
+sends its later calls to a worker thread."""
 
 _MAX_WORKERS = 64
 _STALL = 0.01
@@ -212,3 +224,43 @@ def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> asyncio.Futu
     if busy:
         inbox.watch(loop)
     return fut
+
+
+class SyncFunction:
+    """A sync handler function and where its calls run. ``blocking``: True, on a worker thread; False, on the
+    event loop's thread; None (not said), on the loop's thread until one call holds it longer than
+    ``HOLD_LIMIT``, then on a worker. ``what`` names it in that warning (``tool 'search'``)."""
+
+    __slots__ = ("blocking", "fn", "learning", "what")
+
+    def __init__(self, fn: Callable[..., Any], blocking: bool | None, what: str) -> None:
+        if blocking is not None and not isinstance(blocking, bool):
+            raise TypeError(f"blocking= must be True, False or None, not {blocking!r}")
+        self.fn = fn
+        self.blocking = blocking is True
+        """Whether its calls go to a worker thread (``run_sync``) now."""
+        self.learning = blocking is None
+        self.what = what
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Call it here, on the loop's thread (when not ``blocking``)."""
+        if not self.learning:
+            return self.fn(*args, **kwargs)
+        start = time.perf_counter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            held = time.perf_counter() - start
+            if held > HOLD_LIMIT:
+                self._blocks(held)
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call it where it runs now, and await the result."""
+        if self.blocking:
+            return await run_sync(self.fn, *args, **kwargs)
+        return self.call(*args, **kwargs)
+
+    def _blocks(self, held: float) -> None:
+        self.blocking, self.learning = True, False
+        log.warning("%s held the event loop for %.0f ms: its calls run on a worker thread from now on. Mark it "
+                    "blocking=True to start there, or blocking=False to keep it on the loop", self.what, held * 1000)

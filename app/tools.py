@@ -90,9 +90,10 @@ class Tool(Component):
                  icons: list[JSONObject] | None = None, meta: JSONObject | None = None,
                  input_schema: JSONObject | None = None, output_schema: JSONObject | None = None,
                  structured_output: bool | None = None, scopes: list[str] | None = None,
-                 task_support: TaskSupport = "forbidden", task_start: TaskStart = "call") -> None:
+                 task_support: TaskSupport = "forbidden", task_start: TaskStart = "call",
+                 blocking: bool | None = None) -> None:
         super().__init__(fn, name=name, title=title, description=description, icons=icons, meta=meta,
-                         scopes=scopes)
+                         scopes=scopes, blocking=blocking)
         if not self.name or len(self.name) > 128:
             raise ValueError(f"tool name must be 1 to 128 characters: {self.name!r}")
         if task_support not in ("forbidden", "optional", "required"):

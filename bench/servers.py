@@ -79,6 +79,7 @@ __all__ = [
     "official_modern_app",
     "official_sse_app",
     "official_stateless_app",
+    "wiremcp_async_server",
     "wiremcp_catalog_server",
     "wiremcp_gateway_server",
     "wiremcp_rate_limited_server",
@@ -125,6 +126,19 @@ def wiremcp_catalog_server() -> WiremcpServer:
     for name in catalog_names():
         fn, description = _filler(name)
         server.tool(name, description=description, annotations={"readOnlyHint": True})(fn)
+    return server
+
+
+def wiremcp_async_server() -> WiremcpServer:
+    """The same ``word_count`` as an ``async def`` (``WIREMCP_SERVER=bench.servers:wiremcp_async_server``): what a
+    call costs when the tool itself awaits nothing, to set beside the sync one."""
+    server = WiremcpServer("word_count", "1.0.0", title="Word count")
+
+    @server.tool(annotations={"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
+    async def word_count(text: str) -> Counts:
+        """Count the words and characters in a text."""
+        return {"words": len(text.split()), "chars": len(text)}
+
     return server
 
 

@@ -61,6 +61,8 @@ SERVERS: dict[str, ServerSpec] = {
                    note="blocking line loop, no JSON: id spliced into a fixed answer, flush"),
         ServerSpec("wiremcp", [sys.executable, "-m", "wiremcp", "stdio", "bench.servers:wiremcp_server"],
                    env={"WIREMCP_LOG_LEVEL": "WARNING"}, note="python -m wiremcp stdio"),
+        ServerSpec("wiremcp-async", [sys.executable, "-m", "wiremcp", "stdio", "bench.servers:wiremcp_async_server"],
+                   env={"WIREMCP_LOG_LEVEL": "WARNING"}, note="python -m wiremcp stdio, word_count an async def"),
         ServerSpec("wiremcp-baseline", ["-m", "wiremcp", "stdio", "bench.servers:wiremcp_server"],
                    env={"WIREMCP_LOG_LEVEL": "WARNING"}, peer="baseline",
                    note="python -m wiremcp stdio at the commit given with --baseline (the change's 'before')"),
@@ -354,16 +356,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     print()
-    print(f"{'server':<10} {'calls/s':>9} {'seconds':>8} {'CPU µs/call':>11} {'ok':>7} {'errors':>7}  note")
+    print(f"{'server':<16} {'calls/s':>9} {'seconds':>8} {'CPU µs/call':>11} {'ok':>7} {'errors':>7}  note")
     for r in results:
-        print(f"{r.server:<10} {r.rate:>9.0f} {r.seconds:>8.2f} {r.cpu_us:>11.1f} {r.ok:>7} {r.errors:>7}  "
+        print(f"{r.server:<16} {r.rate:>9.0f} {r.seconds:>8.2f} {r.cpu_us:>11.1f} {r.ok:>7} {r.errors:>7}  "
               f"{SERVERS[r.server].note}")
     rates = {r.server: r.rate for r in results}
-    if "wiremcp" in rates:
+    for ours in ("wiremcp", "wiremcp-async"):
+        if ours not in rates:
+            continue
         for ref in ("official", "ts-v1", "ts-v2", "ceiling", "echo"):
             if rates.get(ref):
-                print(f"wiremcp / {ref}: {rates['wiremcp'] / rates[ref]:.2f}"
-                      + (" (issue 7's target: at least 0.50)" if ref == "ceiling" else ""))
+                goal = {"ceiling": " (target: at least 0.50)", "ts-v1": " (target: at least 1.00)"}.get(ref, "")
+                print(f"{ours} / {ref}: {rates[ours] / rates[ref]:.2f}{goal}")
     if args.json is not None:
         loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"  # what `wiremcp stdio` runs on
         args.json.write_bytes(orjson.dumps({

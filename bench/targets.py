@@ -227,21 +227,25 @@ def cold_rows(data: Data | None) -> list[Row]:
 
 
 def stdio_rows(data: Data | None) -> list[Row]:
+    """Pipelined tools/call over stdio, a sync tool (wiremcp) and the same tool as an ``async def``
+    (wiremcp-async): against the batching line loop (ceiling), and against the TypeScript SDK v1."""
     got = {r["server"]: r for r in (data or {}).get("results", [])}
-    row = Row("stdio, pipelined tools/call: wiremcp calls/s / the batching line loop's (ceiling)", ">= 0.50")
-    a, b = got.get("wiremcp"), got.get("ceiling")
-    if a is None or b is None or not b["rate"]:
-        row.items.append(Item("tools/call"))
-    else:
-        value = a["rate"] / b["rate"]
-        figures = (
-            f"wiremcp {n(a['rate'])} / ceiling {n(b['rate'])} calls/s "
-            f"({data['calls'] if data else '?'} calls, window {data['window'] if data else '?'})"
-        )
-        row.items.append(
-            Item("tools/call", f"{value:.2f}", value >= 0.5, figures, bool(a["errors"] or b["errors"]))
-        )
-    return [row]
+    batch = f"{data['calls'] if data else '?'} calls, window {data['window'] if data else '?'}"
+    rows = []
+    for reference, goal in (("ceiling", 0.5), ("ts-v1", 1.0)):
+        what = "the batching line loop's (ceiling)" if reference == "ceiling" else "the TypeScript SDK v1's"
+        row = Row(f"stdio, pipelined tools/call: wiremcp calls/s / {what}", f">= {goal:.2f}")
+        for ours, tool in (("wiremcp", "sync tool"), ("wiremcp-async", "async tool")):
+            a, b = got.get(ours), got.get(reference)
+            if a is None or b is None or not b["rate"]:
+                missing = " and ".join(name for name, r in ((ours, a), (reference, b)) if r is None)
+                row.items.append(Item(tool, figures=f"no {missing}" if data is not None else ""))
+                continue
+            value = a["rate"] / b["rate"]
+            figures = f"{ours} {n(a['rate'])} / {reference} {n(b['rate'])} calls/s ({batch})"
+            row.items.append(Item(tool, f"{value:.2f}", value >= goal, figures, bool(a["errors"] or b["errors"])))
+        rows.append(row)
+    return rows
 
 
 def workers_rows(data: Data | None) -> list[Row]:
@@ -443,7 +447,7 @@ def commands(out: Path, quick: bool) -> list[tuple[str, list[str]]]:
         py,
         "bench/stdio_load.py",
         "--servers",
-        have(("ceiling", "wiremcp"), stdio_load.SERVERS),
+        have(("ceiling", "wiremcp", "wiremcp-async", "ts-v1"), stdio_load.SERVERS),
         "--json",
         str(out / "stdio.json"),
     ]

@@ -39,7 +39,7 @@ def test_a_completion_says_what_it_knows_of_the_rest() -> None:
     assert to_wire(Completion(exactly)) == {"completion": {"values": exactly}}  # all of them: nothing more
 
 
-async def test_a_sync_completer_runs_off_the_event_loop_and_an_async_one_on_it() -> None:
+async def test_sync_and_async_completers_run_on_the_event_loops_thread() -> None:
     seen: list[tuple[str, dict[str, str], bool]] = []
     loop_thread = threading.get_ident()
 
@@ -54,4 +54,4 @@ async def test_a_sync_completer_runs_off_the_event_loop_and_an_async_one_on_it()
     assert await Completer(names).complete("al", {"greeting": "hi"}) == {"completion": {"values": ["alice", "albert"]}}
     assert await Completer(ids).complete("x", {}) == {
         "completion": {"values": ["x0", "x1", "x2"], "total": 3, "hasMore": False}}
-    assert seen == [("al", {"greeting": "hi"}, False), ("x", {}, True)]
+    assert seen == [("al", {"greeting": "hi"}, True), ("x", {}, True)]

@@ -49,7 +49,7 @@ def test_the_context_is_not_a_parameter() -> None:
     assert [p.name for p in _component(summarize)._parameters()] == ["text", "limit"]
 
 
-async def test_a_sync_function_runs_on_a_worker_thread_and_gets_the_context_it_asks_for() -> None:
+async def test_a_sync_function_runs_where_it_is_marked_to_and_gets_the_context_it_asks_for() -> None:
     calls: list[tuple[str, object, bool]] = []
     loop_thread = threading.get_ident()
     marker = object()
@@ -63,5 +63,7 @@ async def test_a_sync_function_runs_on_a_worker_thread_and_gets_the_context_it_a
         return text[::-1]
 
     assert await _component(sync)._invoke({"text": "hi"}, marker) == "HI"
+    assert await _component(sync, blocking=True)._invoke({"text": "ho"}, marker) == "HO"
     assert await _component(without_context)._invoke({"text": "abc"}, marker) == "cba"
-    assert calls == [("hi", marker, False), ("abc", None, True)]
+    # not marked: on the loop's thread; marked blocking: on a worker's
+    assert calls == [("hi", marker, True), ("ho", marker, False), ("abc", None, True)]

@@ -24,7 +24,8 @@ from wiremcp import (
     ToolResult,
     text,
 )
-from wiremcp.errors import INVALID_PARAMS, MCPError
+from wiremcp import threads as threads_module
+from wiremcp.errors import INVALID_PARAMS, DefinitionError, MCPError
 from wiremcp.tools import Tool
 from wiremcp.transports.memory import Client
 
@@ -256,14 +257,14 @@ async def test_mcp_error_raised_by_a_tool_is_a_protocol_error() -> None:
 # -- sync tools ----------------------------------------------------------------------------------------
 
 
-async def test_sync_tools_run_in_a_worker_thread() -> None:
+async def test_a_sync_tool_marked_blocking_runs_in_a_worker_thread() -> None:
     server = MCPServer("t")
     release = threading.Event()
     started = asyncio.Event()
     loop = asyncio.get_running_loop()
     threads: list[threading.Thread] = []
 
-    @server.tool()
+    @server.tool(blocking=True)
     def blocking() -> str:
         threads.append(threading.current_thread())
         loop.call_soon_threadsafe(started.set)
@@ -282,6 +283,92 @@ async def test_sync_tools_run_in_a_worker_thread() -> None:
     assert _text(result) == "released"
     assert threads
     assert threads[0] is not threading.main_thread()
+
+
+async def test_a_sync_tool_runs_on_the_event_loops_thread_until_one_call_holds_it_too_long(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    server = MCPServer("t")
+    threads: list[threading.Thread] = []
+
+    @server.tool()
+    def where() -> str:
+        threads.append(threading.current_thread())
+        return "here"
+
+    async with Client(server) as client:
+        assert _text(await client.call_tool("where")) == "here"
+        assert threads == [threading.current_thread()]  # no hop to a worker thread
+        monkeypatch.setattr(threads_module, "HOLD_LIMIT", -1.0)  # any call now holds the loop "too long"
+        with caplog.at_level("WARNING", "wiremcp.threads"):
+            assert _text(await client.call_tool("where")) == "here"  # this call still ran on the loop ...
+            monkeypatch.setattr(threads_module, "HOLD_LIMIT", 0.01)
+            assert _text(await client.call_tool("where")) == "here"  # ... and the next on a worker
+            assert _text(await client.call_tool("where")) == "here"
+    assert threads[1] is threading.current_thread()
+    assert threads[2] is not threading.current_thread()
+    assert threads[3] is not threading.current_thread()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "wiremcp.threads"]
+    assert len(warnings) == 1, warnings  # said once
+    assert warnings[0].startswith("tool 'where' held the event loop for ")
+    assert "blocking=True" in warnings[0]
+
+
+async def test_a_sync_tool_marked_not_blocking_stays_on_the_loop_whatever_a_call_takes(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    server = MCPServer("t")
+    threads: list[threading.Thread] = []
+
+    @server.tool(blocking=False)
+    def cheap() -> int:
+        threads.append(threading.current_thread())
+        return len(threads)
+
+    monkeypatch.setattr(threads_module, "HOLD_LIMIT", -1.0)
+    async with Client(server) as client:
+        for _ in range(3):
+            await client.call_tool("cheap")
+    assert threads == [threading.current_thread()] * 3
+    assert not [r for r in caplog.records if r.name == "wiremcp.threads"]
+
+
+async def test_resources_and_prompts_take_blocking_too() -> None:
+    server = MCPServer("t")
+    threads: dict[str, threading.Thread] = {}
+
+    @server.resource("notes://today", blocking=True)
+    def today() -> str:
+        threads["resource"] = threading.current_thread()
+        return "notes"
+
+    @server.prompt(blocking=True)
+    def review() -> str:
+        threads["prompt"] = threading.current_thread()
+        return "review this"
+
+    @server.prompt()
+    def greet() -> str:
+        threads["inline"] = threading.current_thread()
+        return "hello"
+
+    async with Client(server) as client:
+        await client.read_resource("notes://today")
+        await client.get_prompt("review")
+        await client.get_prompt("greet")
+    assert threads["resource"] is not threading.current_thread()
+    assert threads["prompt"] is not threading.current_thread()
+    assert threads["inline"] is threading.current_thread()
+
+
+def test_blocking_must_be_true_false_or_none() -> None:
+    server = MCPServer("t")
+    with pytest.raises(DefinitionError) as caught:
+        @server.tool(blocking="yes")  # type: ignore[call-overload]
+        def tool() -> str:
+            return ""
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "test_tools.py:" in message
+    assert "blocking= must be True, False or None, not 'yes'" in message
 
 
 async def test_sync_tool_sees_the_context() -> None:

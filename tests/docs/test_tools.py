@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +18,15 @@ import pytest
 from tests.support.docs_pages import DOCS, ENV, STATELESS_META, block, exec_as_file
 from tests.support.http import ACCEPT_BOTH, START_BOUND, serve_in_process
 from wiremcp import MCPError
+from wiremcp import threads as threads_module
+from wiremcp.threads import SyncFunction
 from wiremcp.transports import Client, MCPHttpApp
 
 pytestmark = pytest.mark.timeout(120)
 
 PAGE = DOCS / "tools.md"
-CHECKED = {"tools", "tools-listed", "tools-called", "tools-invalid", "sync-and-async", "input-schema", "results",
+CHECKED = {"tools", "tools-listed", "tools-called", "tools-invalid", "sync-and-async", "held-the-loop", "input-schema",
+           "results",
            "results-wire", "duplicate", "duplicate-error", "runtime", "param-header"}
 
 
@@ -53,13 +58,45 @@ async def test_a_sync_tool_reads_a_file_and_an_async_one_awaits(tmp_path: Path) 
     server = exec_as_file(PAGE, "sync-and-async", tmp_path / "server.py")["server"]
     data = tmp_path / "data.bin"
     data.write_bytes(b"read the wire")
+    threads: dict[str, threading.Thread] = {}
+    for name in ("word_count", "checksum"):  # where each runs: as the page says
+
+        def noted(*args: Any, name: str = name, fn: Any = server.tools[name]._fn, **kwargs: Any) -> Any:
+            threads[name] = threading.current_thread()
+            return fn(*args, **kwargs)
+
+        sync = server.tools[name]._sync
+        assert sync is not None
+        server.tools[name]._fn = sync.fn = noted
     async with Client(server) as client:
+        counted = await client.call_tool("word_count", {"text": "read the wire"})
         checksum = await client.call_tool("checksum", {"path": str(data)})
         paused = await client.call_tool("pause", {"seconds": 0})
         by_default = await client.call_tool("pause")
+    assert threads["word_count"] is threading.current_thread()
+    assert threads["checksum"] is not threading.current_thread()
+    assert counted["structuredContent"] == {"result": 3}
     assert checksum == {"content": [{"type": "text", "text": hashlib.sha256(b"read the wire").hexdigest()}]}
     assert paused["content"] == [{"type": "text", "text": "waited 0.0s"}]
     assert by_default["content"] == [{"type": "text", "text": "waited 0.1s"}]
+
+
+async def test_a_sync_tool_that_holds_the_loop_is_moved_to_a_worker_with_the_warning_shown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    server = exec_as_file(PAGE, "sync-and-async", tmp_path / "server.py")["server"]
+    server.tools["checksum"]._sync = SyncFunction(server.tools["checksum"]._fn, None, "tool 'checksum'")  # unmarked
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"read the wire")
+    monkeypatch.setattr(threads_module, "HOLD_LIMIT", -1.0)  # any call holds the loop too long
+    with caplog.at_level("WARNING", "wiremcp.threads"):
+        async with Client(server) as client:
+            await client.call_tool("checksum", {"path": str(data)})
+            await client.call_tool("checksum", {"path": str(data)})
+    (said,) = [r.getMessage() for r in caplog.records if r.name == "wiremcp.threads"]
+    assert re.sub(r"for \d+ ms", "for 35 ms", said) == block(PAGE, "held-the-loop").text.strip()
+    moved = server.tools["checksum"]._sync
+    assert moved is not None
+    assert moved.blocking
 
 
 async def test_the_hand_written_schema_is_served_as_written_and_enforced(tmp_path: Path) -> None:

@@ -48,9 +48,10 @@ async def release() -> str:
     return "released"
 
 
-@server.tool()
+@server.tool(blocking=True)
 def blocking(seconds: float = 60.0) -> str:
-    """Block a worker thread in ``time.sleep``; cancellation cannot interrupt it."""
+    """Block a worker thread in ``time.sleep`` (marked ``blocking``: its calls go to one); cancellation cannot
+    interrupt it."""
     _announce("blocking: started")
     time.sleep(seconds)
     _announce("blocking: finished")
