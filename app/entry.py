@@ -53,7 +53,8 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
     transport can close it early; ``principal``: who sent it; ``peer``: the client's address, if the
     transport knows it; ``batch``: it came in a JSON-RPC batch. None: the client cancelled it."""
     request = inbound.request
-    if session is not None and (refused := session.begin(request)) is not None:
+    this = asyncio.current_task()  # read once: what the session and the shutdown cancel it by
+    if session is not None and (refused := session.begin(request, this)) is not None:
         return refused
     runtime = server.runtime
     observer = runtime.observer
@@ -61,7 +62,7 @@ async def serve(server: MCPServer, inbound: Inbound, send: Send, *, session: Ser
         if observer is not None else None
     logged = REQUEST_ID.set(request.id)
     done: Outcome | None = None  # None at the end: cancelled
-    answering = runtime.requests.enter()
+    answering = runtime.requests.enter(this)
     try:
         if inbound.envelope is not None:
             state = inbound.envelope

@@ -60,13 +60,12 @@ class ServerSession:
         server.runtime.attach(self)
 
     # -- incoming ------------------------------------------------------------------------------
-    def begin(self, request: jsonrpc.Request) -> Outcome | None:
-        """A request of this session starts (``wiremcp.entry.serve``): it can be cancelled from now on. The
-        refusal if its id is already in use."""
+    def begin(self, request: jsonrpc.Request, task: asyncio.Task[Any] | None) -> Outcome | None:
+        """A request of this session starts (``wiremcp.entry.serve``) in ``task``, the running one: it can be
+        cancelled from now on. The refusal if its id is already in use."""
         rid = request.id
         if rid in self._inflight:
             return Outcome.failed(rid, InvalidRequest(f"Request id {rid!r} is already in use"))
-        task = asyncio.current_task()
         if task is not None:
             self._inflight[rid] = (task, request.method)
         return None

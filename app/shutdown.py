@@ -80,9 +80,8 @@ class RequestsInFlight:
         self._running: set[asyncio.Task[Any]] = set()
         self._cut: set[asyncio.Task[Any]] = set()
 
-    def enter(self) -> asyncio.Task[Any] | None:
-        """The running task starts answering a request."""
-        task = asyncio.current_task()
+    def enter(self, task: asyncio.Task[Any] | None) -> asyncio.Task[Any] | None:
+        """``task``, the running one, starts answering a request."""
         if task is not None:
             self._running.add(task)
         return task

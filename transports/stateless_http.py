@@ -23,8 +23,8 @@ from wiremcp.outcome import Outcome
 from wiremcp.server import MCPServer
 from wiremcp.shutdown import cut_off_outcome
 from wiremcp.transports import sse
-from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond, respond_json
-from wiremcp.transports.outcomes import http_status, outcome_headers
+from wiremcp.transports.asgi import Receive, Scope, SendASGI, respond
+from wiremcp.transports.outcomes import respond_outcome
 from wiremcp.types import JSONObject
 
 log = logging.getLogger("wiremcp.http")
@@ -155,8 +155,7 @@ class _Answer:
         if self.stream is not None:
             await self.stream.finish(done)
         elif done is not None:
-            await respond_json(self.send, http_status(done, stateless=True), done.message,
-                               outcome_headers(self.scope, done))
+            await respond_outcome(self.send, self.scope, done, stateless=True)
 
     def cut_off(self) -> None:
         """The server closes: cancel the request, to be answered with the shutdown's retryable error."""

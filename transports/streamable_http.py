@@ -46,7 +46,7 @@ from wiremcp.transports.asgi import (
 from wiremcp.transports.channels import EventChannel, Item
 from wiremcp.transports.http_post import PostHandlers
 from wiremcp.transports.live_session import LiveSession, new_stream_id
-from wiremcp.transports.outcomes import http_status, outcome_headers
+from wiremcp.transports.outcomes import http_status, outcome_headers, respond_outcome
 from wiremcp.transports.request_run import RequestRun
 from wiremcp.transports.sessions import SessionLimitReached, SessionManager
 from wiremcp.transports.shared_streams import (
@@ -271,7 +271,7 @@ class StreamableHTTPEndpoint:
             if done is None:
                 await respond(send, 202)  # cancelled by the client: there is no answer
             else:
-                await respond_json(send, http_status(done, stateless=False), done.message, outcome_headers(scope, done))
+                await respond_outcome(send, scope, done, stateless=False)
             return
         version = live.version
         channel = EventChannel(live.id, new_stream_id(), self.manager.events, request.id)
