@@ -129,7 +129,10 @@ class Dispatcher:
         if method in methods.EXPERIMENTAL_TASKS and not _has_tasks(ctx):
             raise MethodNotFound(method)  # tasks came with 2025-11-25
         if method in INPUT_CAPABLE:
-            return await input_rounds.with_client_requests(handler, params, ctx)
+            try:
+                return await handler(params, ctx)
+            except InputRequired as exc:  # served with real requests to the client
+                return await input_rounds.with_client_requests(handler, params, ctx, exc)
         return await handler(params, ctx)
 
     def _gate(self, method: str) -> None:

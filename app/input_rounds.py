@@ -74,15 +74,21 @@ def input_required_result(exc: InputRequired, method: str, params: JSONObject, c
     return result
 
 
-async def with_client_requests(handler: Handler, params: JSONObject, ctx: Context) -> JSONObject:
-    """Handshake era: a handler's ``InputRequired`` is served with real requests to the client."""
+async def with_client_requests(handler: Handler, params: JSONObject, ctx: Context,
+                               first: InputRequired) -> JSONObject:
+    """Handshake era: a handler's ``InputRequired`` (``first``, from its first call) is served with real
+    requests to the client, and the handler called again with the answers."""
+    needed: InputRequired | None = first
     for _ in range(MAX_ROUNDS):
-        try:
-            return await handler(params, ctx)
-        except InputRequired as exc:
-            answers: JSONObject = {}
-            for key, request in exc.input_requests.items():
-                _check_input_request(request, ctx)
-                answers[key] = await ctx.asker.ask(request["method"], request.get("params"), None)
-            ctx.exchange = InputExchange(None, answers, exc.request_state)
+        if needed is None:
+            try:
+                return await handler(params, ctx)
+            except InputRequired as exc:
+                needed = exc
+        answers: JSONObject = {}
+        for key, request in needed.input_requests.items():
+            _check_input_request(request, ctx)
+            answers[key] = await ctx.asker.ask(request["method"], request.get("params"), None)
+        ctx.exchange = InputExchange(None, answers, needed.request_state)
+        needed = None
     raise MCPError(INTERNAL_ERROR, f"Gave up after {MAX_ROUNDS} rounds of input")
