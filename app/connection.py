@@ -50,6 +50,11 @@ class Connection:
         self.session = session
         self._write = write
         self._tasks: set[asyncio.Task[None]] = set()
+        """Batches being answered (each leaves when done)."""
+        self._requests: dict[int, asyncio.Task[None]] = {}
+        """The tasks of requests being answered, by the id of the request's ``Inbound`` (alive as long as its
+        task): a task leaves by that key, with no look-up of the current task."""
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._max = max_concurrent
         self._pace = pace
         self._pace_wait = pace_wait
@@ -86,7 +91,10 @@ class Connection:
             # stateless requests (served whatever the session) run concurrently from the start
             await self._run_in_slot(inbound, principal)
         else:
-            self._tasks.add(asyncio.get_running_loop().create_task(self._run_in_slot(inbound, principal, True)))
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            self._requests[id(inbound)] = loop.create_task(self._run_in_slot(inbound, principal, True))
 
     async def notification(self, inbound: Inbound, caller: Caller) -> None:
         """Handle a notification on this session, in the era the inlet classified it in."""
@@ -161,7 +169,7 @@ class Connection:
 
     async def _run_in_slot(self, inbound: Inbound, principal: Principal | None = None,
                            spawned: bool = False) -> None:
-        """Answer one request in the slot taken for it. ``spawned``: in a task of its own, in ``_tasks``,
+        """Answer one request in the slot taken for it. ``spawned``: in a task of its own, in ``_requests``,
         which it leaves itself when done (cheaper than a done callback: no extra loop callback)."""
         try:
             done = await serve(self.session.server, inbound, self._send, session=self.session, principal=principal)
@@ -170,7 +178,7 @@ class Connection:
         finally:
             self._release()
             if spawned:
-                self._tasks.discard(asyncio.current_task())
+                self._requests.pop(id(inbound), None)
 
     async def _answer_batch(self, batch: Batch) -> None:
         replies = await batch.answers()
@@ -179,11 +187,11 @@ class Connection:
 
     def running(self) -> list[asyncio.Task[None]]:
         """The requests (and batches) being answered now."""
-        return list(self._tasks)
+        return [*self._requests.values(), *self._tasks]
 
     async def close(self) -> None:
         """Cancel every request still running and wait until they are gone."""
-        tasks = list(self._tasks)
+        tasks = self.running()
         for task in tasks:
             task.cancel()
         if tasks:

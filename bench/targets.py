@@ -177,6 +177,15 @@ def http_rows(data: Data | None) -> list[Row]:
             )
         rows.append(row)
 
+    row = Row("a gateway's hop: tools/call through a gateway to a stdio child / served directly", "reported")
+    for era in ERAS:
+        item = ratio_item(f"{era} {CALL}", got.get(("wiremcp-gateway", era, CALL)), got.get(("wiremcp", era, CALL)),
+                          "rps", 0.0, names=("gateway", "direct"))
+        if item.ok is not None:
+            item.ok = True  # a ratio to report: no goal
+        row.items.append(item)
+    rows.append(row)
+
     row = Row("wiremcp-redis req/s / wiremcp's (in memory), handshake-era tools/call", ">= 0.80")
     row.items.append(
         ratio_item(
@@ -427,7 +436,7 @@ def commands(out: Path, quick: bool) -> list[tuple[str, list[str]]]:
         py,
         "bench/http_load.py",
         "--servers",
-        have(("ceiling", "wiremcp", "wiremcp-redis", "ts-v1", "ts-v2"), http_load.SERVERS),
+        have(("ceiling", "wiremcp", "wiremcp-redis", "wiremcp-gateway", "ts-v1", "ts-v2"), http_load.SERVERS),
         "--methods",
         f"{CALL},{LIST}",
         "--json",
