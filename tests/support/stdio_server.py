@@ -48,6 +48,15 @@ async def release() -> str:
     return "released"
 
 
+@server.tool()
+def unmarked(seconds: float) -> str:
+    """Block in ``time.sleep`` without being marked ``blocking``: its first call holds the event loop, and moves
+    it to a worker thread."""
+    _announce(f"unmarked: started {seconds}")
+    time.sleep(seconds)
+    return "unmarked: done"
+
+
 @server.tool(blocking=True)
 def blocking(seconds: float = 60.0) -> str:
     """Block a worker thread in ``time.sleep`` (marked ``blocking``: its calls go to one); cancellation cannot

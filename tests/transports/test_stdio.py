@@ -240,6 +240,18 @@ async def test_blocking_sync_tool_does_not_delay_ping(spawn: Spawn) -> None:
     assert _text(await server.response(3)) == "still serving"
 
 
+async def test_a_sync_tool_left_unmarked_that_blocks_is_moved_to_a_worker_after_its_first_call(spawn: Spawn) -> None:
+    server = await spawn()
+    await server.initialize()
+    await server.call_tool(1, "unmarked", {"seconds": 0.05})  # held the event loop: 50 ms
+    assert _text(await server.response(1)) == "unmarked: done"
+    await server.wait_stderr("tool 'unmarked' held the event loop for ")
+    await server.call_tool(2, "unmarked", {"seconds": 60})  # on a worker thread now ...
+    await server.wait_stderr("unmarked: started 60")
+    await server.request(3, "ping")  # ... so the server answers meanwhile
+    assert await server.response(3) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
 @pytest.mark.spec("2025-11-25/basic/utilities/cancellation#cancellation-flow")
 async def test_cancelled_slow_tool_stops_and_never_answers(spawn: Spawn) -> None:
     server = await spawn()
