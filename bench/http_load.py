@@ -302,10 +302,14 @@ def wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path, timeout:
     raise BenchError(f"the server did not listen on port {port} within {timeout} s")
 
 
-WORKER_SERVERS = ("ceiling", "wiremcp", "wiremcp-redis", "wiremcp-json", "wiremcp-baseline")
-"""The servers ``--workers N`` runs as N uvicorn workers (the peers always run as one process; so do
-wiremcp-cluster and wiremcp-sentinel: bench/workers.py, which takes its cases from here, starts only a
-standalone redis-server)."""
+WORKER_SERVERS = ("ceiling", "wiremcp", "wiremcp-redis", "wiremcp-json", "wiremcp-baseline", "official-modern",
+                  "ts-v2")
+"""The servers ``--workers N`` runs as N processes: as ``uvicorn --workers N`` (the official SDK's
+official-modern too, sessionless in the stateless era), and ts-v2 (sessionless) under Node's ``cluster``
+(``bench/ts/cluster.mjs``: a primary forking N workers that share its listening socket). The other peers
+always run as one process (their sessions live in the process that made them: ts-v1, official, fastmcp; or
+they are not a peer workers.py compares: official-sse, official-stateless), and so do wiremcp-cluster and
+wiremcp-sentinel (bench/workers.py, which takes its cases from here, starts only a standalone redis-server)."""
 
 
 def with_workers(spec: ServerSpec, era: str, workers: int) -> bool:
@@ -319,7 +323,8 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
                    logdir: Path, redis: RedisServer | None = None, workers: int = 1) -> Iterator[tuple[int, int]]:
     """Run ``spec``'s app for ``catalog`` under uvicorn (a ``ts`` peer: its Node script) on a free loopback port
     (with its sessions in ``redis`` if given; as ``uvicorn --workers N`` if ``workers`` > 1 and ``spec`` is one
-    of WORKER_SERVERS); yields (port, pid: uvicorn's, the supervisor's with workers) and always stops it."""
+    of WORKER_SERVERS, a ``ts`` peer as ``node cluster.mjs --workers N SCRIPT http PORT``); yields (port, pid:
+    uvicorn's, the supervisor's with workers; node's, the cluster primary's with workers) and always stops it."""
     app, extra_env = spec.apps[catalog]
     port = free_port()
     python = str(fastmcp_python()) if spec.peer == "fastmcp" else sys.executable
@@ -335,6 +340,8 @@ def uvicorn_server(spec: ServerSpec, catalog: int, cpu: str | None, loop: str, h
     if spec.peer == "ts":
         ts = ts_peer(verbose=False)
         argv = [str(ts.node), str(ts.script(app)), "http", str(port), *(["--catalog"] if catalog > 1 else [])]
+        if workers > 1 and spec.name in WORKER_SERVERS:  # the primary forks the workers, which share its socket
+            argv[1:1] = [str(ts.script("cluster.mjs")), "--workers", str(workers)]
     env = {**os.environ, "WIREMCP_LOG_LEVEL": "WARNING", "PYTHONPATH": str(root), **extra_env}
     env.pop("WIREMCP_REDIS_URL", None)  # never inherited: only the Redis variants get one, ours
     if redis is not None:
@@ -469,7 +476,8 @@ def redis_commands(port: int) -> int:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a live process and of its live descendants (``uvicorn --workers N``: the
-    supervisor and its workers), from /proc (0.0 where /proc is missing)."""
+    supervisor and its workers; Node cluster: the primary and its workers), from /proc (0.0 where /proc is
+    missing)."""
     total = 0.0
     for one in (pid, *descendants(pid)):
         try:
@@ -908,7 +916,7 @@ def environment(args: argparse.Namespace) -> str:
     return (f"{source_revision()}, python {sys.version.split()[0]}, uvicorn --loop {args.loop} --http {args.http} "
             f"(uvloop {installed('uvloop')}, httptools {installed('httptools')}), {os.cpu_count()} CPUs, "
             f"server on CPU {args.server_cpu}"
-            f"{f' ({args.workers} uvicorn workers: ceiling, wiremcp*)' if args.workers > 1 else ''}, "
+            f"{f' ({args.workers} workers: ceiling, wiremcp*, official-modern: uvicorn; ts-v2: Node cluster)' if args.workers > 1 else ''}, "
             f"wrk on CPU {args.client_cpu or 'any (not pinned)'}, "
             f"{f'redis-server on CPU {args.redis_cpu}, ' if args.redis_used else ''}-t{args.threads} -c{args.connections}, "
             f"{args.warmup:g} s warm-up + {args.repeat} round(s) of {args.duration:g} s per server, era and workload"
@@ -949,7 +957,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-cpu", default=None,
                         help="CPU list for wrk (taskset -c; default 1, with --workers N > 1: not pinned)")
     parser.add_argument("--workers", type=int, default=1,
-                        help="uvicorn --workers N for ceiling and the wiremcp servers (the peers stay one process); "
+                        help="uvicorn --workers N for ceiling, the wiremcp servers and official-modern, ts-v2 as N "
+                             "Node cluster workers (bench/ts/cluster.mjs; the other peers stay one process); "
                              "with N > 1 the handshake era of in-memory wiremcp is skipped (sessions stay in one "
                              "worker: use wiremcp-redis); bench/workers.py compares 1 and N (default: 1)")
     parser.add_argument("--redis-cpu", default=None,

@@ -303,6 +303,31 @@ def workers_rows(data: Data | None) -> list[Row]:
     return rows
 
 
+WORKER_PEERS = ("official-modern", "ts-v2")
+"""The peers workers.py runs at 1 and N workers next to wiremcp (stateless era, sessionless all three)."""
+
+
+def workers_peer_rows(data: Data | None) -> list[Row]:
+    """wiremcp's lead over each peer at the same worker count (workers.py): whether it holds with N workers
+    (official-modern as ``uvicorn --workers N`` like wiremcp, ts-v2 under Node's cluster)."""
+    count = data["workers"] if data else 2
+    got = {(r["server"], r["era"], r["workload"], r["workers"]): r for r in (data or {}).get("results", [])}
+    row = Row("wiremcp req/s / each peer's at the same worker count (stateless era, tools/call)", ">= 1.00")
+    for peer in WORKER_PEERS:
+        for workers in sorted({1, count}):
+            row.items.append(
+                ratio_item(
+                    f"{peer} {workers}w",
+                    got.get(("wiremcp", STATELESS, CALL, workers)),
+                    got.get((peer, STATELESS, CALL, workers)),
+                    "rps",
+                    1.0,
+                    names=(f"wiremcp {workers}w", f"{peer} {workers}w"),
+                )
+            )
+    return [row]
+
+
 def http_stack(environment: str) -> str | None:
     """The loop and HTTP parser http_load's uvicorn used, from its environment line."""
     match = re.search(
@@ -355,6 +380,7 @@ def table(http: Data | None, cold: Data | None, stdio: Data | None, workers: Dat
         *cold_rows(cold),
         *stdio_rows(stdio),
         *workers_rows(workers),
+        *workers_peer_rows(workers),
         *stack_rows(http, stdio, workers),
     ]
 

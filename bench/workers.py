@@ -5,20 +5,25 @@
     .venv/bin/python bench/workers.py --repeat 1 --duration 1 --warmup 1 --settle 0 --retries 0   # a functional run
 
 Cases (``--cases``, each ``server@era``): wiremcp in the stateless era (in-memory: no session to share),
-wiremcp-redis in the handshake era (one session, in Redis, used by every worker) and, for reference, the
-bare-ASGI ceiling in the stateless era. wiremcp in the handshake era with N > 1 workers is refused: an
-in-memory session lives in the worker that made it, and the other workers answer 404.
+wiremcp-redis in the handshake era (one session, in Redis, used by every worker), for reference the bare-ASGI
+ceiling in the stateless era, and two peers in the stateless era, sessionless like wiremcp there, so that
+wiremcp's lead over them can be read at 1 and at N workers: the official Python SDK (``official-modern``, as
+``uvicorn --workers N`` like wiremcp) and the TypeScript SDK v2 (``ts-v2``: with N > 1, under Node's
+``cluster``, ``bench/ts/cluster.mjs``: a primary forking N workers that share its listening socket). wiremcp
+in the handshake era with N > 1 workers is refused: an in-memory session lives in the worker that made it, and
+the other workers answer 404.
 
 Pinning (a 2-core machine cannot give N workers N cores *and* wrk a core of its own):
 
 * 1 worker: the server (and wiremcp-redis's redis-server) on CPU 0 (``taskset -c 0``); wrk not pinned;
-* N workers: the server (the supervisor and its workers; redis-server too) on CPUs 0..N-1; wrk not pinned.
+* N workers: the server (the supervisor and its workers, or the Node primary and its workers; redis-server too)
+  on CPUs 0..N-1; wrk not pinned.
 
 wrk is left unpinned in both so that the two configurations differ only by the workers (and the cores they
 may use). With N workers wrk competes with them for the same cores, so the req/s of N workers cannot reach N
 times one worker's here; what the comparison can show is the throughput per core the server actually used
-(req/s / (CPU of the supervisor, its workers and its redis-server per second)), reported next to the raw req/s
-per worker. Before any load, every worker must answer a ``tools/call`` (on the one session in the handshake
+(req/s / (CPU of the supervisor or primary, its workers and its redis-server per second)), reported next to the
+raw req/s per worker. Before any load, every worker must answer a ``tools/call`` (on the one session in the handshake
 era): the connections are opened one by one and matched to the worker that accepted each
 (``/proc/net/tcp`` and the workers' ``/proc/<pid>/fd``). See bench/README.md ("Running", "Method").
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import importlib.metadata
 import importlib.util
 import itertools
 import json
@@ -72,9 +78,16 @@ from bench.http_load import (  # noqa: E402
     with_workers,
 )
 from bench.machine import machine_line, warn_if_busy  # noqa: E402
+from bench.peers import PeerError, describe_ts, ts_peer  # noqa: E402
 from bench.servers import EXPECTED  # noqa: E402
 
-DEFAULT_CASES = "wiremcp@2026-07-28,wiremcp-redis@2025-11-25,ceiling@2026-07-28"
+DEFAULT_CASES = (
+    "wiremcp@2026-07-28,wiremcp-redis@2025-11-25,ceiling@2026-07-28,official-modern@2026-07-28,ts-v2@2026-07-28"
+)
+PEERS = ("official-modern", "ts-v2")
+"""The peers among the cases, each compared with wiremcp at the same worker count."""
+CASE_SERVERS = tuple(name for name in WORKER_SERVERS if name != "wiremcp-baseline")
+"""The servers a case may name (wiremcp-baseline needs http_load.py's --baseline, which this script lacks)."""
 _IDS = itertools.count(1)
 """JSON-RPC ids of the requests sent to reach every worker: strings, never one of wrk's numbers."""
 
@@ -115,18 +128,21 @@ def owner(inode: int, pids: list[int]) -> int | None:
 
 
 def worker_pids(pid: int, workers: int) -> list[int]:
-    """The processes serving requests: uvicorn itself with one worker; with more, its children started by
-    ``multiprocessing.spawn`` (not multiprocessing's resource tracker, also a child)."""
+    """The processes serving requests: the server itself with one worker; with more, the children of uvicorn's
+    supervisor started by ``multiprocessing.spawn`` (not multiprocessing's resource tracker, also a child), or
+    the children of a Node cluster primary (``bench/ts/cluster.mjs``: ``cluster.fork`` runs that script again)."""
     if workers == 1:
         return [pid]
     found = []
     for child in descendants(pid):
         try:
             stat = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if int(stat[1]) == pid and b"spawn_main" in cmdline:
+        spawned = any(b"spawn_main" in arg for arg in cmdline)
+        forked = len(cmdline) > 1 and cmdline[1].endswith(b"cluster.mjs")
+        if int(stat[1]) == pid and (spawned or forked):
             found.append(child)
     return found
 
@@ -266,7 +282,7 @@ def bench(cases: list[tuple[str, str]], args: argparse.Namespace, logdir: Path) 
                         setup.runs.setdefault(workload, []).append(r)
                         setup.split.setdefault(workload, []).append(split)
                         print(
-                            f"  round {round_no + 1}: {setup.server:<14} {setup.era} {workload:<11} "
+                            f"  round {round_no + 1}: {setup.server:<15} {setup.era} {workload:<11} "
                             f"{setup.workers} worker(s) {r.rps:>8.0f} req/s  p99 {r.p99_ms:7.2f} ms  "
                             f"ok {r.ok}/{r.requests}  cpu server {r.server_cpu:.2f} "
                             f"(workers {' + '.join(f'{s:.2f}' for s in split)}) redis {r.backend_cpu:.2f} "
@@ -339,14 +355,14 @@ def comparisons(results: list[dict[str, Any]], workers: int) -> list[dict[str, A
 def report(results: list[dict[str, Any]], workers: int) -> None:
     print()
     print(
-        f"{'server':<14} {'era':<10} {'workload':<11} {'workers':>7} {'req/s':>8} {'/worker':>8} {'p50 ms':>7} "
+        f"{'server':<15} {'era':<10} {'workload':<11} {'workers':>7} {'req/s':>8} {'/worker':>8} {'p50 ms':>7} "
         f"{'p99 ms':>7} {'srv cores':>9} {'each worker':>11} {'redis':>5} {'wrk':>5} {'other':>5} "
         f"{'/core used':>10} {'/core avail':>11} {'clean':>5}"
     )
     for r in sorted(results, key=lambda r: (r["server"], r["era"], r["workload"], r["workers"])):
         split = "+".join(f"{s:.2f}" for s in r["worker_cpu"])
         print(
-            f"{r['server']:<14} {r['era']:<10} {r['workload']:<11} {r['workers']:>7} {r['rps']:>8.0f} "
+            f"{r['server']:<15} {r['era']:<10} {r['workload']:<11} {r['workers']:>7} {r['rps']:>8.0f} "
             f"{r['rps_per_worker']:>8.0f} {r['p50_ms']:>7.2f} {r['p99_ms']:>7.2f} {r['server_cpu']:>9.2f} "
             f"{split:>11} {r['backend_cpu']:>5.2f} {r['client_cpu']:>5.2f} {r['other_cpu']:>5.2f} "
             f"{r['rps_per_core']:>10.0f} {r['rps_per_available_core']:>11.0f} {r['clean_runs']:>3}/{r['runs']}"
@@ -360,6 +376,18 @@ def report(results: list[dict[str, Any]], workers: int) -> None:
         print(
             f"{label:<40} {c['per_worker']:>10.2f} {c['per_core_used']:>13.2f} {c['per_core_available']:>18.2f}"
         )
+    by_key = {(r["server"], r["era"], r["workload"], r["workers"]): r for r in results}
+    leads = [
+        (peer, era, workload, count, ours["rps"] / theirs["rps"])
+        for (peer, era, workload, count), theirs in sorted(by_key.items())
+        if peer in PEERS and theirs["rps"] and (ours := by_key.get(("wiremcp", era, workload, count)))
+    ]
+    if leads:
+        print()
+        title = "wiremcp req/s / each peer's, same workers"
+        print(f"{title:<44} {'workers':>7} {'ratio':>6}")
+        for peer, era, workload, count, value in leads:
+            print(f"{f'{peer} {era} {workload}':<44} {count:>7} {value:>6.2f}")
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -371,8 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cases",
         default=DEFAULT_CASES,
-        help="comma-separated server@era, servers from "
-        f"{', '.join(WORKER_SERVERS[:3])} (default: %(default)s)",
+        help=f"comma-separated server@era, servers from {', '.join(CASE_SERVERS)} (default: %(default)s)",
     )
     parser.add_argument(
         "--methods", default="tools/call", help="comma-separated workloads (default: tools/call)"
@@ -415,10 +442,10 @@ def main(argv: list[str] | None = None) -> int:
     cases: list[tuple[str, str]] = []
     for item in (c.strip() for c in args.cases.split(",") if c.strip()):
         server, _, era = item.partition("@")
-        if server not in WORKER_SERVERS or server == "wiremcp-baseline" or era not in ERAS:
-            parser.error(
-                f"unknown case {item!r}: server@era, from ceiling, wiremcp, wiremcp-redis, wiremcp-json"
-            )
+        if server not in CASE_SERVERS or era not in ERAS:
+            parser.error(f"unknown case {item!r}: server@era, from {', '.join(CASE_SERVERS)}")
+        if era not in SERVERS[server].eras:
+            parser.error(f"{item}: {server} serves only {', '.join(SERVERS[server].eras)}")
         if not with_workers(SERVERS[server], era, args.workers):
             parser.error(f"{item}: in-memory sessions do not span workers (use wiremcp-redis in {HANDSHAKE})")
         cases.append((server, era))
@@ -433,6 +460,15 @@ def main(argv: list[str] | None = None) -> int:
     for tool in ("wrk", *(() if args.no_pin else ("taskset",))):
         if shutil.which(tool) is None:
             parser.error(f"{tool} is not installed")
+    peers = ""
+    try:  # made (npm ci, Node) once, before anything is measured
+        if any(SERVERS[server].peer == "ts" for server, _ in cases):
+            peers += f"; ts-v2 (Node cluster with N workers): {describe_ts(ts_peer())}"
+    except PeerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if any(server == "official-modern" for server, _ in cases):
+        peers += f"; official-modern: mcp {importlib.metadata.version('mcp')}"
     loop, http = stack(args.loop, args.http)
     pinning = {
         n: {"server": None if args.no_pin else cpus_for(n), "wrk": args.client_cpu} for n in (1, args.workers)
@@ -443,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.http} (= {loop} + {http}), {os.cpu_count()} CPUs; 1 worker: server and redis-server on "
         f"CPU {pinning[1]['server']}; {args.workers} workers: on CPUs {pinning[args.workers]['server']}; "
         f"wrk on CPU {args.client_cpu or 'any (not pinned)'}, -t{args.threads} -c{args.connections}, "
-        f"{args.warmup:g} s warm-up + {args.repeat} round(s) of {args.duration:g} s"
+        f"{args.warmup:g} s warm-up + {args.repeat} round(s) of {args.duration:g} s{peers}"
     )
     print(machine, flush=True)
     print(environment, flush=True)
