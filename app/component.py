@@ -23,8 +23,8 @@ class Component:
     """A registered user function with a name, a title, a description (default: its docstring),
     icons, ``_meta`` and the scopes a caller needs."""
 
-    __slots__ = ("_ctx_param", "_fn", "_hints", "_is_async", "_sync", "defined_at", "description", "icons", "meta",
-                 "name", "scopes", "title")
+    __slots__ = ("_ctx_param", "_fn", "_hints", "_sync", "defined_at", "description", "icons", "meta", "name",
+                 "scopes", "title")
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None, title: str | None, description: str | None,
                  icons: list[JSONObject] | None, meta: JSONObject | None, scopes: list[str] | None,
@@ -42,10 +42,10 @@ class Component:
         self.icons = icons
         self.meta = meta
         self.scopes = scopes or []
-        self._is_async = inspect.iscoroutinefunction(fn)
-        self._sync = None if self._is_async else SyncFunction(
+        self._sync = None if inspect.iscoroutinefunction(fn) else SyncFunction(
             fn, blocking, f"{type(self).__name__.lower()} {self.name!r}")
-        """Where a sync function's calls run (``wiremcp.threads``): on the loop's thread unless it blocks."""
+        """Where a sync function's calls run (``wiremcp.threads``): on the loop's thread unless it blocks; None
+        for an async one."""
         self._hints = resolve_hints(fn)
         self._ctx_param = context_parameter(fn, self._hints)
 

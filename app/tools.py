@@ -165,13 +165,7 @@ class Tool(Component):
                 return error_result(f"Invalid arguments for tool {self.name}: {problem}")
             kwargs = dict(arguments)
         try:
-            sync = self._sync
-            if sync is not None and not sync.blocking:  # called here: no coroutine of its own to step through
-                if self._ctx_param is not None:
-                    kwargs[self._ctx_param] = ctx
-                value = sync.call(**kwargs)
-            else:
-                value = await self._invoke(kwargs, ctx)
+            value = await self._invoke(kwargs, ctx)
         except ToolError as exc:
             return error_result(str(exc) or f"Tool {self.name} failed")
         except ClientError as exc:
