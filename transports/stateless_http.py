@@ -12,6 +12,7 @@ error (``wiremcp.shutdown``; as a JSON answer, 503 with ``Retry-After``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -37,8 +38,7 @@ _DONE: JSONObject = {}
 
 
 _WATCH_AFTER = 0.05
-"""Seconds between two looks at the requests running: one seen at two looks in a row (it has run for at least
-that long) has its connection watched for the client going away. One timer for them all, not one each."""
+"""Seconds a request runs before its connection is watched for the client going away."""
 
 
 async def _disconnected(receive: Receive) -> None:
@@ -52,9 +52,8 @@ class StatelessHandler:
     def __init__(self, server: MCPServer, *, keepalive: float) -> None:
         self.server = server
         self.keepalive = keepalive
-        self.answers: set[_Answer] = set()
-        """The requests being answered now, each in the task that received it."""
-        self._looking: asyncio.TimerHandle | None = None
+        self.tasks: set[asyncio.Task[Outcome | None]] = set()
+        self.listens: set[asyncio.Task[Outcome | None]] = set()
         self.streams_open = 0
         """SSE answers being streamed now (for the metrics)."""
 
@@ -66,24 +65,93 @@ class StatelessHandler:
                          peer=caller.peer)
             await respond(send, 202)
             return
-        answer = _Answer(self, inbound, scope, receive, send)
-        self.answers.add(answer)
-        if self._looking is None:
-            self._looking = asyncio.get_running_loop().call_later(_WATCH_AFTER, self._look)
-        try:
-            await answer.run(caller)
-        finally:
-            self.answers.discard(answer)
+        request = inbound.request
+        buffered: list[JSONObject] = []
+        queue: asyncio.Queue[JSONObject] | None = None
+        wake: asyncio.Future[None] | None = None  # made only for a request not answered in its first step
 
-    def _look(self) -> None:
-        """Watch the connections of the requests that have run for a while (``_WATCH_AFTER``)."""
-        self._looking = None
-        for answer in self.answers:
-            if answer.seen:
-                answer.watch()
-            answer.seen = True
-        if self.answers:
-            self._looking = asyncio.get_running_loop().call_later(_WATCH_AFTER, self._look)
+        def woken(_: object = None) -> None:
+            if wake is not None and not wake.done():
+                wake.set_result(None)
+
+        async def related(message: JSONObject) -> None:
+            if queue is None:
+                buffered.append(message)
+                woken()
+                return
+            queue.put_nowait(message)
+            if queue.qsize() >= _BACKLOG:  # the client reads slowly: the handler waits for it
+                room.clear()
+                await room.wait()
+
+        async def run() -> Outcome | None:
+            try:
+                return await serve(self.server, inbound, related, principal=caller.principal, peer=caller.peer)
+            finally:  # said from inside the task, not by done callbacks: the answer goes out a loop turn sooner
+                self.tasks.discard(task)
+                woken()
+
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(run())
+        self.tasks.add(task)
+        if request.method == "subscriptions/listen":
+            self.listens.add(task)
+            task.add_done_callback(self.listens.discard)
+        # One loop turn first: most requests are answered in their task's first step (or send a related
+        # message in it), and then nothing is made to wait for them. Closing the connection cancels the
+        # request. Most requests end sooner than a client gives up, so the connection is only watched once one
+        # has run for a moment.
+        await asyncio.sleep(0)
+        watcher: asyncio.Task[None] | None = None
+        if not task.done() and not buffered:
+            waiting = wake = loop.create_future()
+
+            def watch() -> None:
+                nonlocal watcher
+                if not waiting.done():
+                    watcher = loop.create_task(_disconnected(receive))
+                    watcher.add_done_callback(woken)
+
+            timer = loop.call_later(_WATCH_AFTER, watch)
+            try:
+                await waiting
+            finally:
+                timer.cancel()
+                if watcher is not None:
+                    watcher.cancel()
+        if watcher is not None and watcher.done() and not watcher.cancelled() and not task.done():
+            task.cancel()  # the client went away: that is cancellation in this era
+            return
+        if task.cancelled():  # by the lifespan's close, past the drain's cut-off: answered as the cut-off answers
+            await respond_outcome(send, scope, cut_off_outcome(self.server, request.id), stateless=True)
+            return
+        if task.done() and not buffered:
+            done = task.result()
+            assert done is not None  # no session: only closing the stream cancels, and it has not
+            await respond_outcome(send, scope, done, stateless=True)
+            return
+        room = asyncio.Event()  # set while the stream's reader keeps up
+        queue = asyncio.Queue()
+        task.add_done_callback(lambda _: queue.put_nowait(_DONE) if queue is not None else None)
+
+        async def events() -> AsyncIterator[sse.Event]:
+            try:
+                for message in buffered:
+                    yield sse.event(message)
+                assert queue is not None
+                while (message := await queue.get()) is not _DONE:
+                    if queue.qsize() < _BACKLOG // 2:
+                        room.set()
+                    yield sse.event(message)
+                done = cut_off_outcome(self.server, request.id) if task.cancelled() else task.result()
+                if done is not None:
+                    yield sse.event(done.message)
+            finally:
+                room.set()
+                if not task.done():
+                    task.cancel()  # the stream closed before the answer: cancel the request
+
+        await sse.serve_sse(events(), scope, receive, send, keepalive=self.keepalive, counted=self)
 
     def stream_opened(self) -> None:
         self.streams_open += 1
@@ -92,142 +160,10 @@ class StatelessHandler:
         self.streams_open -= 1
 
     async def close(self, grace: float = 1.0) -> None:
-        """The server is closing: let ``subscriptions/listen`` requests send their clean end first (the bus was
-        just ended), then cut off every request still running (answered with the shutdown's retryable error),
-        and wait until they are answered."""
-        listening = [answer.task for answer in self.answers if answer.listening]
-        if listening:
-            await asyncio.wait(listening, timeout=grace)
-        answers = list(self.answers)
-        for answer in answers:
-            answer.cut_off()
-        if answers:
-            await asyncio.wait([answer.task for answer in answers])
+        if self.listens:  # the bus was just ended: let listen requests send their clean end first
+            await asyncio.wait(list(self.listens), timeout=grace)
+        for task in list(self.tasks):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*self.tasks, return_exceptions=True)
 
-
-class _Answer:
-    """One stateless request, served in the task that received it (no task of its own): answered with JSON,
-    or, from the first message related to it that the handler sends, with an SSE stream (no event ids, no
-    resumption), whose writing task is then the only one made for it. Closing the connection (watched once
-    the request has run for a moment: ``_WATCH_AFTER``) or the stream before the answer cancels the request."""
-
-    __slots__ = ("closing", "gone", "handler", "inbound", "listening", "receive", "scope", "seen", "send", "serving",
-                 "stream", "task", "watcher")
-
-    def __init__(self, handler: StatelessHandler, inbound: Inbound, scope: Scope, receive: Receive,
-                 send: SendASGI) -> None:
-        task = asyncio.current_task()
-        assert task is not None, "served in a task, as every ASGI call is"
-        self.task = task
-        self.handler = handler
-        self.inbound = inbound
-        self.listening = inbound.request.method == "subscriptions/listen"
-        self.scope = scope
-        self.receive = receive
-        self.send = send
-        self.serving = True
-        """The handler runs (``serve``): until then, the request can be cancelled."""
-        self.gone = False
-        """The client went away before the answer: the request was cancelled for it."""
-        self.closing = False
-        """The server cut the request off as it closed."""
-        self.watcher: asyncio.Task[None] | None = None
-        self.stream: _Stream | None = None
-        self.seen = False
-        """Running when the handler last looked (``StatelessHandler._look``)."""
-
-    async def run(self, caller: Caller) -> None:
-        server, request = self.handler.server, self.inbound.request
-        done: Outcome | None
-        try:
-            done = await serve(server, self.inbound, self._related, principal=caller.principal, peer=caller.peer)
-        except asyncio.CancelledError:
-            if not (self.gone or self.closing):
-                raise
-            self.task.uncancel()
-            # the client's cancellation has no answer; a request the close cut off, past the drain's cut-off, is
-            # answered as the cut-off answers
-            done = None if self.gone else cut_off_outcome(server, request.id)
-        finally:
-            self.serving = False
-            if self.watcher is not None:
-                self.watcher.cancel()
-        if self.stream is not None:
-            await self.stream.finish(done)
-        elif done is not None:
-            await respond_outcome(self.send, self.scope, done, stateless=True)
-
-    def cut_off(self) -> None:
-        """The server closes: cancel the request, to be answered with the shutdown's retryable error."""
-        if self.serving and not (self.gone or self.closing):
-            self.closing = True
-            self.task.cancel()
-
-    def cancel_for_the_client(self) -> None:
-        """The client closed the connection or the stream before the answer: that is cancellation in this era."""
-        if self.serving and not (self.gone or self.closing):
-            self.gone = True
-            self.task.cancel()
-
-    def watch(self) -> None:
-        """The request has run for a moment: watch its connection for the client going away (an SSE stream
-        watches its own)."""
-        if self.serving and self.stream is None and self.watcher is None:
-            self.watcher = asyncio.get_running_loop().create_task(_disconnected(self.receive))
-            self.watcher.add_done_callback(self._went_away)
-
-    def _went_away(self, watcher: asyncio.Task[None]) -> None:
-        if not watcher.cancelled() and watcher.exception() is None:
-            self.cancel_for_the_client()
-
-    async def _related(self, message: JSONObject) -> None:
-        """A message the handler sends before its answer: the answer becomes an SSE stream, this its first event."""
-        stream = self.stream
-        if stream is None:
-            if self.watcher is not None:  # the stream reads the connection from now on
-                self.watcher.cancel()
-                self.watcher = None
-            stream = self.stream = _Stream(self)
-        await stream.put(message)
-
-
-class _Stream:
-    """The SSE answer of one stateless request: its related messages in order, then the answer."""
-
-    __slots__ = ("answer", "done", "outcome", "queue", "room", "writer")
-
-    def __init__(self, answer: _Answer) -> None:
-        self.answer = answer
-        self.queue: asyncio.Queue[JSONObject] = asyncio.Queue()
-        self.room = asyncio.Event()  # set while the stream's reader keeps up
-        self.outcome: Outcome | None = None
-        self.done = False
-        handler = answer.handler
-        self.writer = asyncio.get_running_loop().create_task(sse.serve_sse(
-            self._events(), answer.scope, answer.receive, answer.send, keepalive=handler.keepalive,
-            counted=handler))
-
-    async def put(self, message: JSONObject) -> None:
-        self.queue.put_nowait(message)
-        if self.queue.qsize() >= _BACKLOG:  # the client reads slowly: the handler waits for it
-            self.room.clear()
-            await self.room.wait()
-
-    async def finish(self, outcome: Outcome | None) -> None:
-        """The request is over (``outcome`` None: cancelled for the client): end the stream with the answer."""
-        self.outcome, self.done = outcome, True
-        self.queue.put_nowait(_DONE)
-        await self.writer
-
-    async def _events(self) -> AsyncIterator[sse.Event]:
-        try:
-            while (message := await self.queue.get()) is not _DONE:
-                if self.queue.qsize() < _BACKLOG // 2:
-                    self.room.set()
-                yield sse.event(message)
-            if self.outcome is not None:
-                yield sse.event(self.outcome.message)
-        finally:
-            self.room.set()
-            if not self.done:
-                self.answer.cancel_for_the_client()  # the stream closed before the answer: cancel the request
