@@ -6,8 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.docs_pages import DOCS, ENV, STATELESS_META, block, exec_as_file
-from tests.support.http import ACCEPT_BOTH, START_BOUND, serve_in_process
+from tests.support.docs_pages import DOCS, STATELESS_META, block, exec_as_file, stops_as_shown
+from tests.support.http import ACCEPT_BOTH, serve_in_process
 from wiremcp import MCPError
 from wiremcp import threads as threads_module
 from wiremcp.threads import SyncFunction
@@ -131,14 +129,7 @@ async def test_each_kind_of_result_is_what_the_page_shows(tmp_path: Path) -> Non
 
 
 def test_a_duplicate_tool_stops_the_server_with_the_line_the_page_shows(tmp_path: Path) -> None:
-    (tmp_path / "server.py").write_text(block(PAGE, "duplicate").text)
-    command, said = block(PAGE, "duplicate-error").text.splitlines()
-    assert command == "$ wiremcp stdio server.py"
-    done = subprocess.run([sys.executable, "-m", "wiremcp", "stdio", "server.py"], cwd=tmp_path, env=ENV,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=START_BOUND)
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert done.stderr.replace(str(tmp_path), "/home/me/math").splitlines() == [said]
+    stops_as_shown(PAGE, "duplicate", "duplicate-error", tmp_path, "/home/me/math")
 
 
 async def test_tools_added_and_removed_at_runtime_are_announced(tmp_path: Path) -> None:

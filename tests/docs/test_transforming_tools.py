@@ -4,14 +4,11 @@ transformed by a gateway, and the definition mistake stopping the server with th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.docs_pages import DOCS, ENV, block, exec_as_file
-from tests.support.http import START_BOUND
+from tests.support.docs_pages import DOCS, block, exec_as_file, stops_as_shown
 from wiremcp import MCPError, Principal
 from wiremcp.transports import Client
 
@@ -65,11 +62,4 @@ async def test_the_gateway_transforms_its_remote_childs_tool(tmp_path: Path) -> 
 
 
 def test_the_mistake_stops_the_server_with_the_line_the_page_shows(tmp_path: Path) -> None:
-    (tmp_path / "server.py").write_text(block(PAGE, "mistake").text)
-    command, said = block(PAGE, "mistake-error").text.splitlines()
-    assert command == "$ wiremcp stdio server.py"
-    done = subprocess.run([sys.executable, "-m", "wiremcp", "stdio", "server.py"], cwd=tmp_path, env=ENV,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=START_BOUND)
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert done.stderr.replace(str(tmp_path), "/home/me/docs").splitlines() == [said]
+    stops_as_shown(PAGE, "mistake", "mistake-error", tmp_path, "/home/me/docs")

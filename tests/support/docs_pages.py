@@ -151,6 +151,20 @@ def wiremcp_command(page: Path, name: str) -> list[str]:
     return [sys.executable, "-m", "wiremcp", *arguments]
 
 
+def stops_as_shown(page: Path, server: str, error: str, folder: Path, shown_folder: str) -> None:
+    """The page's ``server`` block, saved as ``server.py`` in ``folder`` and started with ``wiremcp stdio
+    server.py`` (the first line of its ``error`` block), stops at once: exit 2, nothing on stdout, and on stderr
+    the one line the ``error`` block shows (the folder written there as ``shown_folder``)."""
+    (folder / "server.py").write_text(block(page, server).text)
+    command, said = block(page, error).text.splitlines()
+    assert command == "$ wiremcp stdio server.py"
+    done = subprocess.run([sys.executable, "-m", "wiremcp", "stdio", "server.py"], cwd=folder, env=ENV,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=START_BOUND)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.replace(str(folder), shown_folder).splitlines() == [said]
+
+
 class _PortTaken(Exception):
     """The server could not bind its port: another process took it first."""
 
