@@ -13,7 +13,7 @@ from pydantic import PydanticUserError
 
 from wiremcp.errors import DefinitionError
 from wiremcp.schema import context_parameter, resolve_hints
-from wiremcp.threads import SyncFunction, run_sync
+from wiremcp.threads import SyncFunction
 from wiremcp.types import JSONObject
 
 C = TypeVar("C")
@@ -57,12 +57,9 @@ class Component:
         """Call the function (a sync one where ``SyncFunction`` says), passing the context if it wants it."""
         if self._ctx_param is not None:
             kwargs[self._ctx_param] = ctx
-        sync = self._sync
-        if sync is None:
+        if self._sync is None:
             return await self._fn(**kwargs)
-        if sync.blocking:
-            return await run_sync(self._fn, **kwargs)
-        return sync.call(**kwargs)
+        return await self._sync(**kwargs)
 
     def _describe(self, out: JSONObject) -> JSONObject:
         """Add the optional descriptive fields to a wire listing entry."""

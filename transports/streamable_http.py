@@ -46,7 +46,7 @@ from wiremcp.transports.asgi import (
 from wiremcp.transports.channels import EventChannel, Item
 from wiremcp.transports.http_post import PostHandlers
 from wiremcp.transports.live_session import LiveSession, new_stream_id
-from wiremcp.transports.outcomes import http_status, outcome_headers, respond_outcome
+from wiremcp.transports.outcomes import respond_outcome
 from wiremcp.transports.request_run import RequestRun
 from wiremcp.transports.sessions import SessionLimitReached, SessionManager
 from wiremcp.transports.shared_streams import (
@@ -223,8 +223,7 @@ class StreamableHTTPEndpoint:
             if done is None:
                 await respond_json(send, 200, jsonrpc.error(request.id, INTERNAL_ERROR, "Internal error"))
             else:
-                await respond_json(send, http_status(done, stateless=False), done.message,
-                                   outcome_headers(scope, done))
+                await respond_outcome(send, scope, done, stateless=False)
             return
         await self.manager.save(live)
         await respond_json(send, 200, done.message, [(SESSION_HEADER, live.id.encode())])
